@@ -1,0 +1,118 @@
+"""yiemagent: a synchronous, thread-based AI-agent framework with an MCP client.
+
+::
+
+    from yiemagent import Agent, openai_chat, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        '''Add two integers.'''
+        return a + b
+
+    agent = Agent(openai_chat("http://127.0.0.1:8080/v1", "my-model"), tools=[add])
+    print(agent.ask("What is 2 + 3?")["content"])
+"""
+
+import logging
+
+from .__version__ import __version__
+from .agent import SHUTDOWN, Agent
+from .events import Event
+from .exceptions import (
+    AgentBusyError,
+    AgentClosedError,
+    AgentError,
+    ConfigError,
+    FormatError,
+    LLMError,
+    MaxTurnsExceeded,
+    MCPError,
+    MCPProtocolError,
+    MCPRPCError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+    ToolArgumentsError,
+    ToolBlockedError,
+    ToolCallFormatError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    YiemagentError,
+    YiemagentWarning,
+)
+from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext
+from .llm import openai_chat
+from .loop import LoopConfig, RunResult, run_turns
+from .mcp import MCPClient
+from .messages import (
+    AssistantMessage,
+    ImageContent,
+    ReasoningContent,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    from_openai,
+    to_openai,
+)
+from .tool_calls import extract_tool_calls, parse_response
+from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
+
+from_openai_response = parse_response
+
+__all__ = [
+    "SHUTDOWN",
+    "AfterToolCallResult",
+    "Agent",
+    "AgentBusyError",
+    "AgentClosedError",
+    "AgentError",
+    "AgentTool",
+    "AgentToolResult",
+    "AssistantMessage",
+    "BeforeToolCallResult",
+    "ConfigError",
+    "Event",
+    "FormatError",
+    "ImageContent",
+    "LLMError",
+    "LoopConfig",
+    "MCPClient",
+    "MCPError",
+    "MCPProtocolError",
+    "MCPRPCError",
+    "MCPSessionExpiredError",
+    "MCPTimeoutError",
+    "MCPTransportError",
+    "MaxTurnsExceeded",
+    "ReasoningContent",
+    "RunResult",
+    "SystemMessage",
+    "TextContent",
+    "ToolArgumentsError",
+    "ToolBlockedError",
+    "ToolCall",
+    "ToolCallContext",
+    "ToolCallFormatError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolRegistry",
+    "ToolResultMessage",
+    "UserMessage",
+    "YiemagentError",
+    "YiemagentWarning",
+    "__version__",
+    "extract_tool_calls",
+    "from_openai",
+    "from_openai_response",
+    "openai_chat",
+    "parse_response",
+    "run_turns",
+    "to_openai",
+    "tool",
+]
+
+logging.getLogger("yiemagent").addHandler(logging.NullHandler())

@@ -1,0 +1,84 @@
+"""Retry policies (tenacity) shared by the LLM adapter and the MCP client.
+
+The one rule that matters: a request that may have reached the server is
+retried only if repeating it is safe. ``never_sent`` tells a failure that
+happened before any byte of the request left (connection refused, DNS, connect
+timeout) from one that happened after; ``tools/call`` is retried only on the
+former.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+import tenacity
+import urllib3.exceptions
+
+__all__ = ["RETRY_STATUS", "make_retrying", "never_sent", "retry_after_seconds"]
+
+RETRY_STATUS = frozenset({429, 502, 503})
+"""HTTP statuses that say "try again later" without having done the work."""
+
+
+def never_sent(exc: BaseException) -> bool:
+    """True when ``exc`` proves the request never reached the server."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    cause: Any = exc
+    for _ in range(6):
+        if cause is None:
+            return False
+        if isinstance(cause, urllib3.exceptions.NewConnectionError):
+            return True
+        if isinstance(cause, urllib3.exceptions.MaxRetryError):
+            cause = cause.reason
+            continue
+        if isinstance(cause, requests.exceptions.ConnectionError) and cause.args:
+            cause = cause.args[0]
+            continue
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds form only), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value.strip()))
+    except ValueError:
+        return None
+
+
+def make_retrying(
+    retry_if: Callable[[BaseException], bool],
+    *,
+    attempts: int = 3,
+    max_wait_seconds: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tenacity.Retrying:
+    """A ``tenacity.Retrying`` that retries exceptions for which ``retry_if`` is true.
+
+    Waits 0.1, 0.2, 0.4 ... seconds (capped at 2), or the ``retry_after``
+    attribute (seconds) of the exception when it has one, capped at
+    ``max_wait_seconds``. The last exception is re-raised as it was.
+    """
+    backoff = tenacity.wait_exponential(multiplier=0.1, max=2)
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        after = getattr(exc, "retry_after", None)
+        if isinstance(after, (int, float)):
+            return min(float(after), max_wait_seconds)
+        return backoff(state)
+
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(retry_if),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=wait,
+        sleep=sleep,
+        reraise=True,
+    )

@@ -1,0 +1,433 @@
+"""Agent: the agent loop on a background thread, fed by bounded queues.
+
+::
+
+    agent = Agent(llm_call, tools=[add], mcp_servers=["http://127.0.0.1:3001/mcp"])
+    agent.start()
+    agent.input_queue.put("What is 2 + 3?")
+    answer = agent.output_queue.get(timeout=60)   # {"role": "assistant", "content": "5", ...}
+    agent.shutdown()
+
+Queues (all ``queue.Queue``, safe from any thread):
+
+* ``input_queue`` (maxsize 16) and ``follow_up_queue`` (maxsize 32) take a
+  ``str``, a ``UserMessage`` or an OpenAI user-message dict. The thread always
+  takes from ``input_queue`` first. Each input is its own run, in order.
+* ``output_queue`` (maxsize 16) receives one OpenAI assistant message dict per
+  input put on a queue: the final answer, or an error answer. Extra keys:
+  ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
+  ``terminated``, ``max_turns``, ``aborted``, ``error``) and, on failure,
+  ``error`` (a message). Strip them before sending the dict to a model; use
+  ``openai_messages()`` for the history.
+
+``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
+queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and
+returns the inputs it did not serve.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import events as ev
+from .exceptions import AgentBusyError, AgentClosedError, ConfigError, FormatError
+from .hooks import AfterToolCall, BeforeToolCall
+from .loop import LLMCall, LoopConfig, OpenAIFormatter, RunResult, run_turns
+from .mcp.bridge import MCPToolset
+from .mcp.client import MCPClient
+from .messages import Message, UserMessage, from_openai, messages_to_openai, to_openai
+from .tools import AgentTool, ToolRegistry
+
+__all__ = ["SHUTDOWN", "Agent"]
+
+logger = logging.getLogger("yiemagent.agent")
+
+
+class _Shutdown:
+    """The shutdown sentinel: put it on ``input_queue`` to stop the agent thread."""
+
+    def __repr__(self) -> str:
+        return "SHUTDOWN"
+
+
+SHUTDOWN = _Shutdown()
+"""Put on ``agent.input_queue`` to stop the thread after the inputs before it."""
+
+
+@dataclass
+class _Input:
+    """An input with its id and, for ``submit``, the future to resolve."""
+
+    message: UserMessage
+    id: str
+    original: Any = None
+    future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
+
+
+class _WakingQueue(queue.Queue):  # type: ignore[type-arg]
+    """A ``queue.Queue`` that sets a shared event on every put, so one thread can wait on two queues."""
+
+    def __init__(self, maxsize: int, wakeup: threading.Event) -> None:
+        super().__init__(maxsize)
+        self._wakeup = wakeup
+
+    def _put(self, item: Any) -> None:
+        super()._put(item)
+        self._wakeup.set()
+
+
+def _user_message(item: Any) -> UserMessage:
+    if isinstance(item, UserMessage):
+        return item
+    if isinstance(item, str):
+        return UserMessage(item)
+    if isinstance(item, dict):
+        message = from_openai(item)
+        if isinstance(message, UserMessage):
+            return message
+    raise FormatError(
+        f"an agent input must be a str, a UserMessage or an OpenAI user-message dict, not {item!r:.100}", raw=item
+    )
+
+
+class Agent:
+    """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
+
+    Args:
+        llm_call: ``llm_call(messages, tools) -> reply`` (see ``yiemagent.llm``).
+        system_prompt: sent first on every model call; None sends none.
+        tools: ``AgentTool`` objects or plain typed functions (wrapped with ``@tool``).
+        mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs; their tools
+            are listed before the first model call and re-listed after
+            ``notifications/tools/list_changed``. Clients made here from URLs
+            are closed by ``shutdown()``.
+        before_tool_call: hook, see ``yiemagent.hooks`` (may block a call).
+        after_tool_call: hook, see ``yiemagent.hooks`` (may replace a result).
+        event_sink: ``sink(event)``, see ``yiemagent.events``.
+        max_turns: model calls per input, at most; the last is made without tools.
+        tool_execution: ``"parallel"`` (a thread pool) or ``"sequential"``.
+        prepare_context: ``prepare_context(history) -> history`` before each model call.
+        format_messages: ``format_messages(history) -> [OpenAI dict]``; default OpenAI format.
+        builtin_list_tools: add the ``list_tools`` tool when there are MCP servers.
+
+    Thread safety: every public method is safe from any thread; runs happen one
+    at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
+    """
+
+    def __init__(
+        self,
+        llm_call: LLMCall,
+        *,
+        system_prompt: str | None = None,
+        tools: Iterable[AgentTool | Callable[..., Any]] = (),
+        mcp_servers: Iterable[MCPClient | str] = (),
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        event_sink: ev.EventSink | None = None,
+        max_turns: int = 10,
+        tool_execution: Literal["parallel", "sequential"] = "parallel",
+        prepare_context: Callable[[list[Message]], list[Message]] | None = None,
+        format_messages: Callable[[list[Message]], list[dict[str, Any]]] | None = None,
+        builtin_list_tools: bool = True,
+    ) -> None:
+        if not callable(llm_call):
+            raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
+        if max_turns < 1:
+            raise ConfigError("max_turns must be at least 1")
+        if tool_execution not in ("parallel", "sequential"):
+            raise ConfigError("tool_execution must be 'parallel' or 'sequential'")
+        self._wakeup = threading.Event()
+        self.input_queue: queue.Queue[Any] = _WakingQueue(16, self._wakeup)
+        self.follow_up_queue: queue.Queue[Any] = _WakingQueue(32, self._wakeup)
+        self.output_queue: queue.Queue[dict[str, Any]] = queue.Queue(16)
+        self.abort_event = threading.Event()
+        """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
+        self.history: list[Message] = []
+        """The conversation (yiemagent messages; no system prompt)."""
+        self.tools = ToolRegistry(tools)  # type: ignore[arg-type]
+        self.event_sink = event_sink
+        self._own_clients: list[MCPClient] = []
+        clients = []
+        for server in mcp_servers:
+            if isinstance(server, str):
+                server = MCPClient(server)
+                self._own_clients.append(server)
+            clients.append(server)
+        self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
+        if clients and builtin_list_tools:
+            self.tools.add(self.mcp.list_tools_tool())
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=9, thread_name_prefix="yiemagent-worker")
+        self.config = LoopConfig(
+            llm_call=llm_call,
+            tools=self.tools,
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+            prepare_context=prepare_context,
+            format_messages=format_messages or OpenAIFormatter(),
+            tool_execution=tool_execution,
+            before_model_call=self.mcp.refresh if clients else None,
+            executor=self._executor,
+        )
+        self.unserved: list[Any] = []
+        """Inputs taken off the queues but never served (after shutdown)."""
+        self.undelivered: list[dict[str, Any]] = []
+        """Answers that found ``output_queue`` full at ``shutdown(mode="now")``."""
+        self._thread: threading.Thread | None = None
+        self._run_lock = threading.Lock()
+        self._stop_mode: str | None = None
+        self._closed = False
+        self._current_run_id: str | None = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("running" if self.is_running else "idle")
+        return f"<Agent {state}, {len(self.tools)} tools, {len(self.history)} messages>"
+
+    def __enter__(self) -> Agent:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # ------------------------------------------------------------------ events
+
+    def _emit(self, event: ev.Event) -> None:
+        if self._current_run_id:
+            event.run_id = self._current_run_id
+        ev.emit(self.event_sink, event)
+
+    def _tools_changed(self, added: list[str], removed: list[str]) -> None:
+        self._emit(ev.ToolsChangedEvent(added=added, removed=removed))
+
+    def _mcp_error(self, client: MCPClient, exc: Exception) -> None:
+        self._emit(ev.ErrorEvent(where="mcp", error=exc, message=f"{client.name}: {exc}"))
+
+    # ------------------------------------------------------------------ thread
+
+    @property
+    def is_running(self) -> bool:
+        """True while the agent thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> Agent:
+        """Start the background thread (once). Returns the agent, for chaining.
+
+        Raises:
+            AgentClosedError: the agent was shut down.
+        """
+        if self._closed:
+            raise AgentClosedError("the agent was shut down; make a new one")
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, name="yiemagent-agent", daemon=True)
+            self._thread.start()
+        return self
+
+    def _take(self) -> Any:
+        for q in (self.input_queue, self.follow_up_queue):
+            try:
+                return q.get_nowait()
+            except queue.Empty:
+                continue
+        return None
+
+    def _main(self) -> None:
+        logger.debug("agent thread started")
+        while True:
+            self._wakeup.clear()
+            if self._stop_mode in ("after_turn", "now"):
+                break
+            item = self._take()
+            if item is None:
+                if self._stop_mode == "drain":
+                    break
+                self._wakeup.wait()
+                continue
+            if item is SHUTDOWN:
+                if self._stop_mode == "drain":
+                    continue
+                break
+            try:
+                self._serve(item, deliver=True)
+            except Exception:  # never let the thread die
+                logger.exception("agent thread: unexpected error serving an input")
+        logger.debug("agent thread stopped")
+
+    # ------------------------------------------------------------------ runs
+
+    def _wrap(self, item: Any) -> _Input:
+        if isinstance(item, _Input):
+            return item
+        return _Input(message=_user_message(item), id=uuid.uuid4().hex[:12], original=item)
+
+    def _answer(self, entry: _Input | None, result: RunResult | None, error: BaseException | None) -> dict[str, Any]:
+        if result is not None:
+            answer = to_openai(result.answer)
+            answer["status"] = result.status
+            if result.status == "error" and result.error is not None:
+                answer["error"] = str(result.error)
+        else:
+            answer = {"role": "assistant", "content": f"Error: {error}", "status": "error", "error": str(error)}
+        answer["input_ids"] = [entry.id] if entry is not None else []
+        return answer
+
+    def _serve(self, item: Any, *, deliver: bool) -> dict[str, Any]:
+        entry: _Input | None = None
+        try:
+            entry = self._wrap(item)
+        except FormatError as exc:
+            self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
+            answer = self._answer(None, None, exc)
+        else:
+            with self._run_lock:
+                self.abort_event.clear()
+                run_id = uuid.uuid4().hex[:12]
+                self._current_run_id = run_id
+                try:
+                    result = run_turns(
+                        self.history, [entry.message], self.config, self.abort_event, self.event_sink,
+                        run_id=run_id, input_ids=[entry.id],
+                    )
+                    answer = self._answer(entry, result, None)
+                except Exception as exc:  # run_turns does not raise; belt and braces
+                    logger.exception("run failed")
+                    answer = self._answer(entry, None, exc)
+                finally:
+                    self._current_run_id = None
+        if entry is not None and entry.future is not None:
+            entry.future.set_result(answer)
+        elif deliver:
+            self._deliver(answer)
+        return answer
+
+    def _deliver(self, answer: dict[str, Any]) -> None:
+        while True:
+            try:
+                self.output_queue.put(answer, timeout=0.1)
+                return
+            except queue.Full:
+                if self._stop_mode == "now":
+                    self.undelivered.append(answer)
+                    logger.warning("output queue full at shutdown; answer kept in agent.undelivered")
+                    return
+
+    # ------------------------------------------------------------------ public API
+
+    def submit(self, message: Any, *, timeout_seconds: float | None = None) -> concurrent.futures.Future[dict[str, Any]]:
+        """Queue an input; return a ``Future`` resolved with its answer dict.
+
+        The answer goes to the future, not to ``output_queue``. The future has
+        an ``input_id`` attribute, the id in the answer's ``input_ids``.
+
+        Raises:
+            AgentBusyError: ``input_queue`` stayed full for ``timeout_seconds``
+                (also a ``queue.Full``); None waits without limit.
+            AgentClosedError: the agent was shut down.
+            FormatError: ``message`` is not a str, ``UserMessage`` or user dict.
+        """
+        if self._closed or self._stop_mode is not None:
+            raise AgentClosedError("the agent was shut down")
+        entry = _Input(message=_user_message(message), id=uuid.uuid4().hex[:12], original=message)
+        entry.future = concurrent.futures.Future()
+        entry.future.input_id = entry.id  # type: ignore[attr-defined]
+        try:
+            self.input_queue.put(entry, timeout=timeout_seconds)
+        except queue.Full:
+            raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
+        return entry.future
+
+    def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
+        """Send one input and wait for its answer (OpenAI assistant message dict).
+
+        Without ``start()``, the run happens in the calling thread. With the
+        thread started, the input is queued and this waits for *its own* answer.
+
+        Raises:
+            TimeoutError: no answer within ``timeout_seconds`` (the run goes on).
+            AgentClosedError: the agent was shut down.
+        """
+        if self._closed:
+            raise AgentClosedError("the agent was shut down")
+        if self._thread is None:
+            return self._serve(text, deliver=False)
+        future = self.submit(text, timeout_seconds=timeout_seconds)
+        try:
+            return future.result(timeout=timeout_seconds)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"no answer within {timeout_seconds}s") from None
+
+    def abort(self) -> None:
+        """End the current run as soon as possible (tools see ``abort_event``).
+
+        Pending tool calls get "cancelled" results; the run's answer has
+        status ``aborted``; the agent goes on with the next input.
+        """
+        self.abort_event.set()
+
+    def openai_messages(self) -> list[dict[str, Any]]:
+        """The conversation in OpenAI chat format, system prompt first; fresh dicts."""
+        messages = messages_to_openai(list(self.history))
+        if self.config.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.config.system_prompt})
+        return messages
+
+    def shutdown(
+        self, timeout_seconds: float = 10.0, mode: Literal["drain", "after_turn", "now"] = "drain"
+    ) -> list[Any]:
+        """Stop the agent thread; return the inputs it did not serve.
+
+        Args:
+            timeout_seconds: seconds to wait for the thread to end.
+            mode: ``"drain"`` serves every queued input first; ``"after_turn"``
+                stops after the current run; ``"now"`` aborts the current run.
+
+        Returns:
+            The inputs not served, as they were put (``submit`` futures of
+            those get ``AgentClosedError``). Safe to call twice.
+        """
+        if self._stop_mode is None:
+            self._stop_mode = mode
+        if mode == "now":
+            self.abort_event.set()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            try:
+                self.input_queue.put_nowait(SHUTDOWN)
+            except queue.Full:
+                pass
+            self._wakeup.set()
+            thread.join(timeout_seconds)
+            if thread.is_alive():
+                logger.warning("agent thread still running after %.1fs", timeout_seconds)
+        self._closed = True
+        leftovers = []
+        for q in (self.input_queue, self.follow_up_queue):
+            while True:
+                try:
+                    item = q.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not SHUTDOWN:
+                    leftovers.append(item)
+        returned = []
+        for item in [*self.unserved, *leftovers]:
+            if isinstance(item, _Input):
+                if item.future is not None and not item.future.done():
+                    item.future.set_exception(AgentClosedError("the agent shut down before serving this input"))
+                returned.append(item.original)
+            else:
+                returned.append(item)
+        self.unserved = []
+        if thread is None or not thread.is_alive():
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            for client in self._own_clients:
+                client.close()
+        return returned

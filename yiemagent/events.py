@@ -1,0 +1,204 @@
+"""Events: typed lifecycle records sent to the agent's ``event_sink``.
+
+Every event is a dataclass with a ``type`` string, a ``timestamp`` (seconds
+since the epoch, ``time.time()``) and the ``run_id`` of the run it belongs to.
+End events carry ``duration_seconds``. The sequence of one run with two tool
+calls::
+
+    agent_start
+      message_start/message_end (user)
+      turn_start
+        message_start/message_end (assistant, 2 tool_calls)
+        tool_execution_start (call 1)    tool_execution_start (call 2)
+        tool_execution_end   (call 1)    tool_execution_end   (call 2)
+        message_start/message_end (tool result 1, tool result 2)
+      turn_end
+      turn_start
+        message_start/message_end (assistant, final answer)
+      turn_end
+    agent_end (status "completed")
+
+``error`` may appear anywhere (the run goes on or ends with status "error");
+``aborted`` precedes ``agent_end`` with status "aborted".
+
+Contract of a sink: ``sink(event) -> None``, called on the agent thread, in
+order. It should return quickly. If it raises, the error is logged and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from .messages import Message, ToolCall
+
+__all__ = [
+    "AbortedEvent",
+    "AgentEndEvent",
+    "AgentStartEvent",
+    "ErrorEvent",
+    "Event",
+    "EventSink",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolsChangedEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "emit",
+]
+
+logger = logging.getLogger("yiemagent.events")
+
+
+@dataclass(kw_only=True)
+class _Base:
+    run_id: str = ""
+    """Id of the run (one input, or several when steering) this event belongs to."""
+    timestamp: float = field(default_factory=time.time)
+    """Seconds since the epoch when the event was made."""
+
+
+@dataclass(kw_only=True)
+class AgentStartEvent(_Base):
+    """A run starts: it answers ``input_ids``."""
+
+    input_ids: list[str] = field(default_factory=list)
+    type: Literal["agent_start"] = field(default="agent_start", init=False)
+
+
+@dataclass(kw_only=True)
+class AgentEndEvent(_Base):
+    """A run ended with ``status``: completed, terminated, max_turns, aborted or error."""
+
+    status: str = "completed"
+    turns: int = 0
+    duration_seconds: float = 0.0
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Token counts summed over the run's model replies that reported ``usage``."""
+    type: Literal["agent_end"] = field(default="agent_end", init=False)
+
+
+@dataclass(kw_only=True)
+class TurnStartEvent(_Base):
+    """A turn (one model call and its tool batch) starts; ``turn`` counts from 1."""
+
+    turn: int = 0
+    tools_enabled: bool = True
+    type: Literal["turn_start"] = field(default="turn_start", init=False)
+
+
+@dataclass(kw_only=True)
+class TurnEndEvent(_Base):
+    """A turn ended after ``duration_seconds``."""
+
+    turn: int = 0
+    duration_seconds: float = 0.0
+    tool_calls: int = 0
+    type: Literal["turn_end"] = field(default="turn_end", init=False)
+
+
+@dataclass(kw_only=True)
+class MessageStartEvent(_Base):
+    """A message is about to be added to the history (the model call starts for the assistant)."""
+
+    role: str = ""
+    type: Literal["message_start"] = field(default="message_start", init=False)
+
+
+@dataclass(kw_only=True)
+class MessageEndEvent(_Base):
+    """A message was added to the history."""
+
+    message: Message | None = None
+    duration_seconds: float = 0.0
+    type: Literal["message_end"] = field(default="message_end", init=False)
+
+
+@dataclass(kw_only=True)
+class ToolExecutionStartEvent(_Base):
+    """A tool call is about to run (after hooks and validation decided it may)."""
+
+    tool_call: ToolCall | None = None
+    type: Literal["tool_execution_start"] = field(default="tool_execution_start", init=False)
+
+
+@dataclass(kw_only=True)
+class ToolExecutionUpdateEvent(_Base):
+    """Progress of a running tool (e.g. MCP ``notifications/progress``)."""
+
+    tool_call_id: str = ""
+    progress: Any = None
+    type: Literal["tool_execution_update"] = field(default="tool_execution_update", init=False)
+
+
+@dataclass(kw_only=True)
+class ToolExecutionEndEvent(_Base):
+    """A tool call has its result (run, blocked, failed or aborted)."""
+
+    tool_call: ToolCall | None = None
+    result: Any = None
+    """The ``AgentToolResult``."""
+    is_error: bool = False
+    duration_seconds: float = 0.0
+    type: Literal["tool_execution_end"] = field(default="tool_execution_end", init=False)
+
+
+@dataclass(kw_only=True)
+class ErrorEvent(_Base):
+    """Something failed; ``where`` names the step (llm_call, tool, hook, mcp, agent)."""
+
+    where: str = ""
+    error: BaseException | None = None
+    message: str = ""
+    type: Literal["error"] = field(default="error", init=False)
+
+
+@dataclass(kw_only=True)
+class AbortedEvent(_Base):
+    """The run was aborted; ``pending_tool_call_ids`` got "aborted" results."""
+
+    pending_tool_call_ids: list[str] = field(default_factory=list)
+    type: Literal["aborted"] = field(default="aborted", init=False)
+
+
+@dataclass(kw_only=True)
+class ToolsChangedEvent(_Base):
+    """The set of tools changed (MCP ``notifications/tools/list_changed``, rediscovery)."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    type: Literal["tools_changed"] = field(default="tools_changed", init=False)
+
+
+Event = Union[
+    AgentStartEvent,
+    AgentEndEvent,
+    TurnStartEvent,
+    TurnEndEvent,
+    MessageStartEvent,
+    MessageEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    ToolExecutionEndEvent,
+    ErrorEvent,
+    AbortedEvent,
+    ToolsChangedEvent,
+]
+
+EventSink = Callable[[Event], Any]
+
+
+def emit(sink: EventSink | None, event: Event) -> None:
+    """Send ``event`` to ``sink``; a raising sink is logged and ignored."""
+    if sink is None:
+        return
+    try:
+        sink(event)
+    except Exception:
+        logger.exception("event sink raised on %s; ignored", event.type)

@@ -1,0 +1,1 @@
+"""Example MCP servers shipped with yiemagent (they need the ``mcp`` package: ``pip install yiemagent[demo]``)."""

@@ -1,0 +1,192 @@
+"""Every exception yiemagent raises, in one tree.
+
+::
+
+    YiemagentError                                  root of everything yiemagent raises
+    ├── ConfigError(YiemagentError, ValueError)     misuse at construction or registration
+    ├── FormatError(YiemagentError, ValueError)     a message or response cannot be converted; .raw
+    │   └── ToolCallFormatError                     a tool-call shape is unusable; .raw, .format_hint
+    ├── ToolError                                   a tool could not produce a result; .tool_name, .tool_call_id
+    │   ├── ToolNotFoundError                       the name is not registered
+    │   ├── ToolArgumentsError                      arguments fail the inputSchema; .errors
+    │   ├── ToolBlockedError                        before_tool_call blocked it; .reason
+    │   └── ToolExecutionError                      the tool or a hook raised; original in __cause__
+    ├── LLMError                                    llm_call raised or returned an unusable reply; .response, .status_code
+    ├── MCPError                                    talking to an MCP server failed; .server
+    │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body
+    │   │   └── MCPTimeoutError(MCPTransportError, TimeoutError)  no complete reply in time
+    │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
+    │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
+    │       └── MCPSessionExpiredError              HTTP 404 on a request carrying Mcp-Session-Id
+    └── AgentError
+        ├── AgentClosedError                        the agent was shut down
+        ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
+        └── MaxTurnsExceeded                        the turn limit was reached; .max_turns
+    YiemagentWarning(UserWarning)                   visible by default
+
+Raised vs reported: public APIs (``ToolRegistry.call``, ``MCPClient.call_tool``,
+``extract_tool_calls``) raise these. The agent loop catches them and reports them
+as error tool results, error answers and ``error`` events; nothing escapes the
+agent thread.
+"""
+
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+
+class YiemagentError(Exception):
+    """Root of every exception yiemagent raises."""
+
+
+class YiemagentWarning(UserWarning):
+    """A problem yiemagent worked around (shown by default)."""
+
+
+class ConfigError(YiemagentError, ValueError):
+    """Misuse at construction or registration (bad schema, name clash)."""
+
+
+class FormatError(YiemagentError, ValueError):
+    """A message or response cannot be converted to or from OpenAI format."""
+
+    def __init__(self, message: str, *, raw: Any = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class ToolCallFormatError(FormatError):
+    """A tool-call shape is not recognised or its arguments are unusable."""
+
+    def __init__(self, message: str, *, raw: Any = None, format_hint: str | None = None) -> None:
+        super().__init__(message, raw=raw)
+        self.format_hint = format_hint
+
+
+class ToolError(YiemagentError):
+    """A tool could not produce a result."""
+
+    def __init__(self, message: str, *, tool_name: str = "", tool_call_id: str = "") -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+
+
+class ToolNotFoundError(ToolError):
+    """The tool name is not in the registry."""
+
+
+class ToolArgumentsError(ToolError):
+    """The arguments do not satisfy the tool's ``inputSchema``."""
+
+    def __init__(
+        self, message: str, *, tool_name: str = "", tool_call_id: str = "", errors: list[str] | None = None
+    ) -> None:
+        super().__init__(message, tool_name=tool_name, tool_call_id=tool_call_id)
+        self.errors = list(errors or [])
+
+
+class ToolBlockedError(ToolError):
+    """``before_tool_call`` blocked the call."""
+
+    def __init__(self, message: str, *, tool_name: str = "", tool_call_id: str = "", reason: str = "") -> None:
+        super().__init__(message, tool_name=tool_name, tool_call_id=tool_call_id)
+        self.reason = reason
+
+
+class ToolExecutionError(ToolError):
+    """The tool or one of its hooks raised; the original is ``__cause__``."""
+
+
+class LLMError(YiemagentError):
+    """``llm_call`` raised, or returned a reply that cannot be used."""
+
+    def __init__(self, message: str, *, response: Any = None, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.response = response
+        self.status_code = status_code
+
+
+class MCPError(YiemagentError):
+    """Talking to an MCP server failed."""
+
+    def __init__(self, message: str, *, server: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class MCPTransportError(MCPError, ConnectionError):
+    """The server is unreachable, answered HTTP non-2xx, or its process is gone."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str = "",
+        status_code: int | None = None,
+        body: str = "",
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, server=server)
+        self.status_code = status_code
+        self.body = body
+        self.stderr_tail = stderr_tail
+
+
+class MCPTimeoutError(MCPTransportError, TimeoutError):
+    """No complete reply arrived within the timeout."""
+
+
+class MCPProtocolError(MCPError):
+    """The reply is not valid JSON-RPC, SSE, or a supported protocol version."""
+
+    def __init__(self, message: str, *, server: str = "", body: str = "") -> None:
+        super().__init__(message, server=server)
+        self.body = body
+
+
+class MCPRPCError(MCPError):
+    """The server answered with a JSON-RPC error object."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, server: str = "") -> None:
+        where = f" from {server}" if server else ""
+        super().__init__(f"JSON-RPC error {code}{where}: {message}", server=server)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def from_error(cls, error: dict[str, Any], *, server: str = "") -> MCPRPCError:
+        """Build from a JSON-RPC ``error`` member (``{"code", "message", "data"?}``)."""
+        code = error.get("code")
+        return cls(
+            code if isinstance(code, int) else -32603,
+            str(error.get("message", "")),
+            error.get("data"),
+            server=server,
+        )
+
+
+class MCPSessionExpiredError(MCPRPCError):
+    """The server no longer knows our ``Mcp-Session-Id`` (spec: re-initialize)."""
+
+
+class AgentError(YiemagentError):
+    """Misuse or failure of the ``Agent`` wrapper."""
+
+
+class AgentClosedError(AgentError):
+    """The agent was shut down, or its thread is gone."""
+
+
+class AgentBusyError(AgentError, queue.Full):
+    """A queue stayed full for the whole timeout."""
+
+
+class MaxTurnsExceeded(AgentError):
+    """The run reached its turn limit."""
+
+    def __init__(self, max_turns: int) -> None:
+        super().__init__(f"the run reached max_turns={max_turns}")
+        self.max_turns = max_turns

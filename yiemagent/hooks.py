@@ -1,0 +1,138 @@
+"""Hooks: ``before_tool_call`` and ``after_tool_call``, with their contracts.
+
+``before_tool_call(ctx, abort_event) -> BeforeToolCallResult | None``
+
+    Contract: called on the agent thread, once per tool call, in the order the
+    model asked, after the arguments were validated and before the tool runs.
+    Return None to let the call run, or ``BeforeToolCallResult(block=True,
+    reason="...")`` to block it: the tool does not run and the model gets an
+    error result carrying the reason. It may block (e.g. ask a human) but
+    should watch ``abort_event``. If it raises, the call does not run and the
+    model gets an error result saying the hook failed.
+
+``after_tool_call(ctx) -> AfterToolCallResult | None``
+
+    Contract: called on the agent thread after the tool ran, with
+    ``ctx.result`` set. Return None to keep the result, or an
+    ``AfterToolCallResult`` whose non-None fields replace the result's fields
+    one by one (no deep merge). If it raises, the model gets an error result
+    saying the hook failed; the tool is not run again, and its original result
+    is kept in ``details["original_result"]`` for the application.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .messages import ImageContent, Message, TextContent, ToolCall
+from .tools import AgentTool, AgentToolResult
+
+__all__ = [
+    "AfterToolCall",
+    "AfterToolCallResult",
+    "BeforeToolCall",
+    "BeforeToolCallResult",
+    "ToolCallContext",
+    "run_after_hook",
+    "run_before_hook",
+]
+
+logger = logging.getLogger("yiemagent.hooks")
+
+
+@dataclass
+class ToolCallContext:
+    """What a hook knows about one tool call."""
+
+    tool_call: ToolCall
+    """The call (``id``, ``name``, ``arguments``)."""
+    tool: AgentTool | None
+    """The registered tool."""
+    history: list[Message] = field(repr=False)
+    """The conversation so far (read it, do not change it)."""
+    result: AgentToolResult | None = None
+    """The tool's result (``after_tool_call`` only)."""
+
+
+@dataclass
+class BeforeToolCallResult:
+    """Answer of ``before_tool_call``: ``block=True`` stops the call with ``reason``."""
+
+    block: bool = False
+    reason: str = ""
+
+
+@dataclass
+class AfterToolCallResult:
+    """Answer of ``after_tool_call``: each non-None field replaces the result's field."""
+
+    content: str | list[TextContent | ImageContent] | None = None
+    is_error: bool | None = None
+    terminate: bool | None = None
+    details: Any = None
+
+
+BeforeToolCall = Callable[[ToolCallContext, threading.Event], "BeforeToolCallResult | None"]
+AfterToolCall = Callable[[ToolCallContext], "AfterToolCallResult | None"]
+
+
+def run_before_hook(
+    hook: BeforeToolCall | None, ctx: ToolCallContext, abort_event: threading.Event
+) -> AgentToolResult | None:
+    """Run ``before_tool_call``; return an error result if it blocks or raises, else None."""
+    if hook is None:
+        return None
+    name = ctx.tool_call.name
+    try:
+        answer = hook(ctx, abort_event)
+    except Exception as exc:
+        logger.warning("before_tool_call raised for %s: %r", name, exc)
+        return AgentToolResult.error(
+            f"Tool {name!r} was not run: the before_tool_call hook failed ({type(exc).__name__}: {exc}).",
+            details={"hook_error": exc},
+        )
+    if answer is None:
+        return None
+    if not isinstance(answer, BeforeToolCallResult):
+        return AgentToolResult.error(
+            f"Tool {name!r} was not run: before_tool_call returned {type(answer).__name__}, "
+            "expected BeforeToolCallResult or None."
+        )
+    if answer.block:
+        reason = answer.reason or "blocked by before_tool_call"
+        return AgentToolResult.error(f"Tool {name!r} was blocked: {reason}", details={"blocked": True})
+    return None
+
+
+def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToolResult:
+    """Run ``after_tool_call`` on ``ctx.result`` and return the final result."""
+    result = ctx.result if ctx.result is not None else AgentToolResult.error("the tool returned no result")
+    if hook is None:
+        return result
+    try:
+        answer = hook(ctx)
+    except Exception as exc:
+        logger.warning("after_tool_call raised for %s: %r", ctx.tool_call.name, exc)
+        return AgentToolResult.error(
+            f"Tool {ctx.tool_call.name!r} ran, but the after_tool_call hook failed "
+            f"({type(exc).__name__}: {exc}); its result is withheld.",
+            details={"hook_error": exc, "original_result": result},
+        )
+    if answer is None:
+        return result
+    if not isinstance(answer, AfterToolCallResult):
+        return AgentToolResult.error(
+            f"Tool {ctx.tool_call.name!r} ran, but after_tool_call returned {type(answer).__name__}, "
+            "expected AfterToolCallResult or None; its result is withheld.",
+            details={"original_result": result},
+        )
+    return AgentToolResult(
+        content=result.content if answer.content is None else answer.content,  # type: ignore[arg-type]
+        is_error=result.is_error if answer.is_error is None else answer.is_error,
+        terminate=result.terminate if answer.terminate is None else answer.terminate,
+        details=result.details if answer.details is None else answer.details,
+    )

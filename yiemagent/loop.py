@@ -1,0 +1,447 @@
+"""The agent loop: one run, from new user input to the final answer.
+
+``run_turns(history, inputs, config, abort_event, emit)`` is a plain function:
+no queues, no thread of its own (model calls and tools run on worker threads
+only so that ``abort_event`` can cut them short). ``Agent`` wraps it.
+
+Per turn: ``prepare_context(history)`` -> ``format_messages`` -> ``llm_call``
+-> extract tool calls -> per call: check (parse error, unknown tool, schema)
+-> ``before_tool_call`` -> execute -> ``after_tool_call`` -> append the
+assistant message and one tool result per call -> next turn.
+
+Rules (each has a test):
+
+* the run ends when a reply has no tool calls (status ``completed``), when
+  every result of a batch sets ``terminate`` (``terminated``), at
+  ``max_turns`` (``max_turns``), on abort (``aborted``) or when ``llm_call``
+  fails (``error``);
+* the turn numbered ``max_turns`` is sent without tools (when
+  ``final_turn_without_tools``), so the user still gets an answer; calls in
+  that reply are answered "not run" and the run ends;
+* every tool call in the history has exactly one tool result, right after its
+  assistant message, in the order the model asked; the assistant message and
+  its results are added together, so an abort or a failure never leaves a call
+  unanswered;
+* ``finish_reason`` is advisory: only the presence of calls decides;
+* nothing raises out of ``run_turns``: failures become error results, error
+  answers and ``error`` events.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import events as ev
+from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
+from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
+from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage, to_openai
+from .tool_calls import parse_response
+from .tools import AgentToolResult, ToolRegistry, to_result
+
+__all__ = ["LoopConfig", "OpenAIFormatter", "RunResult", "run_turns"]
+
+logger = logging.getLogger("yiemagent.loop")
+
+LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
+Status = Literal["completed", "terminated", "max_turns", "aborted", "error"]
+
+_POLL_SECONDS = 0.05  # how often a wait re-checks the abort event
+
+
+class OpenAIFormatter:
+    """Default ``format_messages``: OpenAI chat dicts, converted once per message.
+
+    A message is converted the first time it is seen and the dict is reused on
+    later turns, so a turn costs what is new, not the whole history. Messages
+    must not be changed after they were added to the history, and ``llm_call``
+    must not change the dicts it receives.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Message, dict[str, Any]]] = {}
+
+    def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
+        out = []
+        cache = self._cache
+        for message in history:
+            hit = cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, to_openai(message))
+                cache[id(message)] = hit
+            out.append(hit[1])
+        if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
+            live = {id(m) for m in history}
+            self._cache = {k: v for k, v in cache.items() if k in live}
+        return out
+
+
+@dataclass
+class LoopConfig:
+    """Everything a run needs besides the history."""
+
+    llm_call: LLMCall
+    """``llm_call(messages, tools) -> reply``: OpenAI chat messages and function tools in, a reply out."""
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    system_prompt: str | None = None
+    max_turns: int = 10
+    """Model calls per run, at most."""
+    final_turn_without_tools: bool = True
+    """Send the last allowed turn without tools so the model must answer in text."""
+    before_tool_call: BeforeToolCall | None = None
+    after_tool_call: AfterToolCall | None = None
+    prepare_context: Callable[[list[Message]], list[Message]] | None = None
+    """``prepare_context(history) -> history`` (e.g. trim); default: identity."""
+    format_messages: Callable[[list[Message]], list[dict[str, Any]]] = field(default_factory=OpenAIFormatter)
+    """``format_messages(history) -> [OpenAI message dict]``; the system prompt is put first by the loop."""
+    tool_execution: Literal["parallel", "sequential"] = "parallel"
+    max_parallel_tools: int = 8
+    before_model_call: Callable[[], None] | None = None
+    """Called before each model call (MCP tool refresh); may raise, reported as an error event."""
+    executor: concurrent.futures.Executor | None = None
+    """Worker threads for model calls and tools; None makes a pool per run."""
+
+
+@dataclass
+class RunResult:
+    """How a run ended."""
+
+    answer: AssistantMessage
+    """The final assistant message (an error answer when ``status == "error"``)."""
+    status: Status
+    run_id: str
+    turns: int = 0
+    new_messages: list[Message] = field(default_factory=list)
+    """Messages the run added to the history, inputs included."""
+    error: BaseException | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+def _add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
+    if not usage:
+        return
+    for key, value in usage.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+
+
+class _Aborted(Exception):
+    """Internal: the abort event was set while waiting."""
+
+
+def _wait(future: concurrent.futures.Future[Any], abort_event: threading.Event) -> Any:
+    """Wait for ``future``; raise ``_Aborted`` as soon as ``abort_event`` is set."""
+    while True:
+        try:
+            return future.result(timeout=_POLL_SECONDS)
+        except concurrent.futures.TimeoutError:
+            if abort_event.is_set():
+                future.cancel()
+                raise _Aborted() from None
+
+
+class _Run:
+    """State of one run; ``run_turns`` is its only user."""
+
+    def __init__(
+        self,
+        history: list[Message],
+        config: LoopConfig,
+        abort_event: threading.Event,
+        sink: ev.EventSink | None,
+        run_id: str,
+    ) -> None:
+        self.history = history
+        self.config = config
+        self.abort_event = abort_event
+        self.sink = sink
+        self.run_id = run_id
+        self.usage: dict[str, Any] = {}
+        self.start_len = len(history)
+        self.turns = 0
+        self.executor = config.executor
+        self.own_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.taken_ids = {
+            call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
+        }
+
+    def emit(self, event: ev.Event) -> None:
+        event.run_id = self.run_id
+        ev.emit(self.sink, event)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        if self.executor is None:
+            self.own_executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.config.max_parallel_tools + 1, thread_name_prefix="yiemagent-run"
+            )
+            self.executor = self.own_executor
+        return self.executor.submit(fn, *args)
+
+    def add(self, message: Message) -> None:
+        self.emit(ev.MessageStartEvent(role=message.role))
+        self.history.append(message)
+        self.emit(ev.MessageEndEvent(message=message))
+
+    def error(self, where: str, exc: BaseException) -> None:
+        logger.warning("%s failed in run %s: %s", where, self.run_id, exc)
+        self.emit(ev.ErrorEvent(where=where, error=exc, message=str(exc)))
+
+    # ------------------------------------------------------------------ model
+
+    def call_model(self, tools_enabled: bool) -> AssistantMessage:
+        config = self.config
+        if config.before_model_call is not None:
+            try:
+                config.before_model_call()
+            except Exception as exc:
+                self.error("before_model_call", exc)
+        context = self.history if config.prepare_context is None else config.prepare_context(self.history)
+        messages = config.format_messages(context)
+        if config.system_prompt:
+            messages = [{"role": "system", "content": config.system_prompt}, *messages]
+        tools = config.tools.to_openai() if tools_enabled else []
+        logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
+                     len(messages), len(tools))
+        future = self.submit(config.llm_call, messages, tools)
+        try:
+            response = _wait(future, self.abort_event)
+        except _Aborted:
+            raise
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
+        try:
+            reply = parse_response(response, taken_ids=self.taken_ids)
+        except YiemagentError as exc:
+            raise LLMError(f"llm_call returned an unusable reply: {exc}", response=response) from exc
+        _add_usage(self.usage, reply.usage)
+        return reply
+
+    # ------------------------------------------------------------------ tools
+
+    def check(self, call: ToolCall) -> AgentToolResult | None:
+        """Return an error result if ``call`` must not run, else None."""
+        if call.error:
+            return AgentToolResult.error(f"Tool {call.name!r} was not run: {call.error}")
+        found = self.config.tools.get(call.name)
+        if found is None:
+            names = ", ".join(self.config.tools.names()) or "none"
+            return AgentToolResult.error(f"Unknown tool {call.name!r}. Available tools: {names}.")
+        try:
+            found.validate(call.arguments, call.id)
+        except ToolError as exc:
+            return AgentToolResult.error(f"Tool {call.name!r} was not run: {exc}")
+        ctx = ToolCallContext(call, found, self.history)
+        return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
+
+    def execute(self, call: ToolCall) -> AgentToolResult:
+        """Run one checked call on a worker thread (never raises)."""
+        found = self.config.tools.get(call.name)
+        assert found is not None
+        try:
+            return to_result(found.execute(call.id, call.arguments, self.abort_event))
+        except Exception as exc:
+            logger.info("tool %s raised: %r", call.name, exc)
+            return AgentToolResult.error(
+                f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
+            )
+
+    def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
+        """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
+        if ran:
+            ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result)
+            result = run_after_hook(self.config.after_tool_call, ctx)
+        self.emit(
+            ev.ToolExecutionEndEvent(
+                tool_call=call, result=result, is_error=result.is_error,
+                duration_seconds=time.monotonic() - started,
+            )
+        )
+        return result
+
+    def run_batch(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
+        """Return one result per call, in order, and whether the batch was aborted."""
+        results: list[AgentToolResult | None] = [None] * len(calls)
+        started = [time.monotonic()] * len(calls)
+        pending: dict[concurrent.futures.Future[AgentToolResult], int] = {}
+        aborted = False
+        try:
+            runnable = []
+            for i, call in enumerate(calls):
+                if self.abort_event.is_set():
+                    aborted = True
+                    break
+                started[i] = time.monotonic()
+                self.emit(ev.ToolExecutionStartEvent(tool_call=call))
+                refusal = self.check(call)
+                if refusal is not None:
+                    results[i] = self.finish(call, refusal, started[i], ran=False)
+                else:
+                    runnable.append(i)
+            sequential = self.config.tool_execution == "sequential" or any(
+                getattr(self.config.tools.get(calls[i].name), "sequential", False) for i in runnable
+            )
+            if not aborted and sequential:
+                for i in runnable:
+                    if self.abort_event.is_set():
+                        aborted = True
+                        break
+                    future = self.submit(self.execute, calls[i])
+                    pending[future] = i
+                    results[i] = self.finish(calls[i], _wait(future, self.abort_event), started[i], ran=True)
+                    del pending[future]
+            elif not aborted:
+                pending = {self.submit(self.execute, calls[i]): i for i in runnable}
+                while pending:
+                    done, _ = concurrent.futures.wait(
+                        pending, timeout=_POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
+                    )
+                    for future in done:
+                        i = pending.pop(future)
+                        results[i] = self.finish(calls[i], future.result(), started[i], ran=True)
+                    if pending and self.abort_event.is_set():
+                        aborted = True
+                        break
+        except _Aborted:
+            aborted = True
+        finally:
+            for future in pending:
+                future.cancel()
+            for i, call in enumerate(calls):
+                if results[i] is None:
+                    reason = "aborted by the user" if aborted or self.abort_event.is_set() else "internal error"
+                    results[i] = AgentToolResult.error(
+                        f"Tool {call.name!r} was cancelled: {reason}; it may not have finished.",
+                        details={"aborted": True},
+                    )
+                    self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True))
+        return [r for r in results if r is not None], aborted
+
+    def answer_calls(self, reply: AssistantMessage, results: list[AgentToolResult]) -> None:
+        self.add(reply)
+        for call, result in zip(reply.tool_calls, results):
+            self.add(
+                ToolResultMessage(
+                    call.id, list(result.content), tool_name=call.name, is_error=result.is_error,
+                    details=result.details,
+                )
+            )
+
+    # ------------------------------------------------------------------ run
+
+    def run(self, inputs: list[UserMessage], input_ids: list[str]) -> RunResult:
+        started = time.monotonic()
+        self.emit(ev.AgentStartEvent(input_ids=list(input_ids)))
+        for message in inputs:
+            self.add(message)
+        answer = AssistantMessage()
+        status: Status = "completed"
+        error: BaseException | None = None
+        try:
+            while True:
+                if self.abort_event.is_set():
+                    raise _Aborted()
+                self.turns += 1
+                last = self.turns >= self.config.max_turns
+                tools_enabled = not (last and self.config.final_turn_without_tools and self.turns > 1)
+                if not tools_enabled:
+                    error = MaxTurnsExceeded(self.config.max_turns)
+                    self.error("max_turns", error)
+                turn_started = time.monotonic()
+                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled))
+                self.emit(ev.MessageStartEvent(role="assistant"))
+                reply = self.call_model(tools_enabled)
+                answer = reply
+                if self.abort_event.is_set():
+                    raise _Aborted()
+                if not reply.tool_calls:
+                    self.history.append(reply)
+                    self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
+                    status = "completed" if tools_enabled else "max_turns"
+                    break
+                if last:
+                    results = [
+                        AgentToolResult.error(
+                            f"Tool {c.name!r} was not run: the turn limit ({self.config.max_turns}) was reached."
+                        )
+                        for c in reply.tool_calls
+                    ]
+                    self.answer_calls(reply, results)
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
+                                              tool_calls=len(reply.tool_calls)))
+                    status = "max_turns"
+                    if error is None:
+                        error = MaxTurnsExceeded(self.config.max_turns)
+                        self.error("max_turns", error)
+                    break
+                results, aborted = self.run_batch(reply.tool_calls)
+                self.answer_calls(reply, results)
+                self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
+                                          tool_calls=len(reply.tool_calls)))
+                if aborted:
+                    raise _Aborted()
+                if results and all(r.terminate for r in results):
+                    status = "terminated"
+                    break
+        except _Aborted:
+            status = "aborted"
+            self.emit(ev.AbortedEvent())
+            answer = AssistantMessage([TextContent("The run was aborted.")])
+        except LLMError as exc:
+            status, error = "error", exc
+            self.error("llm_call", exc)
+            answer = AssistantMessage([TextContent(f"Error: {exc}")])
+        except Exception as exc:  # a bug of ours or of a callback: report, never raise
+            status, error = "error", exc
+            self.error("agent", exc)
+            answer = AssistantMessage([TextContent(f"Error: {type(exc).__name__}: {exc}")])
+        finally:
+            if self.own_executor is not None:
+                self.own_executor.shutdown(wait=False, cancel_futures=True)
+        self.emit(
+            ev.AgentEndEvent(status=status, turns=self.turns, duration_seconds=time.monotonic() - started,
+                             usage=dict(self.usage))
+        )
+        return RunResult(
+            answer=answer, status=status, run_id=self.run_id, turns=self.turns,
+            new_messages=self.history[self.start_len:], error=error, usage=self.usage,
+        )
+
+
+def run_turns(
+    history: list[Message],
+    inputs: list[UserMessage],
+    config: LoopConfig,
+    abort_event: threading.Event | None = None,
+    emit: ev.EventSink | None = None,
+    *,
+    run_id: str | None = None,
+    input_ids: list[str] | None = None,
+) -> RunResult:
+    """Run the agent on ``inputs`` until it answers; append everything to ``history``.
+
+    Args:
+        history: the conversation so far; new messages are appended in place.
+        inputs: the new user messages this run answers (may be empty to
+            continue from the history).
+        config: model, tools, hooks and limits.
+        abort_event: set it (from any thread) to end the run at once; pending
+            tool calls get "cancelled" results. None: a private, never-set event.
+        emit: event sink (see ``yiemagent.events``); None: no events.
+        run_id: id put on every event; None: a new random id.
+        input_ids: ids of the inputs, reported in ``agent_start``.
+
+    Returns:
+        ``RunResult`` with the final ``answer``, the ``status`` and the new messages.
+        It never raises for failures of the model, tools, hooks or sink.
+    """
+    run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12])
+    return run.run(inputs, list(input_ids or []))

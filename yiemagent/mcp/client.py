@@ -1,0 +1,345 @@
+"""MCPClient: a blocking MCP client (handshake, tools/list with paging, tools/call).
+
+::
+
+    client = MCPClient("http://127.0.0.1:3001/mcp")
+    tools = client.list_tools()              # [{"name", "description", "inputSchema"}, ...]
+    result = client.call_tool("echo", {"message": "hi"})
+    # {"content": [{"type": "text", "text": "Echo: hi"}], "isError": False}
+    client.close()
+
+The handshake (``initialize``, then ``notifications/initialized``) runs on the
+first request. Requests that are safe to repeat (``initialize``,
+``tools/list``, ``ping``) are retried on connection failures and HTTP
+429/502/503; ``tools/call`` is retried only when the request provably never
+reached the server. When the server forgets the session (HTTP 404, or 400
+naming the session), the client initializes again once and repeats the request.
+
+Spec: MCP 2025-11-25 (also 2025-06-18 and 2025-03-26), "Lifecycle", "Tools",
+"Transports".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .._retry import RETRY_STATUS, make_retrying, never_sent
+from ..__version__ import __version__
+from ..exceptions import (
+    MCPError,
+    MCPProtocolError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+    YiemagentWarning,
+)
+from . import jsonrpc
+from .http import HTTPTransport
+from .transport import Transport
+
+__all__ = ["LATEST_PROTOCOL_VERSION", "MCPClient", "SUPPORTED_PROTOCOL_VERSIONS"]
+
+logger = logging.getLogger("yiemagent.mcp")
+
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+def _safe_to_repeat(exc: BaseException) -> bool:
+    """Retry rule for idempotent methods: connection failures and 429/502/503."""
+    if isinstance(exc, MCPTimeoutError):
+        return False
+    if isinstance(exc, MCPTransportError):
+        return exc.status_code is None or exc.status_code in RETRY_STATUS
+    return False
+
+
+class MCPClient:
+    """A synchronous MCP client over one transport.
+
+    Args:
+        url: Streamable HTTP endpoint, e.g. ``"http://127.0.0.1:3001/mcp"``.
+            Leave None and pass ``transport`` for another transport.
+        headers: static HTTP headers (e.g. ``{"Authorization": "Bearer ..."}``);
+            never logged, never in ``repr`` or events.
+        timeout_seconds: default seconds to wait for each complete response.
+        name: a short name for this server (errors, events, tool prefixes);
+            None uses the URL.
+        transport: a ready ``Transport``; overrides ``url`` and ``headers``.
+        max_pages: ``tools/list`` pages followed at most.
+        list_deadline_seconds: seconds all pages of one ``list_tools`` may take.
+
+    Thread safety: safe to call from several threads; the handshake runs once.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        timeout_seconds: float = 30.0,
+        name: str | None = None,
+        transport: Transport | None = None,
+        max_pages: int = 100,
+        list_deadline_seconds: float = 120.0,
+    ) -> None:
+        if transport is None:
+            if not url:
+                raise ValueError("MCPClient needs a url or a transport")
+            transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name or url)
+        self.transport = transport
+        self.name = name or transport.name or "mcp"
+        self.timeout_seconds = timeout_seconds
+        self.max_pages = max_pages
+        self.list_deadline_seconds = list_deadline_seconds
+        self.initialize_result: dict[str, Any] | None = None
+        """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``)."""
+        self.tools_changed = threading.Event()
+        """Set when the server sends ``notifications/tools/list_changed``; clear it after re-listing."""
+        self._ids = jsonrpc.IdCounter()
+        self._lock = threading.RLock()
+        self._progress: dict[str, ProgressCallback] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"MCPClient(name={self.name!r}, transport={self.transport!r})"
+
+    def __enter__(self) -> MCPClient:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version, or None before the handshake."""
+        return self.initialize_result.get("protocolVersion") if self.initialize_result else None
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """``serverInfo`` of the handshake (``{"name", "version"}``), or ``{}``."""
+        return dict((self.initialize_result or {}).get("serverInfo") or {})
+
+    # ------------------------------------------------------------------ server messages
+
+    def _on_message(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        method = message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if jsonrpc.is_request(message):
+            if method == "ping":
+                return jsonrpc.make_response(message["id"], {})
+            return {"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
+        if method == "notifications/tools/list_changed":
+            logger.info("%s: tools changed", self.name)
+            self.tools_changed.set()
+        elif method == "notifications/progress":
+            callback = self._progress.get(str(params.get("progressToken")))
+            if callback is not None:
+                try:
+                    callback(params)
+                except Exception:
+                    logger.exception("progress callback raised; ignored")
+        elif method == "notifications/message":
+            logger.info("%s log [%s]: %.500s", self.name, params.get("level"), params.get("data"))
+        return None
+
+    # ------------------------------------------------------------------ requests
+
+    def _send(self, method: str, params: dict[str, Any] | None, timeout_seconds: float | None) -> dict[str, Any]:
+        request = jsonrpc.make_request(method, params, self._ids.next())
+        try:
+            response = self.transport.send(
+                request, timeout_seconds=timeout_seconds or self.timeout_seconds, on_message=self._on_message
+            )
+        except MCPTimeoutError:
+            if method != "initialize":  # spec: initialize must not be cancelled
+                self._cancel(request["id"], "timeout")
+            raise
+        return jsonrpc.result_of(response, server=self.name)
+
+    def _request(
+        self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
+    ) -> dict[str, Any]:
+        if self._closed:
+            raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
+        self.connect()
+        retrying = make_retrying(_safe_to_repeat if safe else never_sent)
+        for attempt in retrying:
+            with attempt:
+                try:
+                    return self._send(method, params, timeout_seconds)
+                except MCPSessionExpiredError:
+                    # The server did not process the request: initialize again, repeat once.
+                    logger.info("%s: session expired; initializing again", self.name)
+                    self._initialize(force=True)
+                    return self._send(method, params, timeout_seconds)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def connect(self) -> dict[str, Any]:
+        """Run the handshake if it has not run; return the ``initialize`` result.
+
+        Raises:
+            MCPProtocolError: the server chose a protocol version this client
+                does not support (the session is closed first).
+            MCPTransportError, MCPTimeoutError, MCPRPCError: the handshake failed.
+        """
+        if self.initialize_result is not None:
+            return self.initialize_result
+        return self._initialize(force=False)
+
+    def _initialize(self, *, force: bool) -> dict[str, Any]:
+        with self._lock:
+            if self.initialize_result is not None and not force:
+                return self.initialize_result
+            self.initialize_result = None
+            self.transport.reset_session()
+            params = {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "yiemagent", "version": __version__},
+            }
+            retrying = make_retrying(_safe_to_repeat)
+            for attempt in retrying:
+                with attempt:
+                    result = self._send("initialize", params, None)
+            version = result.get("protocolVersion")
+            if version not in SUPPORTED_PROTOCOL_VERSIONS:
+                self.transport.close()
+                raise MCPProtocolError(
+                    f"{self.name} answered unsupported protocol version {version!r}; "
+                    f"yiemagent supports {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
+                    server=self.name,
+                )
+            self.transport.set_protocol_version(version)
+            self.transport.send(jsonrpc.make_notification("notifications/initialized"))
+            self.initialize_result = result
+            info = result.get("serverInfo") or {}
+            logger.info("%s: connected to %s %s (protocol %s)", self.name, info.get("name"), info.get("version"),
+                        version)
+            return result
+
+    def list_tools(self, *, timeout_seconds: float | None = None) -> list[dict[str, Any]]:
+        """Return every tool of the server, following ``nextCursor`` through all pages.
+
+        Paging stops with a ``YiemagentWarning`` on a repeated cursor, after
+        ``max_pages`` pages, or after ``list_deadline_seconds``; tools are
+        de-duplicated by name (the first wins).
+
+        Returns:
+            MCP tool objects: ``[{"name": str, "description": str, "inputSchema": {...}, ...}]``.
+
+        Raises:
+            MCPError: the server could not be reached or answered an error.
+        """
+        tools: dict[str, dict[str, Any]] = {}
+        cursor: str | None = None
+        seen: set[str] = set()
+        deadline = time.monotonic() + self.list_deadline_seconds
+        for page in range(self.max_pages):
+            result = self._request(
+                "tools/list", {"cursor": cursor} if cursor is not None else None, safe=True,
+                timeout_seconds=timeout_seconds,
+            )
+            for item in result.get("tools") or []:
+                if isinstance(item, dict) and isinstance(item.get("name"), str):
+                    tools.setdefault(item["name"], item)
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+            if cursor in seen:
+                warnings.warn(f"{self.name}: tools/list repeated cursor {cursor!r}; stopped paging",
+                              YiemagentWarning, stacklevel=2)
+                break
+            seen.add(cursor)
+            if time.monotonic() > deadline:
+                warnings.warn(f"{self.name}: tools/list took over {self.list_deadline_seconds:g}s; stopped paging",
+                              YiemagentWarning, stacklevel=2)
+                break
+        else:
+            warnings.warn(f"{self.name}: tools/list has over {self.max_pages} pages; stopped paging",
+                          YiemagentWarning, stacklevel=2)
+        self.tools_changed.clear()
+        return list(tools.values())
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout_seconds: float | None = None,
+        progress_callback: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Run one tool with a single ``tools/call`` request.
+
+        The request is sent at most once unless it provably never reached the
+        server (connection refused) or the server rejected our session before
+        processing it.
+
+        Args:
+            name: the tool name exactly as ``tools/list`` gave it.
+            arguments: a JSON object for the tool's ``inputSchema``; None sends ``{}``.
+            timeout_seconds: seconds to wait for the complete result; None uses
+                the client's default. On timeout ``notifications/cancelled`` is
+                sent (best effort).
+            progress_callback: receives each ``notifications/progress`` params
+                (``{"progressToken", "progress", "total"?, "message"?}``).
+
+        Returns:
+            The MCP result: ``{"content": [{"type": "text", "text": ...}, ...],
+            "isError": bool, "structuredContent"?: {...}}``. A tool's own
+            failure is reported here (``isError: true``), not raised.
+
+        Raises:
+            MCPRPCError: the server answered a JSON-RPC error (``.code``, e.g. -32602).
+            MCPTimeoutError: no result within ``timeout_seconds``.
+            MCPTransportError: the server could not be reached.
+        """
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        token = None
+        if progress_callback is not None:
+            token = uuid.uuid4().hex
+            self._progress[token] = progress_callback
+            params["_meta"] = {"progressToken": token}
+        try:
+            result = self._request("tools/call", params, safe=False, timeout_seconds=timeout_seconds)
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+        result.setdefault("content", [])
+        result["isError"] = bool(result.get("isError", False))
+        return result
+
+    def _cancel(self, request_id: int, reason: str) -> None:
+        try:
+            self.transport.send(
+                jsonrpc.make_notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
+                timeout_seconds=2.0,
+            )
+        except MCPError as exc:
+            logger.debug("%s: notifications/cancelled failed: %s", self.name, exc)
+
+    def ping(self, *, timeout_seconds: float | None = None) -> None:
+        """Send ``ping``; raise ``MCPError`` if the server does not answer."""
+        self._request("ping", None, safe=True, timeout_seconds=timeout_seconds)
+
+    def close(self) -> None:
+        """End the session and release the transport. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.transport.close()
+        except Exception as exc:  # closing must not raise
+            logger.debug("%s: close failed: %s", self.name, exc)

@@ -1,0 +1,406 @@
+"""Messages: yiemagent's own message types and their OpenAI chat format.
+
+The history of an agent holds only these dataclasses. ``to_openai`` and
+``from_openai`` convert one message; ``messages_to_openai`` a whole history.
+
+Shapes (OpenAI Chat Completions)::
+
+    {"role": "user", "content": "hi"}                       # text only: a plain string
+    {"role": "user", "content": [{"type": "text", "text": "look"},
+                                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}]}
+    {"role": "assistant", "content": null, "reasoning_content": "...",
+     "tool_calls": [{"id": "call_1", "type": "function",
+                     "function": {"name": "get_time", "arguments": "{}"}}]}
+    {"role": "tool", "tool_call_id": "call_1", "content": "12:00"}
+
+Normalisation rules (one each, documented here):
+
+* assistant ``content`` missing, ``null`` and ``""`` all mean "no text"; written
+  back as ``null`` when the turn has tool calls, else ``""``;
+* tool-call ``arguments`` are always written as a JSON string (characters kept,
+  no ``\\u`` escapes); a call whose arguments were unusable is written with
+  ``"{}"`` and its original text kept in ``ToolCall.raw_arguments``;
+* unknown keys on an assistant message (``refusal``, ``audio``, ...) are kept in
+  ``AssistantMessage.extra`` and written back unchanged.
+
+Fields marked "yiemagent-side" have no place in the OpenAI format; they do not
+take part in equality, so ``from_openai(to_openai(m)) == m``.
+
+Spec: OpenAI Chat Completions ``messages``; ``reasoning_content`` as sent by
+DeepSeek, vLLM and llama.cpp.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from .exceptions import FormatError
+
+__all__ = [
+    "AssistantMessage",
+    "Content",
+    "ImageContent",
+    "Message",
+    "ReasoningContent",
+    "SystemMessage",
+    "TextContent",
+    "ToolCall",
+    "ToolResultMessage",
+    "UserMessage",
+    "from_openai",
+    "messages_from_openai",
+    "messages_to_openai",
+    "to_openai",
+]
+
+
+@dataclass
+class TextContent:
+    """A piece of text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ImageContent:
+    """An image, by URL: ``https://...`` or a ``data:<mime>;base64,<data>`` URL."""
+
+    url: str
+    """The image URL exactly as sent to the model."""
+    detail: str | None = None
+    """OpenAI ``image_url.detail`` (``"low"``, ``"high"``, ``"auto"``), or None."""
+    type: Literal["image"] = "image"
+
+    @classmethod
+    def from_base64(cls, data: str, mime_type: str = "image/png", detail: str | None = None) -> ImageContent:
+        """Build from base64 ``data`` (no ``data:`` prefix) and its MIME type."""
+        return cls(url=f"data:{mime_type};base64,{data}", detail=detail)
+
+    @property
+    def mime_type(self) -> str | None:
+        """The MIME type of a ``data:`` URL, else None."""
+        if self.url.startswith("data:"):
+            return self.url[5:].split(";", 1)[0].split(",", 1)[0] or None
+        return None
+
+    @property
+    def data(self) -> str | None:
+        """The base64 payload of a ``data:`` URL, else None."""
+        if self.url.startswith("data:") and ";base64," in self.url:
+            return self.url.split(";base64,", 1)[1]
+        return None
+
+    def placeholder(self) -> str:
+        """A short text standing for the image, e.g. ``[image image/png, 8 bytes]``."""
+        data = self.data
+        if data is None:
+            return f"[image {self.url}]"
+        try:
+            size = len(base64.b64decode(data, validate=False))
+        except (binascii.Error, ValueError):
+            size = len(data)
+        return f"[image {self.mime_type or 'unknown'}, {size} bytes]"
+
+
+@dataclass
+class ReasoningContent:
+    """The model's reasoning (chain of thought) as the server reported it."""
+
+    text: str
+    field: str = "reasoning_content"
+    """The OpenAI-compatible key that carried it (``reasoning_content`` or ``reasoning``)."""
+    type: Literal["reasoning"] = "reasoning"
+
+
+Content = Union[TextContent, ImageContent, ReasoningContent]
+
+
+@dataclass
+class ToolCall:
+    """One call of a tool requested by the model."""
+
+    id: str
+    """Unique within the history; OpenAI ``tool_calls[].id`` / MCP-independent."""
+    name: str
+    """The tool name as the model wrote it."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Parsed JSON object; ``{}`` when the model sent nothing or something unusable."""
+    error: str | None = field(default=None, compare=False)
+    """yiemagent-side: why this call must not run (arguments not JSON, cut off)."""
+    raw_arguments: str | None = field(default=None, compare=False)
+    """yiemagent-side: the original arguments text when it could not be used."""
+
+    def to_openai(self) -> dict[str, Any]:
+        """Return ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
+        }
+
+
+@dataclass
+class SystemMessage:
+    """A system (or ``developer``) instruction."""
+
+    content: str
+    role: Literal["system", "developer"] = "system"
+
+
+@dataclass
+class UserMessage:
+    """A message from the user: text and images."""
+
+    content: list[TextContent | ImageContent] = field(default_factory=list)
+    name: str | None = None
+    """OpenAI ``name`` of the participant, or None."""
+    role: Literal["user"] = "user"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, str):
+            self.content = [TextContent(self.content)]
+
+    @property
+    def text(self) -> str:
+        """All text parts joined with newlines."""
+        return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
+
+
+@dataclass
+class AssistantMessage:
+    """A reply of the model: text, reasoning and tool calls."""
+
+    content: list[TextContent | ReasoningContent] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Unknown keys of the OpenAI message, kept and written back unchanged."""
+    finish_reason: str | None = field(default=None, compare=False)
+    """yiemagent-side: the response's ``finish_reason`` (``stop``, ``tool_calls``, ``length``)."""
+    usage: dict[str, Any] | None = field(default=None, compare=False)
+    """yiemagent-side: the response's ``usage`` (token counts), if reported."""
+    role: Literal["assistant"] = "assistant"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, str):
+            self.content = [TextContent(self.content)] if self.content else []
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (no reasoning)."""
+        return "".join(c.text for c in self.content if isinstance(c, TextContent))
+
+    @property
+    def reasoning(self) -> str:
+        """All reasoning parts joined."""
+        return "".join(c.text for c in self.content if isinstance(c, ReasoningContent))
+
+
+@dataclass
+class ToolResultMessage:
+    """The result of one tool call, answering ``tool_call_id``."""
+
+    tool_call_id: str
+    content: list[TextContent | ImageContent] = field(default_factory=list)
+    tool_name: str = field(default="", compare=False)
+    """yiemagent-side: the name of the tool that produced it."""
+    is_error: bool = field(default=False, compare=False)
+    """yiemagent-side: True when the tool failed (MCP ``isError``, a raise, a block)."""
+    details: Any = field(default=None, compare=False)
+    """yiemagent-side: data for the application, never sent to the model."""
+    role: Literal["tool"] = "tool"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, str):
+            self.content = [TextContent(self.content)]
+
+    @property
+    def text(self) -> str:
+        """Text parts joined by newlines; images become short placeholders."""
+        parts = [c.text if isinstance(c, TextContent) else c.placeholder() for c in self.content]
+        return "\n".join(parts)
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultMessage]
+
+
+# --------------------------------------------------------------------------- to OpenAI
+
+
+def _part_to_openai(part: TextContent | ImageContent) -> dict[str, Any]:
+    if isinstance(part, TextContent):
+        return {"type": "text", "text": part.text}
+    image: dict[str, Any] = {"url": part.url}
+    if part.detail is not None:
+        image["detail"] = part.detail
+    return {"type": "image_url", "image_url": image}
+
+
+def to_openai(message: Message) -> dict[str, Any]:
+    """Convert one message to an OpenAI chat message dict (see the module docstring).
+
+    Raises:
+        FormatError: ``message`` is not one of yiemagent's message types.
+    """
+    if isinstance(message, UserMessage):
+        out: dict[str, Any]
+        if len(message.content) == 1 and isinstance(message.content[0], TextContent):
+            out = {"role": "user", "content": message.content[0].text}
+        else:
+            out = {"role": "user", "content": [_part_to_openai(p) for p in message.content]}
+        if message.name is not None:
+            out["name"] = message.name
+        return out
+    if isinstance(message, AssistantMessage):
+        text = message.text
+        out = {"role": "assistant", "content": text if text else (None if message.tool_calls else "")}
+        reasoning: dict[str, str] = {}
+        for part in message.content:
+            if isinstance(part, ReasoningContent):
+                reasoning[part.field] = reasoning.get(part.field, "") + part.text
+        out.update(reasoning)
+        if message.tool_calls:
+            out["tool_calls"] = [call.to_openai() for call in message.tool_calls]
+        for key, value in message.extra.items():
+            out.setdefault(key, value)
+        return out
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    if isinstance(message, SystemMessage):
+        return {"role": message.role, "content": message.content}
+    raise FormatError(f"not a yiemagent message: {type(message).__name__}", raw=message)
+
+
+def messages_to_openai(messages: list[Message]) -> list[dict[str, Any]]:
+    """Convert a whole history with ``to_openai``."""
+    return [to_openai(m) for m in messages]
+
+
+# --------------------------------------------------------------------------- from OpenAI
+
+_ASSISTANT_KEYS = {"role", "content", "tool_calls", "reasoning_content", "reasoning"}
+
+
+def _text_of(content: Any, where: str, raw: Any) -> str:
+    """Text of a string / null / list-of-text-parts ``content``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+                texts.append(str(part.get("text", "")))
+            elif isinstance(part, str):
+                texts.append(part)
+            else:
+                raise FormatError(f"{where}: unsupported content part {part!r:.80}", raw=raw)
+        return "".join(texts)
+    raise FormatError(f"{where}: content must be a string, a list or null, not {type(content).__name__}", raw=raw)
+
+
+def _user_parts(content: Any, raw: Any) -> list[TextContent | ImageContent]:
+    if isinstance(content, str):
+        return [TextContent(content)]
+    if content is None:
+        return []
+    if not isinstance(content, list):
+        raise FormatError(f"user content must be a string or a list, not {type(content).__name__}", raw=raw)
+    parts: list[TextContent | ImageContent] = []
+    for part in content:
+        if not isinstance(part, dict):
+            raise FormatError(f"user content part must be an object, not {part!r:.80}", raw=raw)
+        kind = part.get("type")
+        if kind in ("text", "input_text"):
+            parts.append(TextContent(str(part.get("text", ""))))
+        elif kind == "image_url":
+            image = part.get("image_url")
+            if isinstance(image, str):
+                parts.append(ImageContent(image))
+            elif isinstance(image, dict) and isinstance(image.get("url"), str):
+                parts.append(ImageContent(image["url"], image.get("detail")))
+            else:
+                raise FormatError("image_url part without a url", raw=raw)
+        else:
+            raise FormatError(f"unsupported user content part type {kind!r}", raw=raw)
+    return parts
+
+
+def _tool_calls_from_openai(calls: Any, raw: Any) -> list[ToolCall]:
+    from .tool_calls import parse_arguments  # local import: tool_calls imports this module
+
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise FormatError("tool_calls must be a list", raw=raw)
+    out = []
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+            raise FormatError(f"tool call without a function object: {call!r:.80}", raw=raw)
+        fn = call["function"]
+        arguments, error = parse_arguments(fn.get("arguments"))
+        out.append(
+            ToolCall(
+                id=str(call.get("id") or ""),
+                name=str(fn.get("name", "")),
+                arguments=arguments,
+                error=error,
+                raw_arguments=fn.get("arguments") if error else None,
+            )
+        )
+    return out
+
+
+def from_openai(message: dict[str, Any]) -> Message:
+    """Convert one OpenAI chat message dict to a yiemagent message.
+
+    Args:
+        message: ``{"role": "system"|"developer"|"user"|"assistant"|"tool", ...}``
+            as in the module docstring. A user message may also be a plain string.
+
+    Raises:
+        FormatError: the dict is not a chat message this module can read.
+    """
+    if isinstance(message, str):
+        return UserMessage([TextContent(message)])
+    if not isinstance(message, dict):
+        raise FormatError(f"a message must be a dict, not {type(message).__name__}", raw=message)
+    role = message.get("role")
+    if role == "user":
+        name = message.get("name")
+        return UserMessage(_user_parts(message.get("content"), message), name=name if isinstance(name, str) else None)
+    if role == "assistant":
+        content: list[TextContent | ReasoningContent] = []
+        for key in ("reasoning_content", "reasoning"):
+            value = message.get(key)
+            if isinstance(value, str) and value:
+                content.append(ReasoningContent(value, field=key))
+        text = _text_of(message.get("content"), "assistant", message)
+        if text:
+            content.append(TextContent(text))
+        extra = {k: v for k, v in message.items() if k not in _ASSISTANT_KEYS}
+        for key in ("reasoning_content", "reasoning"):
+            if key in message and not (isinstance(message[key], str) and message[key]):
+                if message[key] is not None and message[key] != "":
+                    extra[key] = message[key]
+        return AssistantMessage(
+            content=content, tool_calls=_tool_calls_from_openai(message.get("tool_calls"), message), extra=extra
+        )
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise FormatError("tool message without a tool_call_id", raw=message)
+        return ToolResultMessage(call_id, [TextContent(_text_of(message.get("content"), "tool", message))])
+    if role in ("system", "developer"):
+        return SystemMessage(_text_of(message.get("content"), role, message), role=role)
+    raise FormatError(f"unknown message role {role!r}", raw=message)
+
+
+def messages_from_openai(messages: list[dict[str, Any]]) -> list[Message]:
+    """Convert a whole OpenAI history with ``from_openai``."""
+    return [from_openai(m) for m in messages]

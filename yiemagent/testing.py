@@ -1,0 +1,100 @@
+"""Test helpers shipped for users: a scripted model and an event recorder.
+
+::
+
+    llm = ScriptedLLM([
+        tool_call_reply("get_time", {}),          # first model call asks for a tool
+        text_reply("It is noon."),                # second answers
+    ])
+    agent = Agent(llm, tools=[get_time])
+    assert agent.ask("time?")["content"] == "It is noon."
+    assert llm.calls[1]["messages"][-1]["role"] == "tool"
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .events import Event
+from .exceptions import LLMError
+
+__all__ = ["EventRecorder", "ScriptedLLM", "text_reply", "tool_call_reply"]
+
+
+def text_reply(text: str, *, finish_reason: str = "stop") -> dict[str, Any]:
+    """A chat-completions reply with only text."""
+    return {"choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": text}}]}
+
+
+def tool_call_reply(
+    name: str, arguments: dict[str, Any] | str | None = None, *, call_id: str = "call_1", text: str | None = None
+) -> dict[str, Any]:
+    """A chat-completions reply asking for one tool call (``arguments`` dict or raw JSON text)."""
+    import json
+
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": text,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}]}}]}
+
+
+class ScriptedLLM:
+    """An ``llm_call`` that returns the given replies in order.
+
+    Each item of ``responses`` is a reply dict, an exception (raised), or a
+    callable ``f(messages, tools) -> reply``. Every call is recorded in
+    ``calls`` as ``{"messages": [...], "tools": [...]}`` (deep copies, as they
+    were at call time).
+
+    Raises (from a call):
+        LLMError: the script is exhausted (unless ``repeat_last=True``).
+    """
+
+    def __init__(self, responses: Iterable[Any], *, repeat_last: bool = False) -> None:
+        self.responses = list(responses)
+        self.repeat_last = repeat_last
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        with self._lock:
+            index = len(self.calls)
+            self.calls.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
+            if index >= len(self.responses):
+                if not (self.repeat_last and self.responses):
+                    raise LLMError(f"ScriptedLLM has no reply number {index + 1} (it has {len(self.responses)})")
+                index = len(self.responses) - 1
+            item = self.responses[index]
+        if isinstance(item, BaseException):
+            raise item
+        if callable(item):
+            return item(messages, tools)  # type: ignore[no-any-return]
+        return copy.deepcopy(item)  # type: ignore[no-any-return]
+
+
+class EventRecorder:
+    """An event sink that keeps every event (thread-safe); ``types()`` lists their ``type``."""
+
+    def __init__(self, predicate: Callable[[Event], bool] | None = None) -> None:
+        self.events: list[Event] = []
+        self.predicate = predicate
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        if self.predicate is None or self.predicate(event):
+            with self._lock:
+                self.events.append(event)
+
+    def types(self) -> list[str]:
+        """The ``type`` of each event, in order."""
+        with self._lock:
+            return [e.type for e in self.events]
+
+    def of_type(self, kind: str) -> list[Event]:
+        """The events whose ``type`` is ``kind``."""
+        with self._lock:
+            return [e for e in self.events if e.type == kind]

@@ -1,0 +1,393 @@
+"""Tools: ``AgentTool``, the ``@tool`` decorator, results and the registry.
+
+A tool is a name, a description, a JSON Schema for its arguments
+(``input_schema``, MCP's ``inputSchema``) and an ``execute`` callable::
+
+    execute(tool_call_id: str, arguments: dict, abort_event: threading.Event)
+        -> AgentToolResult | str | dict | list | None
+
+``ToolRegistry.call`` validates the arguments with ``jsonschema`` before
+``execute`` runs, and turns whatever ``execute`` returns into an
+``AgentToolResult``: a ``str`` becomes text, a ``dict``/``list`` becomes JSON
+text written with the characters themselves (no ``\\u`` escapes).
+
+Spec: OpenAI function tools (``{"type": "function", "function": {...}}``);
+JSON Schema 2020-12 (``jsonschema`` picks the draft from ``$schema``).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import json
+import logging
+import re
+import threading
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from .exceptions import ConfigError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError
+from .messages import ImageContent, TextContent
+
+__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "tool", "to_result"]
+
+logger = logging.getLogger("yiemagent.tools")
+
+Execute = Callable[[str, dict[str, Any], threading.Event], Any]
+
+
+@dataclass
+class AgentToolResult:
+    """What a tool gives back to the model.
+
+    ``content`` may be given as a string (one text part) or a list of
+    ``TextContent`` / ``ImageContent``.
+    """
+
+    content: list[TextContent | ImageContent] = field(default_factory=list)
+    """What the model sees."""
+    is_error: bool = False
+    """True when the tool failed; the model sees the content as an error report."""
+    terminate: bool = False
+    """True asks the run to end after this batch (only if every result of the batch asks)."""
+    details: Any = None
+    """Data for the application (hooks, events, state); never sent to the model."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, str):
+            self.content = [TextContent(self.content)]
+
+    @property
+    def text(self) -> str:
+        """Text parts joined by newlines; images as short placeholders."""
+        return "\n".join(c.text if isinstance(c, TextContent) else c.placeholder() for c in self.content)
+
+    @classmethod
+    def error(cls, message: str, details: Any = None) -> AgentToolResult:
+        """An error result with one text part."""
+        return cls([TextContent(message)], is_error=True, details=details)
+
+
+def to_result(value: Any) -> AgentToolResult:
+    """Turn what ``execute`` returned into an ``AgentToolResult``.
+
+    ``AgentToolResult`` passes through; ``str`` -> text; ``dict``/``list``/numbers
+    -> JSON text (``ensure_ascii=False``); ``TextContent``/``ImageContent`` -> one
+    part; ``None`` -> empty text.
+    """
+    if isinstance(value, AgentToolResult):
+        return value
+    if value is None:
+        return AgentToolResult([TextContent("")])
+    if isinstance(value, str):
+        return AgentToolResult([TextContent(value)])
+    if isinstance(value, (TextContent, ImageContent)):
+        return AgentToolResult([value])
+    if isinstance(value, list) and value and all(isinstance(v, (TextContent, ImageContent)) for v in value):
+        return AgentToolResult(list(value))
+    return AgentToolResult([TextContent(json.dumps(value, ensure_ascii=False, default=str))])
+
+
+@dataclass
+class AgentTool:
+    """A tool the model can call.
+
+    Contract of ``execute``: called on a worker thread with the call id, the
+    validated arguments and the run's abort ``threading.Event`` (long tools
+    should check it and return early). It may return an ``AgentToolResult``,
+    ``str``, ``dict``, ``list`` or None; if it raises, the model gets an error
+    result naming the exception and the run goes on.
+    """
+
+    name: str
+    """``^[a-zA-Z0-9_-]{1,64}$`` is what OpenAI accepts."""
+    description: str
+    input_schema: dict[str, Any]
+    """JSON Schema of the arguments object (MCP ``inputSchema``)."""
+    execute: Execute = field(repr=False, compare=False)
+    sequential: bool = False
+    """True when this tool must not run at the same time as other tools."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError("a tool needs a non-empty name")
+        if self.input_schema is None:
+            self.input_schema = {"type": "object", "properties": {}}
+        if not isinstance(self.input_schema, dict):
+            raise ConfigError(f"tool {self.name!r}: input_schema must be a dict")
+        cls = jsonschema.validators.validator_for(self.input_schema)
+        try:
+            cls.check_schema(self.input_schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ConfigError(f"tool {self.name!r}: invalid input_schema: {exc.message}") from exc
+        self._validator = cls(self.input_schema)
+
+    def validate(self, arguments: dict[str, Any], tool_call_id: str = "") -> None:
+        """Check ``arguments`` against ``input_schema``.
+
+        Raises:
+            ToolArgumentsError: with ``.errors`` = ``["<json path>: <message>", ...]``.
+        """
+        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if errors:
+            messages = [f"{e.json_path}: {e.message}" for e in errors]
+            raise ToolArgumentsError(
+                f"invalid arguments for tool {self.name!r}: " + "; ".join(messages),
+                tool_name=self.name,
+                tool_call_id=tool_call_id,
+                errors=messages,
+            )
+
+    def to_openai(self) -> dict[str, Any]:
+        """Return ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+class ToolRegistry:
+    """The tools of one agent, by name.
+
+    Registration is idempotent: adding the same tool again (same name,
+    description and schema) changes nothing; a different tool under a taken
+    name raises ``ConfigError`` unless ``replace=True``.
+
+    Thread safety: safe to call from any thread.
+    """
+
+    def __init__(self, tools: Iterable[AgentTool] = ()) -> None:
+        self._tools: dict[str, AgentTool] = {}
+        self._lock = threading.Lock()
+        for t in tools:
+            self.add(t)
+
+    def add(self, new: AgentTool | Callable[..., Any], *, replace: bool = False) -> AgentTool:
+        """Register a tool (an ``AgentTool`` or a plain function, wrapped with ``@tool``)."""
+        if not isinstance(new, AgentTool):
+            new = tool(new)
+        with self._lock:
+            old = self._tools.get(new.name)
+            if old is not None and not replace:
+                same = old is new or (
+                    old.description == new.description and old.input_schema == new.input_schema
+                    and old.execute == new.execute
+                )
+                if same:
+                    return old
+                raise ConfigError(f"a different tool named {new.name!r} is already registered")
+            self._tools[new.name] = new
+            return new
+
+    def remove(self, name: str) -> None:
+        """Unregister ``name`` (no error when absent)."""
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def get(self, name: str) -> AgentTool | None:
+        """The tool named ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Registered names, in registration order."""
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[AgentTool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """All tools in OpenAI function-tool format."""
+        return [t.to_openai() for t in self]
+
+    def call(
+        self, name: str, arguments: dict[str, Any], *, tool_call_id: str = "", abort_event: threading.Event | None = None
+    ) -> AgentToolResult:
+        """Validate ``arguments`` and run the tool.
+
+        Returns:
+            The tool's result (an error result if the tool itself reported one).
+
+        Raises:
+            ToolNotFoundError: ``name`` is not registered.
+            ToolArgumentsError: ``arguments`` fail the tool's ``input_schema``.
+            ToolExecutionError: ``execute`` raised; the original is ``__cause__``.
+        """
+        found = self._tools.get(name)
+        if found is None:
+            known = ", ".join(self._tools) or "none"
+            raise ToolNotFoundError(
+                f"unknown tool {name!r}; available tools: {known}", tool_name=name, tool_call_id=tool_call_id
+            )
+        found.validate(arguments, tool_call_id)
+        try:
+            value = found.execute(tool_call_id, arguments, abort_event or threading.Event())
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"tool {name!r} raised {type(exc).__name__}: {exc}", tool_name=name, tool_call_id=tool_call_id
+            ) from exc
+        return to_result(value)
+
+
+# --------------------------------------------------------------------------- @tool
+
+_SIMPLE_TYPES: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    dict: {"type": "object"},
+    list: {"type": "array"},
+    type(None): {"type": "null"},
+    Any: {},
+}
+
+
+def _schema_for(annotation: Any) -> dict[str, Any]:
+    """JSON Schema for a Python type annotation."""
+    if annotation is inspect.Parameter.empty:
+        return {}
+    if annotation in _SIMPLE_TYPES:
+        return dict(_SIMPLE_TYPES[annotation])
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        schema = _schema_for(args[0])
+        for meta in args[1:]:
+            if isinstance(meta, str):
+                schema["description"] = meta
+        return schema
+    if origin in (Union, types.UnionType):
+        options = [_schema_for(a) for a in args]
+        return options[0] if len(options) == 1 else {"anyOf": options}
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple, set, frozenset, Iterable) or annotation in (tuple, set):
+        schema: dict[str, Any] = {"type": "array"}
+        if args and args[-1] is not Ellipsis:
+            schema["items"] = _schema_for(args[0])
+        return schema
+    if origin is dict:
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = _schema_for(args[1])
+        return schema
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return {"enum": [m.value for m in annotation]}
+    raise ConfigError(f"@tool cannot describe the type {annotation!r} as JSON Schema")
+
+
+def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Return (description, {param: description}) of a Google-style docstring."""
+    doc = inspect.cleandoc(doc or "")
+    params: dict[str, str] = {}
+    match = re.search(r"^(Args|Arguments|Parameters):\s*$", doc, flags=re.MULTILINE)
+    if not match:
+        return doc.strip(), params
+    description = doc[: match.start()].strip()
+    current = None
+    for line in doc[match.end():].splitlines():
+        if line and not line[0].isspace():  # next section (Returns:, Raises:)
+            break
+        item = re.match(r"^\s{2,8}(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", line)
+        if item:
+            current = item.group(1)
+            params[current] = item.group(3).strip()
+        elif current and line.strip():
+            params[current] += " " + line.strip()
+    return description, params
+
+
+class _FunctionExecutor:
+    """``execute`` of a ``@tool`` function; equal when it wraps the same function."""
+
+    def __init__(self, func: Callable[..., Any], wants_abort: bool) -> None:
+        self.func = func
+        self.wants_abort = wants_abort
+
+    def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> Any:
+        if self.wants_abort:
+            return self.func(**arguments, abort_event=abort_event)
+        return self.func(**arguments)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _FunctionExecutor) and other.func is self.func
+
+    def __hash__(self) -> int:
+        return hash(self.func)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
+    sequential: bool = False,
+) -> Any:
+    """Turn a typed, documented function into an ``AgentTool``.
+
+    The name comes from the function, the description from its docstring (the
+    part before ``Args:``), and ``input_schema`` from its annotations: ``str``,
+    ``int``, ``float``, ``bool``, ``list[X]``, ``dict[str, X]``, ``Literal``,
+    ``Enum``, ``X | None`` and ``Annotated[X, "description"]``. Parameters with
+    defaults are optional; ``Args:`` entries become property descriptions. A
+    parameter named ``abort_event`` receives the run's ``threading.Event`` and
+    is not part of the schema.
+
+    Usable bare (``@tool``) or with options (``@tool(name="x")``).
+
+    Raises:
+        ConfigError: an annotation has no JSON Schema equivalent.
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int = 1) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> add.input_schema["required"]
+        ['a']
+    """
+
+    def wrap(func: Callable[..., Any]) -> AgentTool:
+        signature = inspect.signature(func)
+        hints = typing.get_type_hints(func, include_extras=True)
+        text, param_docs = _split_docstring(func.__doc__ or "")
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        wants_abort = False
+        for pname, param in signature.parameters.items():
+            if pname == "abort_event":
+                wants_abort = True
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            schema = _schema_for(hints.get(pname, param.annotation))
+            if pname in param_docs and "description" not in schema:
+                schema["description"] = param_docs[pname]
+            if param.default is inspect.Parameter.empty:
+                required.append(pname)
+            elif param.default is None or isinstance(param.default, (str, int, float, bool)):
+                schema.setdefault("default", param.default)
+            properties[pname] = schema
+        input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+        if required:
+            input_schema["required"] = required
+
+        return AgentTool(
+            name=name or func.__name__,
+            description=description if description is not None else text,
+            input_schema=input_schema,
+            execute=_FunctionExecutor(func, wants_abort),
+            sequential=sequential,
+        )
+
+    return wrap(fn) if fn is not None else wrap
