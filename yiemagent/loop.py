@@ -266,49 +266,48 @@ class _Run:
         )
         return result
 
+    def start(self, call: ToolCall) -> tuple[float, AgentToolResult | None]:
+        """Emit the start event and check ``call``; return (start time, refusal or None)."""
+        started = time.monotonic()
+        self.emit(ev.ToolExecutionStartEvent(tool_call=call))
+        return started, self.check(call)
+
     def run_batch(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
-        """Return one result per call, in order, and whether the batch was aborted."""
+        """Return one result per call, in order, and whether the batch was aborted.
+
+        Sequential: check and run each call in turn. Parallel: check every call
+        in order (``before_tool_call`` runs on this thread), then run the
+        allowed ones at once; ``after_tool_call`` runs here as each finishes.
+        """
         results: list[AgentToolResult | None] = [None] * len(calls)
-        started = [time.monotonic()] * len(calls)
-        pending: dict[concurrent.futures.Future[AgentToolResult], int] = {}
+        pending: dict[concurrent.futures.Future[AgentToolResult], tuple[int, float]] = {}
+        sequential = self.config.tool_execution == "sequential" or any(
+            getattr(self.config.tools.get(call.name), "sequential", False) for call in calls
+        )
         aborted = False
         try:
-            runnable = []
             for i, call in enumerate(calls):
                 if self.abort_event.is_set():
-                    aborted = True
-                    break
-                started[i] = time.monotonic()
-                self.emit(ev.ToolExecutionStartEvent(tool_call=call))
-                refusal = self.check(call)
+                    raise _Aborted()
+                started, refusal = self.start(call)
                 if refusal is not None:
-                    results[i] = self.finish(call, refusal, started[i], ran=False)
-                else:
-                    runnable.append(i)
-            sequential = self.config.tool_execution == "sequential" or any(
-                getattr(self.config.tools.get(calls[i].name), "sequential", False) for i in runnable
-            )
-            if not aborted and sequential:
-                for i in runnable:
-                    if self.abort_event.is_set():
-                        aborted = True
-                        break
-                    future = self.submit(self.execute, calls[i])
-                    pending[future] = i
-                    results[i] = self.finish(calls[i], _wait(future, self.abort_event), started[i], ran=True)
+                    results[i] = self.finish(call, refusal, started, ran=False)
+                    continue
+                future = self.submit(self.execute, call)
+                pending[future] = (i, started)
+                if sequential:
+                    result = _wait(future, self.abort_event)
                     del pending[future]
-            elif not aborted:
-                pending = {self.submit(self.execute, calls[i]): i for i in runnable}
-                while pending:
-                    done, _ = concurrent.futures.wait(
-                        pending, timeout=_POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
-                    )
-                    for future in done:
-                        i = pending.pop(future)
-                        results[i] = self.finish(calls[i], future.result(), started[i], ran=True)
-                    if pending and self.abort_event.is_set():
-                        aborted = True
-                        break
+                    results[i] = self.finish(call, result, started, ran=True)
+            while pending:
+                done, _ = concurrent.futures.wait(
+                    pending, timeout=_POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                for future in done:
+                    i, started = pending.pop(future)
+                    results[i] = self.finish(calls[i], future.result(), started, ran=True)
+                if pending and self.abort_event.is_set():
+                    raise _Aborted()
         except _Aborted:
             aborted = True
         finally:
@@ -316,7 +315,7 @@ class _Run:
                 future.cancel()
             for i, call in enumerate(calls):
                 if results[i] is None:
-                    reason = "aborted by the user" if aborted or self.abort_event.is_set() else "internal error"
+                    reason = "aborted by the user" if aborted else "internal error"
                     results[i] = AgentToolResult.error(
                         f"Tool {call.name!r} was cancelled: {reason}; it may not have finished.",
                         details={"aborted": True},

@@ -120,7 +120,7 @@ class ReasoningContent:
 Content = Union[TextContent, ImageContent, ReasoningContent]
 
 
-@dataclass
+@dataclass(repr=False)
 class ToolCall:
     """One call of a tool requested by the model."""
 
@@ -134,6 +134,10 @@ class ToolCall:
     """yiemagent-side: why this call must not run (arguments not JSON, cut off)."""
     raw_arguments: str | None = field(default=None, compare=False)
     """yiemagent-side: the original arguments text when it could not be used."""
+
+    def __repr__(self) -> str:
+        extra = f", error={self.error!r}" if self.error else ""
+        return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}{extra})"
 
     def to_openai(self) -> dict[str, Any]:
         """Return ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}``."""

@@ -1,0 +1,133 @@
+"""End to end: Agent + real MCP server (mcp SDK, subprocess) + scripted or real local model."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from yiemagent import Agent, LLMError, MCPClient, ToolResultMessage, openai_chat
+from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
+
+
+def test_agent_discovers_mcp_tools_at_run_time_and_calls_them(sdk_server):
+    """The model sees the server's tools; its call goes over tools/call; the result comes back."""
+    llm = ScriptedLLM([tool_call_reply("add", {"a": 2, "b": 40}), text_reply("42")])
+    recorder = EventRecorder()
+    agent = Agent(llm, mcp_servers=[sdk_server], event_sink=recorder).start()
+    try:
+        answer = agent.ask("2 + 40?", timeout_seconds=30)
+    finally:
+        agent.shutdown()
+    assert answer["content"] == "42" and answer["status"] == "completed"
+    offered = {t["function"]["name"] for t in llm.calls[0]["tools"]}
+    assert {"add", "echo", "list_tools"} <= offered
+    assert llm.calls[1]["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    changed = recorder.of_type("tools_changed")
+    assert changed and "add" in changed[0].added
+
+
+def test_an_mcp_is_error_result_reaches_the_model_as_an_error_tool_result(sdk_server):
+    """C16: isError true -> tool message with the text, marked as failure, loop continues."""
+    llm = ScriptedLLM([tool_call_reply("fail", {"message": "unknown city"}), text_reply("sorry")])
+    agent = Agent(llm, mcp_servers=[MCPClient(sdk_server)])
+    answer = agent.ask("weather in Atlantis?")
+    result = next(m for m in agent.history if isinstance(m, ToolResultMessage))
+    assert answer["content"] == "sorry"
+    assert result.is_error and "unknown city" in result.text
+    agent.shutdown()
+
+
+def test_a_json_rpc_error_from_tools_call_becomes_an_error_tool_result(sdk_server):
+    """C16 contrast: a JSON-RPC error object is an error tool message, not an exception."""
+    client = MCPClient(sdk_server)
+    agent = Agent(ScriptedLLM([tool_call_reply("echo", {"text": "hi"}), text_reply("ok")]), mcp_servers=[client])
+    agent.mcp.refresh()
+    # The server forgets the tool between discovery and the call: tools/call for a name it does not know.
+    agent.tools.get("echo").execute.tool_name = "no_such_tool"
+    agent.ask("echo hi")
+    result = next(m for m in agent.history if isinstance(m, ToolResultMessage))
+    assert result.is_error and "no_such_tool" in result.text
+    agent.shutdown()
+    client.close()
+
+
+def test_builtin_list_tools_rediscovers_and_lists_every_tool(sdk_server):
+    """FR-004: the model can ask for the tool list; it gets every tool, local and MCP."""
+    def local_tool() -> str:
+        """A local tool."""
+        return "local"
+
+    llm = ScriptedLLM([tool_call_reply("list_tools", {}), text_reply("listed")])
+    agent = Agent(llm, tools=[local_tool], mcp_servers=[sdk_server])
+    agent.ask("what can you do?")
+    listing = json.loads(llm.calls[1]["messages"][-1]["content"])
+    names = {item["name"] for item in listing}
+    assert {"local_tool", "add", "echo", "list_tools"} <= names
+    agent.shutdown()
+
+
+def test_an_unreachable_mcp_server_is_an_error_event_and_the_agent_still_answers(free_port):
+    """A dead server never kills a run: error event, other tools still work."""
+    recorder = EventRecorder()
+    llm = ScriptedLLM([text_reply("no tools needed")])
+    agent = Agent(llm, mcp_servers=[f"http://127.0.0.1:{free_port}/mcp"], event_sink=recorder)
+    assert agent.ask("hi")["content"] == "no tools needed"
+    assert any(e.type == "error" and e.where == "mcp" for e in recorder.events)
+    agent.shutdown()
+
+
+@pytest.mark.model
+def test_local_model_makes_a_real_tool_call_answered_by_a_real_mcp_server(local_model, sdk_server):
+    """The embedded model calls a tool of the real server; mechanics only, not answer quality."""
+    recorder = EventRecorder()
+    agent = Agent(local_model.llm_call(max_tokens=64), mcp_servers=[sdk_server], event_sink=recorder,
+                  max_turns=2, builtin_list_tools=False)
+    answer = agent.ask("Use the echo tool to echo the text hello.", timeout_seconds=120)
+    assert answer["status"] in ("completed", "max_turns")
+    calls = [c for e in recorder.of_type("message_end") if getattr(e.message, "tool_calls", None)
+             for c in e.message.tool_calls]
+    assert calls, "the model made no tool call"
+    results = [m for m in agent.history if isinstance(m, ToolResultMessage)]
+    assert len(results) == len(calls)  # every call answered
+    ran = [r for r in results if not r.is_error]
+    assert ran, f"no call ran: {[r.text for r in results]}"
+    messages = agent.openai_messages()
+    for message in messages:  # the history holds only calls with valid JSON arguments
+        for call in message.get("tool_calls") or []:
+            assert isinstance(json.loads(call["function"]["arguments"]), dict)
+    agent.shutdown()
+
+
+@pytest.mark.model
+def test_local_server_answers_http_500_for_a_cut_off_call_and_openai_chat_reports_it(local_model):
+    """PEERS.md: a cut-off call sent back makes llama.cpp answer 500; LLMError carries status and body."""
+    llm_call = openai_chat(local_model.base_url, "gemma3-270m", max_tokens=8)
+    broken = [{"role": "user", "content": "hi"},
+              {"role": "assistant", "content": None, "tool_calls": [
+                  {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"city": "Pa'}}]},
+              {"role": "tool", "tool_call_id": "c1", "content": "x"}]
+    with pytest.raises(LLMError) as info:
+        llm_call(broken, [])
+    assert info.value.status_code is not None and info.value.status_code >= 400
+    assert str(info.value.status_code) in str(info.value)
+
+
+def test_openai_chat_reports_connection_refused_as_llm_error(free_port):
+    """No server: LLMError after the retries for never-sent requests."""
+    llm_call = openai_chat(f"http://127.0.0.1:{free_port}/v1", "m", timeout_seconds=2)
+    with pytest.raises(LLMError) as info:
+        llm_call([{"role": "user", "content": "hi"}], [])
+    assert "Connection refused" in str(info.value) or "Max retries" in str(info.value)
+
+
+@pytest.mark.model
+def test_demo_command_shows_a_real_tool_call_and_exits_zero(local_model):
+    """`yiemagent demo`: example MCP server + embedded model; a real call answered by the server."""
+    done = subprocess.run([sys.executable, "-m", "yiemagent.cli", "demo"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "user> What is the weather in Paris?" in out
+    assert "assistant> calls get_weather(" in out
+    assert "tool get_weather> Weather in Paris: Sunny" in out
