@@ -42,7 +42,7 @@ from .hooks import AfterToolCall, BeforeToolCall
 from .loop import LLMCall, LoopConfig, OpenAIFormatter, RunResult, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
-from .messages import Message, UserMessage, from_openai, messages_to_openai, to_openai
+from .messages import Message, UserMessage, from_openai, to_openai
 from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
@@ -374,7 +374,7 @@ class Agent:
 
     def openai_messages(self) -> list[dict[str, Any]]:
         """The conversation in OpenAI chat format, system prompt first; fresh dicts."""
-        messages = messages_to_openai(list(self.history))
+        messages = OpenAIFormatter()(list(self.history))
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
         return messages

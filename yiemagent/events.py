@@ -46,6 +46,7 @@ __all__ = [
     "MessageStartEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
+    "ToolCallRepairedEvent",
     "ToolExecutionUpdateEvent",
     "ToolsChangedEvent",
     "TurnEndEvent",
@@ -150,6 +151,15 @@ class ToolExecutionEndEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class ToolCallRepairedEvent(_Base):
+    """A tool call's arguments were repaired unambiguously before it ran (``note`` says how)."""
+
+    tool_call: ToolCall | None = None
+    note: str = ""
+    type: Literal["tool_call_repaired"] = field(default="tool_call_repaired", init=False)
+
+
+@dataclass(kw_only=True)
 class ErrorEvent(_Base):
     """Something failed; ``where`` names the step (llm_call, tool, hook, mcp, agent)."""
 
@@ -186,6 +196,7 @@ Event = Union[
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     ToolExecutionEndEvent,
+    ToolCallRepairedEvent,
     ErrorEvent,
     AbortedEvent,
     ToolsChangedEvent,

@@ -41,7 +41,16 @@ from typing import Any, Literal
 from . import events as ev
 from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
-from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage, to_openai
+from .messages import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    to_openai,
+)
 from .tool_calls import parse_response
 from .tools import AgentToolResult, ToolRegistry, to_result
 
@@ -62,20 +71,48 @@ class OpenAIFormatter:
     later turns, so a turn costs what is new, not the whole history. Messages
     must not be changed after they were added to the history, and ``llm_call``
     must not change the dicts it receives.
+
+    OpenAI tool messages carry text only: an image in a tool result is a short
+    placeholder in the tool message and, with ``tool_images="user_message"``,
+    the images of a batch follow its tool messages in one user message
+    (``"placeholder"`` sends the placeholders only).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, tool_images: Literal["user_message", "placeholder"] = "user_message") -> None:
+        self.tool_images = tool_images
         self._cache: dict[int, tuple[Message, dict[str, Any]]] = {}
+
+    def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for result in results:
+            images = [c for c in result.content if isinstance(c, ImageContent)]
+            parts.append({"type": "text", "text": f"Images from tool {result.tool_name or 'result'} "
+                                                  f"(call {result.tool_call_id}):"})
+            for image in images:
+                part: dict[str, Any] = {"url": image.url}
+                if image.detail is not None:
+                    part["detail"] = image.detail
+                parts.append({"type": "image_url", "image_url": part})
+        return {"role": "user", "content": parts}
 
     def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
         out = []
         cache = self._cache
+        with_images: list[ToolResultMessage] = []
         for message in history:
+            if with_images and not isinstance(message, ToolResultMessage):
+                out.append(self._images_message(with_images))
+                with_images = []
             hit = cache.get(id(message))
             if hit is None or hit[0] is not message:
                 hit = (message, to_openai(message))
                 cache[id(message)] = hit
             out.append(hit[1])
+            if (self.tool_images == "user_message" and isinstance(message, ToolResultMessage)
+                    and any(isinstance(c, ImageContent) for c in message.content)):
+                with_images.append(message)
+        if with_images:
+            out.append(self._images_message(with_images))
         if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
             live = {id(m) for m in history}
             self._cache = {k: v for k, v in cache.items() if k in live}
@@ -218,10 +255,13 @@ class _Run:
         except Exception as exc:
             raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
         try:
-            reply = parse_response(response, taken_ids=self.taken_ids)
+            reply = parse_response(response, taken_ids=self.taken_ids, tool_names=config.tools.names())
         except YiemagentError as exc:
             raise LLMError(f"llm_call returned an unusable reply: {exc}", response=response) from exc
         _add_usage(self.usage, reply.usage)
+        for call in reply.tool_calls:
+            if call.note:
+                self.emit(ev.ToolCallRepairedEvent(tool_call=call, note=call.note))
         return reply
 
     # ------------------------------------------------------------------ tools

@@ -134,6 +134,8 @@ class ToolCall:
     """yiemagent-side: why this call must not run (arguments not JSON, cut off)."""
     raw_arguments: str | None = field(default=None, compare=False)
     """yiemagent-side: the original arguments text when it could not be used."""
+    note: str | None = field(default=None, compare=False)
+    """yiemagent-side: a repair applied to the arguments (trailing comma, missing brace, split)."""
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""

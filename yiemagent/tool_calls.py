@@ -1,261 +1,408 @@
 """Tool-call extraction: every reply shape real servers send, to ``ToolCall`` objects.
 
-``parse_response(response)`` turns an ``llm_call`` reply into an
-``AssistantMessage``; ``extract_tool_calls(response)`` returns only its calls.
-Each wire shape has one small recogniser that returns ``None`` when the shape
-is not its own; the first that answers wins.
+``parse_response(response)`` (also exported as ``from_openai_response``) turns
+an ``llm_call`` reply into an ``AssistantMessage``; ``extract_tool_calls``
+returns only its calls. One small recogniser per wire shape answers "mine or
+not"; the first that answers wins::
 
-Supported reply shapes (the message may also be given bare)::
+    {"choices": [{"message": {...}, "finish_reason": ...}]}     OpenAI Chat Completions (+ legacy function_call)
+    {"object": "response", "output": [{"type": "function_call", "call_id", "name", "arguments"}]}
+                                                                OpenAI Responses API
+    {"role": "assistant", "content": [{"type": "tool_use", "id", "name", "input"}], "stop_reason": ...}
+                                                                Anthropic Messages
+    {"candidates": [{"content": {"parts": [{"functionCall": {"name", "args"}}]}}]}
+                                                                Gemini generateContent
+    {"message": {"role": "assistant", "tool_calls": [...]}, "done": true}
+                                                                Ollama /api/chat (object arguments, no ids)
+    {"role": "assistant", "tool_calls": [...]}                  bare message (LM Studio, vLLM, llama.cpp)
 
-    {"choices": [{"message": {...}, "finish_reason": "tool_calls"}]}   OpenAI Chat Completions
-    {"role": "assistant", "tool_calls": [...]}                          LM Studio, vLLM, llama.cpp
-    {"message": {"role": "assistant", "tool_calls": [...]}}             Ollama /api/chat
-    content blocks {"type": "tool_use", "id", "name", "input"}          Anthropic Messages
-    content blocks {"type": "tool_calls", "tool_calls": [...]}
-    "function_call": {"name", "arguments"}                              legacy OpenAI functions
+Content blocks of type ``tool_calls`` / ``tool_use`` / ``function_call`` are
+read in any message. When a reply has no structured calls, calls written in
+its text are read (``yiemagent.text_tool_calls``), gated on ``tool_names``.
 
 Rules:
 
-* ``arguments`` may be a JSON string, an object, or empty / whitespace /
-  ``null`` (all mean ``{}``). Anything else is not executed: the ``ToolCall``
-  gets ``arguments == {}``, an ``error`` saying what was wrong, and the original
-  text in ``raw_arguments``;
-* missing, empty and duplicate ids get unique ids (``call_0``, ``call_1``, ...);
-* ``finish_reason`` is advisory: calls present with ``"stop"`` are still
-  returned; with ``"length"`` a call whose arguments do not parse is reported
-  as cut off.
+* ``arguments``: a JSON string, an object, or empty / whitespace / ``null``
+  (all ``{}``). Unambiguous repairs (a trailing comma, missing final braces)
+  are applied and noted in ``ToolCall.note``; glued objects (``{..}{..}``) are
+  split into separate calls when every part parses. Anything else, and any
+  call cut off by ``finish_reason: "length"``, gets ``arguments == {}``, an
+  ``error`` telling the model what was wrong, and ``raw_arguments``;
+* ids: missing, empty and duplicate ids (also ids already in the history)
+  get unique ids (``call_0``, ``call_x_2`` ...); given ids are kept;
+* ``finish_reason`` is advisory: calls present with ``"stop"`` are returned;
+* reasoning (``reasoning_content``, ``reasoning``, ``thinking`` blocks,
+  ``<think>`` in text) is kept as ``ReasoningContent`` and never searched
+  for calls.
 
-Spec: OpenAI Chat Completions ``tool_calls``; Anthropic Messages ``tool_use``;
-Ollama ``/api/chat``.
+Spec: OpenAI Chat Completions and Responses; Anthropic Messages; Gemini
+``generateContent``; Ollama ``/api/chat``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 from .exceptions import ToolCallFormatError
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
+from .text_tool_calls import TextCall, find_text_calls, repair_json_object, split_reasoning
 
 __all__ = ["extract_tool_calls", "parse_arguments", "parse_response"]
 
-# A raw call before ids are made unique: (id or None, name, arguments value as sent)
-_RawCall = tuple[Any, Any, Any]
+_decoder = json.JSONDecoder()
 
 
-def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
-    """Parse tool-call ``arguments`` as sent by a server.
+def parse_arguments(raw: Any, *, repair: bool = True) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call ``arguments`` as a server sent them.
 
     Args:
         raw: a JSON object (dict), a JSON string, or None / ``""`` / whitespace /
-            ``"null"`` (all meaning no arguments). A JSON string that itself
-            holds a JSON object string (double-encoded) is decoded twice.
+            ``"null"`` (no arguments). A string holding a JSON object string
+            (double-encoded) is decoded twice.
+        repair: apply unambiguous repairs (trailing comma, missing final braces).
 
     Returns:
-        ``(arguments, error)``: the arguments as a dict, and None; or ``{}`` and
-        a one-line reason the arguments are unusable.
+        ``(arguments, error)``: a dict and None, or ``{}`` and a one-line reason.
+        Use ``parse_arguments_noted`` to learn whether a repair was applied.
     """
+    arguments, error, _ = parse_arguments_noted(raw, repair=repair)
+    return arguments, error
+
+
+def parse_arguments_noted(raw: Any, *, repair: bool = True) -> tuple[dict[str, Any], str | None, str | None]:
+    """Like ``parse_arguments``, plus a note naming any repair applied."""
     if raw is None:
-        return {}, None
+        return {}, None, None
     if isinstance(raw, dict):
-        return raw, None
+        return raw, None, None
     if not isinstance(raw, str):
-        return {}, f"arguments must be a JSON object, got {type(raw).__name__}"
+        return {}, f"arguments must be a JSON object, got {type(raw).__name__}", None
     text = raw.strip()
     if not text or text == "null":
-        return {}, None
+        return {}, None, None
     try:
         value = json.loads(text)
     except ValueError as exc:
-        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        repaired = repair_json_object(text) if repair else None
+        if repaired is not None:
+            return repaired[0], None, repaired[1]
+        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})", None
     if isinstance(value, str):  # double-encoded: "\"{\\\"a\\\": 1}\""
-        return parse_arguments(value) if value.strip()[:1] == "{" else ({}, "arguments must be a JSON object")
+        if value.strip()[:1] == "{":
+            return parse_arguments_noted(value, repair=repair)
+        return {}, "arguments must be a JSON object, got a JSON string", None
     if value is None:
-        return {}, None
+        return {}, None, None
     if not isinstance(value, dict):
-        return {}, f"arguments must be a JSON object, got JSON {type(value).__name__}"
-    return value, None
+        return {}, f"arguments must be a JSON object, got JSON {type(value).__name__}", None
+    return value, None, None
 
 
-# --------------------------------------------------------------------------- recognisers
-# Each takes the assistant message dict and returns a list of raw calls, or None
-# when the shape is not its own.
-
-
-def _openai_tool_calls(message: dict[str, Any]) -> list[_RawCall] | None:
-    calls = message.get("tool_calls")
-    if not calls:
+def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
+    """``'{"a":1}{"a":2}'`` -> two objects, only if the whole text is such objects."""
+    if not isinstance(raw, str) or "}" not in raw:
         return None
+    text, pos, parts = raw.strip(), 0, []
+    while pos < len(text):
+        try:
+            value, pos = _decoder.raw_decode(text, pos)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        parts.append(value)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return parts if len(parts) > 1 else None
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@dataclass
+class _Parsed:
+    """What a recogniser read from a reply."""
+
+    text: str = ""
+    reasoning: list[ReasoningContent] = field(default_factory=list)
+    calls: list[TextCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Unknown keys of the message, kept for the history."""
+
+
+_MESSAGE_KEYS = {"role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning", "thinking"}
+
+
+def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
+    if calls is None:
+        return []
     if not isinstance(calls, list):
-        raise ToolCallFormatError("tool_calls must be a list", raw=message, format_hint="openai")
-    out: list[_RawCall] = []
+        raise ToolCallFormatError("tool_calls must be a list", raw=raw, format_hint="openai")
+    out = []
     for call in calls:
         if not isinstance(call, dict):
-            raise ToolCallFormatError(f"tool call must be an object: {call!r:.80}", raw=message, format_hint="openai")
+            raise ToolCallFormatError(f"a tool call must be an object: {call!r:.80}", raw=raw, format_hint="openai")
         fn = call.get("function")
-        if isinstance(fn, dict):  # OpenAI, vLLM, LM Studio, llama.cpp, Ollama
-            out.append((call.get("id"), fn.get("name"), fn.get("arguments")))
+        call_id = call.get("id") if isinstance(call.get("id"), str) else None
+        if isinstance(fn, dict):
+            out.append(TextCall(fn.get("name") if isinstance(fn.get("name"), str) else "", fn.get("arguments"),
+                                call_id))
         elif "name" in call:  # flattened {"id", "name", "arguments"}
-            out.append((call.get("id"), call.get("name"), call.get("arguments", call.get("input"))))
+            out.append(TextCall(str(call.get("name") or ""), call.get("arguments", call.get("input")), call_id))
         else:
-            raise ToolCallFormatError(f"tool call without a function: {call!r:.80}", raw=message, format_hint="openai")
+            raise ToolCallFormatError(f"a tool call without a function: {call!r:.80}", raw=raw, format_hint="openai")
     return out
 
 
-def _legacy_function_call(message: dict[str, Any]) -> list[_RawCall] | None:
+def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
+    """Read one assistant message dict of the chat family (OpenAI, Anthropic, Ollama, bare)."""
+    parsed = _Parsed(extra={k: v for k, v in message.items() if k not in _MESSAGE_KEYS})
+    for key in ("reasoning_content", "reasoning", "thinking"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            parsed.reasoning.append(ReasoningContent(value, field=key if key != "thinking" else "reasoning_content"))
+        elif value not in (None, ""):
+            parsed.extra[key] = value
+    parsed.calls = _openai_calls(message.get("tool_calls"), raw)
     fn = message.get("function_call")
-    if not isinstance(fn, dict):
-        return None
-    return [(None, fn.get("name"), fn.get("arguments"))]
-
-
-def _content_blocks(message: dict[str, Any]) -> list[_RawCall] | None:
+    if not parsed.calls and isinstance(fn, dict):  # legacy OpenAI functions
+        parsed.calls = [TextCall(str(fn.get("name") or ""), fn.get("arguments"))]
     content = message.get("content")
-    if not isinstance(content, list):
+    texts: list[str] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                texts.append(block)
+                continue
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind in ("text", "output_text"):
+                texts.append(str(block.get("text") or ""))
+            elif kind in ("thinking", "reasoning"):
+                text = block.get("thinking") or block.get("text") or ""
+                if text:
+                    parsed.reasoning.append(ReasoningContent(str(text)))
+            elif kind == "tool_use":  # Anthropic Messages
+                parsed.calls.append(TextCall(str(block.get("name") or ""), block.get("input"), block.get("id")))
+            elif kind == "tool_calls":
+                parsed.calls.extend(_openai_calls(block.get("tool_calls"), raw))
+            elif kind in ("function_call", "tool_call"):
+                fn = block.get("function") if isinstance(block.get("function"), dict) else block
+                parsed.calls.append(TextCall(str(fn.get("name") or ""), fn.get("arguments", fn.get("input")),
+                                             block.get("id") or block.get("call_id")))
+    elif content is not None:
+        raise ToolCallFormatError(f"message content must be a string, a list or null, not {type(content).__name__}",
+                                  raw=raw)
+    parsed.text = "".join(texts)
+    return parsed
+
+
+def _chat_completions(response: dict[str, Any]) -> _Parsed | None:
+    if "choices" not in response:
         return None
-    out: list[_RawCall] = []
-    for block in content:
-        if not isinstance(block, dict):
+    choices = response["choices"]
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ToolCallFormatError("the reply has no usable choices[0]", raw=response, format_hint="openai")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise ToolCallFormatError("choices[0] has no message object", raw=response, format_hint="openai")
+    parsed = _from_message(message, response)
+    parsed.finish_reason = choices[0].get("finish_reason")
+    return parsed
+
+
+def _responses_api(response: dict[str, Any]) -> _Parsed | None:
+    output = response.get("output")
+    if not isinstance(output, list) or "choices" in response:
+        return None
+    parsed = _Parsed()
+    texts = []
+    for item in output:
+        if not isinstance(item, dict):
             continue
-        kind = block.get("type")
-        if kind == "tool_use":  # Anthropic Messages
-            out.append((block.get("id"), block.get("name"), block.get("input")))
-        elif kind == "tool_calls":
-            out.extend(_openai_tool_calls({"tool_calls": block.get("tool_calls")}) or [])
-        elif kind in ("function_call", "tool_call"):
-            fn = block.get("function") if isinstance(block.get("function"), dict) else block
-            out.append(
-                (block.get("id") or block.get("call_id"), fn.get("name"), fn.get("arguments", fn.get("input")))
-            )
-    return out or None
+        kind = item.get("type")
+        if kind == "function_call":
+            parsed.calls.append(TextCall(str(item.get("name") or ""), item.get("arguments"),
+                                         item.get("call_id") or item.get("id")))
+        elif kind == "message":
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
+                    texts.append(str(part.get("text") or ""))
+        elif kind == "reasoning":
+            summary = "".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
+            if summary:
+                parsed.reasoning.append(ReasoningContent(summary, field="reasoning"))
+    parsed.text = "".join(texts)
+    status = response.get("status")
+    incomplete = (response.get("incomplete_details") or {}).get("reason") if isinstance(
+        response.get("incomplete_details"), dict) else None
+    parsed.finish_reason = "length" if incomplete == "max_output_tokens" else status
+    return parsed
 
 
-_RECOGNISERS: tuple[Callable[[dict[str, Any]], list[_RawCall] | None], ...] = (
-    _openai_tool_calls,
-    _content_blocks,
-    _legacy_function_call,
+def _gemini(response: dict[str, Any]) -> _Parsed | None:
+    candidates = response.get("candidates")
+    if not isinstance(candidates, list):
+        return None
+    if not candidates or not isinstance(candidates[0], dict):
+        raise ToolCallFormatError("the reply has no usable candidates[0]", raw=response, format_hint="gemini")
+    content = candidates[0].get("content") or {}
+    parsed = _Parsed()
+    texts = []
+    for part in content.get("parts") or [] if isinstance(content, dict) else []:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("functionCall"), dict):
+            call = part["functionCall"]
+            parsed.calls.append(TextCall(str(call.get("name") or ""), call.get("args"), call.get("id")))
+        elif isinstance(part.get("text"), str):
+            if part.get("thought"):
+                parsed.reasoning.append(ReasoningContent(part["text"]))
+            else:
+                texts.append(part["text"])
+    parsed.text = "".join(texts)
+    reason = candidates[0].get("finishReason")
+    parsed.finish_reason = "length" if reason == "MAX_TOKENS" else (reason.lower() if isinstance(reason, str) else None)
+    return parsed
+
+
+def _ollama(response: dict[str, Any]) -> _Parsed | None:
+    if not isinstance(response.get("message"), dict):
+        return None
+    parsed = _from_message(response["message"], response)
+    parsed.finish_reason = response.get("done_reason") or response.get("finish_reason")
+    return parsed
+
+
+def _bare_message(response: dict[str, Any]) -> _Parsed | None:
+    if not any(k in response for k in ("role", "content", "tool_calls", "function_call")):
+        return None
+    message = {k: v for k, v in response.items() if k not in ("finish_reason", "stop_reason", "usage", "id",
+                                                                "model", "type", "stop_sequence")}
+    parsed = _from_message(message, response)
+    reason = response.get("finish_reason") or response.get("stop_reason")
+    parsed.finish_reason = "length" if reason == "max_tokens" else reason
+    return parsed
+
+
+_SHAPES: tuple[Callable[[dict[str, Any]], _Parsed | None], ...] = (
+    _chat_completions,
+    _responses_api,
+    _gemini,
+    _ollama,
+    _bare_message,
 )
 
 
 # --------------------------------------------------------------------------- assembly
 
 
-def _locate_message(response: Any) -> tuple[dict[str, Any], str | None, dict[str, Any] | None]:
-    """Return (assistant message dict, finish_reason, usage) of a reply."""
-    if not isinstance(response, dict):
-        raise ToolCallFormatError(
-            f"a model reply must be a JSON object, not {type(response).__name__}", raw=response
-        )
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
-    if "choices" in response:
-        choices = response["choices"]
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ToolCallFormatError("reply has no usable choices[0]", raw=response, format_hint="openai")
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise ToolCallFormatError("choices[0] has no message object", raw=response, format_hint="openai")
-        return message, choices[0].get("finish_reason"), usage
-    if isinstance(response.get("message"), dict):  # Ollama /api/chat
-        reason = response.get("done_reason") or response.get("finish_reason")
-        return response["message"], reason, usage
-    if any(k in response for k in ("role", "content", "tool_calls", "function_call")):
-        reason = response.get("finish_reason") or response.get("stop_reason")
-        return response, reason, usage
-    raise ToolCallFormatError(
-        "not a recognised model reply: expected 'choices', 'message', or a message with "
-        "'role'/'content'/'tool_calls'",
-        raw=response,
-    )
+def _unique(call_id: Any, index: int, taken: set[str]) -> str:
+    base = call_id if isinstance(call_id, str) and call_id.strip() else f"call_{index}"
+    candidate, n = base, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{base}_{n}"
+    taken.add(candidate)
+    return candidate
 
 
-def _unique_ids(raw_calls: Iterable[_RawCall], taken: set[str]) -> list[str]:
-    ids = []
-    for index, (call_id, _, _) in enumerate(raw_calls):
-        base = call_id if isinstance(call_id, str) and call_id.strip() else f"call_{index}"
-        candidate, n = base, 1
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}_{n}"
-        taken.add(candidate)
-        ids.append(candidate)
-    return ids
+def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> list[ToolCall]:
+    out: list[ToolCall] = []
+    for call in calls:
+        glued = None if call.error else _split_glued(call.arguments)
+        pieces = [TextCall(call.name, part, call.id, note="split glued JSON objects into separate calls")
+                  for part in glued] if glued else [call]
+        for piece in pieces:
+            arguments, error, note = parse_arguments_noted(piece.arguments, repair=not truncated)
+            error = piece.error or error
+            if not error and not piece.name:
+                error = "the tool call has no function name"
+            if error and truncated and "cut off" not in error:
+                error = "the call was cut off by the token limit (finish_reason 'length'); " + error
+            raw_text = None
+            if error:
+                error += "; the tool was not run. Send the call again with a complete, smaller JSON object."
+                raw_text = piece.arguments if isinstance(piece.arguments, str) else (
+                    None if piece.arguments is None else json.dumps(piece.arguments, default=str))
+                arguments = {}
+            out.append(ToolCall(_unique(piece.id, len(out), taken), piece.name, arguments, error=error,
+                                raw_arguments=raw_text, note="; ".join(n for n in (piece.note, note) if n) or None))
+    return out
 
 
-def _message_text(message: dict[str, Any]) -> tuple[str, list[ReasoningContent]]:
-    reasoning = [
-        ReasoningContent(message[k], field=k)
-        for k in ("reasoning_content", "reasoning")
-        if isinstance(message.get(k), str) and message[k]
-    ]
-    content = message.get("content")
-    if isinstance(content, str):
-        return content, reasoning
-    texts = []
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, str):
-                texts.append(block)
-            elif isinstance(block, dict) and block.get("type") in ("text", "output_text"):
-                texts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") in ("thinking", "reasoning"):
-                reasoning.append(ReasoningContent(str(block.get("thinking") or block.get("text") or "")))
-    return "".join(texts), reasoning
-
-
-def parse_response(response: Any, *, taken_ids: set[str] | None = None) -> AssistantMessage:
+def parse_response(
+    response: Any, *, taken_ids: set[str] | None = None, tool_names: Collection[str] | None = None
+) -> AssistantMessage:
     """Turn an ``llm_call`` reply of any supported shape into an ``AssistantMessage``.
 
     Args:
         response: the reply (see the module docstring for the shapes).
-        taken_ids: ids already used in the history; new ids avoid them and are
-            added to the set. None means an empty set.
+        taken_ids: ids already in the history; new ids avoid them and are added.
+        tool_names: registered tool names; calls written as bare JSON, fenced
+            JSON or pythonic lists in the text count only for these names.
+            None: only explicit markup in text is read.
 
     Returns:
-        The message with its text, reasoning, tool calls (each with a unique
-        ``id``; unusable ones carry ``error``), ``finish_reason`` and ``usage``.
+        The message: text (call markup removed), reasoning, tool calls (each with
+        a unique ``id``; unusable ones carry ``error``), ``finish_reason``, ``usage``.
 
     Raises:
         ToolCallFormatError: the reply is not a recognised shape.
     """
-    message, finish_reason, usage = _locate_message(response)
-    raw_calls: list[_RawCall] = []
-    for recognise in _RECOGNISERS:
-        found = recognise(message)
-        if found:
-            raw_calls = found
+    if not isinstance(response, dict):
+        raise ToolCallFormatError(f"a model reply must be a JSON object, not {type(response).__name__}",
+                                  raw=response)
+    parsed = None
+    for shape in _SHAPES:
+        parsed = shape(response)
+        if parsed is not None:
             break
-    ids = _unique_ids(raw_calls, set() if taken_ids is None else taken_ids)
-    calls = []
-    for call_id, (_, name, raw_arguments) in zip(ids, raw_calls):
-        arguments, error = parse_arguments(raw_arguments)
-        if not isinstance(name, str) or not name:
-            error = "the tool call has no function name"
-            name = name if isinstance(name, str) else ""
-        if error and finish_reason == "length":
-            error = "the call was cut off by the token limit (finish_reason 'length'); " + error
-        if error:
-            error += "; the tool was not run. Send the call again with a complete, smaller JSON object."
-        raw_text = None
-        if error:
-            raw_text = raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments, default=str)
-        calls.append(ToolCall(call_id, name, arguments, error=error, raw_arguments=raw_text))
-    text, reasoning = _message_text(message)
-    known = {"role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning"}
-    extra = {k: v for k, v in message.items() if k not in known and message is not response}
-    content: list[TextContent | ReasoningContent] = [*reasoning]
+    if parsed is None:
+        raise ToolCallFormatError(
+            "not a recognised model reply: expected 'choices', 'output', 'candidates', 'message', "
+            "or a message with 'role'/'content'/'tool_calls'",
+            raw=response,
+        )
+    if isinstance(response.get("usage"), dict):
+        parsed.usage = response["usage"]
+    elif isinstance(response.get("usageMetadata"), dict):
+        parsed.usage = response["usageMetadata"]
+    truncated = parsed.finish_reason == "length"
+    text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
+    if thought:
+        parsed.reasoning.append(ReasoningContent(thought))
+    calls = parsed.calls
+    if not calls and text:
+        text, calls = find_text_calls(text, tool_names, truncated=truncated)
+        if calls:
+            text = text.strip()
+    content: list[TextContent | ReasoningContent] = list(parsed.reasoning)
     if text:
         content.append(TextContent(text))
     return AssistantMessage(
-        content=content, tool_calls=calls, extra=extra, finish_reason=finish_reason, usage=usage
+        content=content,
+        tool_calls=_to_tool_calls(calls, truncated, set() if taken_ids is None else taken_ids),
+        extra=parsed.extra,
+        finish_reason=parsed.finish_reason,
+        usage=parsed.usage,
     )
 
 
-def extract_tool_calls(response: Any) -> list[ToolCall]:
+def extract_tool_calls(response: Any, *, tool_names: Collection[str] | None = None) -> list[ToolCall]:
     """Return the tool calls of an ``llm_call`` reply, in the order the model wrote them.
 
     Args:
         response: a reply of any shape in the module docstring.
+        tool_names: registered names, to recognise bare JSON calls in text.
 
     Returns:
         ``[ToolCall(id, name, arguments), ...]``; ``[]`` when there are none.
@@ -270,4 +417,4 @@ def extract_tool_calls(response: Any) -> list[ToolCall]:
         ...      "function": {"name": "get_time", "arguments": ""}}]}}]})
         [ToolCall(id='c1', name='get_time', arguments={})]
     """
-    return parse_response(response).tool_calls
+    return parse_response(response, tool_names=tool_names).tool_calls
