@@ -140,7 +140,7 @@ def test_terminate_ends_the_run_only_when_every_result_of_the_batch_sets_it():
 def test_c23_max_turns_bounds_model_calls_and_the_last_turn_has_no_tools():
     """C23: a model that repeats the same call forever is stopped after max_turns model calls."""
     llm = ScriptedLLM([calls_reply(("call_x", "get_time", "{}"))], repeat_last=True)
-    result, history, events = run(llm, [get_time], max_turns=5)
+    result, history, events = run(llm, [get_time], max_turns=5, max_repeated_calls=None)
     assert len(llm.calls) == 5 and result.status == "max_turns" and result.turns == 5
     assert llm.calls[-1]["tools"] == [] and llm.calls[0]["tools"] != []
     ids = [c.id for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls]
@@ -271,3 +271,23 @@ def test_messages_are_converted_once_and_reused_across_turns():
     first = config.format_messages(history)
     again = config.format_messages(history)
     assert all(a is b for a, b in zip(first, again))
+
+
+def test_c23_the_same_call_three_times_in_a_row_is_refused_and_stops_the_run():
+    """Repeated-call guard: the 3rd identical call gets an error result telling the model; run ends."""
+    llm = ScriptedLLM([calls_reply(("call_x", "get_time", "{}"))], repeat_last=True)
+    result, history, _ = run(llm, [get_time], max_turns=10)
+    assert result.status == "repeated_call" and len(llm.calls) == 3
+    results = [m for m in history if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False, False, True]
+    assert "3 times in a row" in results[-1].text
+    assert_every_call_answered_in_order(history)
+
+
+def test_different_arguments_reset_the_repeated_call_streak():
+    """Only identical (name, canonical arguments) in a row count."""
+    replies = [calls_reply(("a", "get_weather", '{"city": "Lima"}')), calls_reply(("b", "get_weather", '{"city": "Lima"}')),
+               calls_reply(("c", "get_weather", '{"city": "Kyiv"}')), calls_reply(("d", "get_weather", '{"city": "Kyiv"}')),
+               text_reply("done")]
+    result, _, _ = run(ScriptedLLM(replies), [get_weather])
+    assert result.status == "completed"

@@ -28,6 +28,7 @@ returns the inputs it did not serve.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
 import queue
 import threading
@@ -39,10 +40,19 @@ from typing import Any, Literal
 from . import events as ev
 from .exceptions import AgentBusyError, AgentClosedError, ConfigError, FormatError
 from .hooks import AfterToolCall, BeforeToolCall
-from .loop import LLMCall, LoopConfig, OpenAIFormatter, RunResult, run_turns
+from .loop import LLMCall, LoopConfig, OpenAIFormatter, RunResult, _add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
-from .messages import Message, UserMessage, from_openai, to_openai
+from .messages import (
+    AssistantMessage,
+    Message,
+    ToolResultMessage,
+    UserMessage,
+    from_openai,
+    message_from_dict,
+    message_to_dict,
+    to_openai,
+)
 from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
@@ -116,6 +126,15 @@ class Agent:
         prepare_context: ``prepare_context(history) -> history`` before each model call.
         format_messages: ``format_messages(history) -> [OpenAI dict]``; default OpenAI format.
         builtin_list_tools: add the ``list_tools`` tool when there are MCP servers.
+        steering: inputs put on ``input_queue`` during a run join it after the
+            current tool batch; the run's answer answers them all.
+        emit_intermediate: also put each assistant message with tool calls and
+            each tool result on ``output_queue`` (with ``"intermediate": True``),
+            for inputs answered there.
+        max_repeated_calls: the same call this many times in a row is refused
+            and ends the run (status ``repeated_call``); None: no limit.
+        final_turn_without_tools: the last allowed turn is sent without tools.
+        max_parallel_tools: worker threads for one batch of tool calls.
 
     Thread safety: every public method is safe from any thread; runs happen one
     at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
@@ -136,6 +155,11 @@ class Agent:
         prepare_context: Callable[[list[Message]], list[Message]] | None = None,
         format_messages: Callable[[list[Message]], list[dict[str, Any]]] | None = None,
         builtin_list_tools: bool = True,
+        steering: bool = False,
+        emit_intermediate: bool = False,
+        max_repeated_calls: int | None = 3,
+        final_turn_without_tools: bool = True,
+        max_parallel_tools: int = 8,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -163,7 +187,13 @@ class Agent:
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=9, thread_name_prefix="yiemagent-worker")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_parallel_tools + 1, thread_name_prefix="yiemagent-worker"
+        )
+        self.steering = steering
+        self.emit_intermediate = emit_intermediate
+        self.usage: dict[str, Any] = {}
+        """Token counts summed over every run (from replies that report ``usage``)."""
         self.config = LoopConfig(
             llm_call=llm_call,
             tools=self.tools,
@@ -175,6 +205,10 @@ class Agent:
             format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
             before_model_call=self.mcp.refresh if clients else None,
+            poll_steering=self._poll_steering if steering else None,
+            max_repeated_calls=max_repeated_calls,
+            final_turn_without_tools=final_turn_without_tools,
+            max_parallel_tools=max_parallel_tools,
             executor=self._executor,
         )
         self.unserved: list[Any] = []
@@ -186,6 +220,10 @@ class Agent:
         self._stop_mode: str | None = None
         self._closed = False
         self._current_run_id: str | None = None
+        self._steered: list[_Input] = []
+        self._run_input_ids: list[str] = []
+        self._deliver_current = False
+        self._stop_after_run = False
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")
@@ -204,6 +242,40 @@ class Agent:
         if self._current_run_id:
             event.run_id = self._current_run_id
         ev.emit(self.event_sink, event)
+
+    def _sink(self, event: ev.Event) -> None:
+        """The sink handed to the loop: intermediate output, then the user's sink."""
+        if self.emit_intermediate and self._deliver_current and isinstance(event, ev.MessageEndEvent):
+            message = event.message
+            if (isinstance(message, AssistantMessage) and message.tool_calls) or isinstance(
+                message, ToolResultMessage
+            ):
+                item = to_openai(message)
+                item.update(intermediate=True, input_ids=list(self._run_input_ids))
+                self._deliver(item)
+        ev.emit(self.event_sink, event)
+
+    def _poll_steering(self) -> list[tuple[UserMessage, str]]:
+        """Take what waits on ``input_queue`` now (called by the loop after a tool batch)."""
+        taken = []
+        while True:
+            try:
+                item = self.input_queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is SHUTDOWN:
+                self._stop_after_run = True
+                break
+            try:
+                entry = self._wrap(item)
+            except FormatError as exc:
+                self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
+                self._deliver_error(None, exc)
+                continue
+            self._steered.append(entry)
+            self._run_input_ids.append(entry.id)
+            taken.append((entry.message, entry.id))
+        return taken
 
     def _tools_changed(self, added: list[str], removed: list[str]) -> None:
         self._emit(ev.ToolsChangedEvent(added=added, removed=removed))
@@ -259,6 +331,8 @@ class Agent:
                 self._serve(item, deliver=True)
             except Exception:  # never let the thread die
                 logger.exception("agent thread: unexpected error serving an input")
+            if self._stop_after_run:
+                break
         logger.debug("agent thread stopped")
 
     # ------------------------------------------------------------------ runs
@@ -268,7 +342,7 @@ class Agent:
             return item
         return _Input(message=_user_message(item), id=uuid.uuid4().hex[:12], original=item)
 
-    def _answer(self, entry: _Input | None, result: RunResult | None, error: BaseException | None) -> dict[str, Any]:
+    def _answer(self, result: RunResult | None, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:
         if result is not None:
             answer = to_openai(result.answer)
             answer["status"] = result.status
@@ -276,35 +350,50 @@ class Agent:
                 answer["error"] = str(result.error)
         else:
             answer = {"role": "assistant", "content": f"Error: {error}", "status": "error", "error": str(error)}
-        answer["input_ids"] = [entry.id] if entry is not None else []
+        answer["input_ids"] = list(input_ids)
+        return answer
+
+    def _deliver_error(self, entry: _Input | None, exc: BaseException) -> dict[str, Any]:
+        answer = self._answer(None, [entry.id] if entry else [], exc)
+        if entry is not None and entry.future is not None:
+            entry.future.set_result(answer)
+        else:
+            self._deliver(answer)
         return answer
 
     def _serve(self, item: Any, *, deliver: bool) -> dict[str, Any]:
-        entry: _Input | None = None
         try:
             entry = self._wrap(item)
         except FormatError as exc:
             self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
-            answer = self._answer(None, None, exc)
-        else:
-            with self._run_lock:
-                self.abort_event.clear()
-                run_id = uuid.uuid4().hex[:12]
-                self._current_run_id = run_id
-                try:
-                    result = run_turns(
-                        self.history, [entry.message], self.config, self.abort_event, self.event_sink,
-                        run_id=run_id, input_ids=[entry.id],
-                    )
-                    answer = self._answer(entry, result, None)
-                except Exception as exc:  # run_turns does not raise; belt and braces
-                    logger.exception("run failed")
-                    answer = self._answer(entry, None, exc)
-                finally:
-                    self._current_run_id = None
-        if entry is not None and entry.future is not None:
-            entry.future.set_result(answer)
-        elif deliver:
+            return self._deliver_error(None, exc) if deliver else self._answer(None, [], exc)
+        with self._run_lock:
+            self.abort_event.clear()
+            run_id = uuid.uuid4().hex[:12]
+            self._current_run_id = run_id
+            self._run_input_ids = [entry.id]
+            self._steered = []
+            self._deliver_current = deliver and entry.future is None
+            try:
+                result = run_turns(
+                    self.history, [entry.message], self.config, self.abort_event, self._sink,
+                    run_id=run_id, input_ids=[entry.id],
+                )
+                _add_usage(self.usage, result.usage)
+                answer = self._answer(result, result.input_ids, None)
+            except Exception as exc:  # run_turns does not raise; belt and braces
+                logger.exception("run failed")
+                answer = self._answer(None, [entry.id, *(e.id for e in self._steered)], exc)
+            finally:
+                self._current_run_id = None
+                self._deliver_current = False
+        to_output = False
+        for each in [entry, *self._steered]:
+            if each.future is not None:
+                each.future.set_result(answer)
+            else:
+                to_output = True
+        if to_output and deliver:
             self._deliver(answer)
         return answer
 
@@ -367,10 +456,23 @@ class Agent:
     def abort(self) -> None:
         """End the current run as soon as possible (tools see ``abort_event``).
 
-        Pending tool calls get "cancelled" results; the run's answer has
-        status ``aborted``; the agent goes on with the next input.
+        Pending tool calls get "cancelled" results; requests in flight to the
+        model (if ``llm_call`` has a ``cancel()`` method, as ``openai_chat``
+        has) and to the MCP servers are cut; the run's answer has status
+        ``aborted``; the agent goes on with the next input.
         """
         self.abort_event.set()
+        cancel = getattr(self.config.llm_call, "cancel", None)
+        if callable(cancel):
+            try:
+                cancel()
+            except Exception:
+                logger.exception("llm_call.cancel() raised; ignored")
+        for client in self.mcp.clients:
+            try:
+                client.cancel_in_flight()
+            except Exception:
+                logger.exception("cancelling requests to %s raised; ignored", client.name)
 
     def openai_messages(self) -> list[dict[str, Any]]:
         """The conversation in OpenAI chat format, system prompt first; fresh dicts."""
@@ -378,6 +480,41 @@ class Agent:
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
         return messages
+
+    def state_to_json(self) -> str:
+        """The conversation and usage as JSON text (yiemagent's own lossless form).
+
+        Shape: ``{"version": 1, "history": [<message dict>, ...], "usage": {...},
+        "system_prompt": str | null}``; tool-result ``details`` keep JSON values
+        (anything else becomes ``{"repr": "..."}``). Call it between runs.
+        """
+        return json.dumps({
+            "version": 1,
+            "history": [message_to_dict(m) for m in list(self.history)],
+            "usage": dict(self.usage),
+            "system_prompt": self.config.system_prompt,
+        }, ensure_ascii=False)
+
+    @classmethod
+    def from_state(cls, state: str, llm_call: LLMCall, **kwargs: Any) -> Agent:
+        """A new agent that continues the conversation saved by ``state_to_json``.
+
+        ``kwargs`` are those of ``Agent()``; ``system_prompt`` defaults to the
+        saved one. Tools that already ran are in the history and never run again.
+
+        Raises:
+            FormatError: ``state`` is not a saved state.
+        """
+        try:
+            data = json.loads(state)
+            history = [message_from_dict(m) for m in data["history"]]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
+        kwargs.setdefault("system_prompt", data.get("system_prompt"))
+        agent = cls(llm_call, **kwargs)
+        agent.history = history
+        agent.usage = dict(data.get("usage") or {})
+        return agent
 
     def shutdown(
         self, timeout_seconds: float = 10.0, mode: Literal["drain", "after_turn", "now"] = "drain"

@@ -16,11 +16,11 @@ Spec: OpenAI Chat Completions, ``POST /chat/completions``.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Protocol
 
 import requests
 
+from ._http import CancellableSession
 from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .__version__ import __version__
 from .exceptions import LLMError
@@ -62,8 +62,8 @@ class OpenAIChat:
         LLMError: HTTP error (``.status_code``, the body in the message), a reply
             that is not JSON, or a connection failure.
 
-    Thread safety: safe to call from several threads. ``close()`` from another
-    thread cuts a request in flight.
+    Thread safety: safe to call from several threads; ``cancel()`` from another
+    thread cuts the requests in flight.
     """
 
     def __init__(
@@ -82,21 +82,10 @@ class OpenAIChat:
         self._headers = {"Content-Type": "application/json", "User-Agent": f"yiemagent/{__version__}"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-        self._local = threading.local()
-        self._sessions: list[requests.Session] = []
-        self._lock = threading.Lock()
+        self._session = CancellableSession()
 
     def __repr__(self) -> str:
         return f"OpenAIChat(url={self.url!r}, model={self.model!r})"
-
-    def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            self._local.session = session
-            with self._lock:
-                self._sessions.append(session)
-        return session
 
     def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON body for one call."""
@@ -110,7 +99,7 @@ class OpenAIChat:
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = self._session().post(
+            response = self._session.post(
                 self.url, json=body, headers=self._headers, timeout=self.timeout_seconds
             )
         except requests.RequestException as exc:
@@ -145,13 +134,16 @@ class OpenAIChat:
                 return self._post(body)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def cancel(self) -> None:
+        """Cut every request in flight (it fails with ``LLMError``); later calls work as usual.
+
+        ``Agent.abort()`` calls this. Safe from any thread.
+        """
+        self._session.cancel()
+
     def close(self) -> None:
-        """Close the connections (a request in flight fails with ``LLMError``)."""
-        with self._lock:
-            sessions, self._sessions = self._sessions, []
-        for session in sessions:
-            session.close()
-        self._local = threading.local()
+        """Close the connections."""
+        self._session.close()
 
 
 def openai_chat(

@@ -13,8 +13,13 @@ Rules (each has a test):
 
 * the run ends when a reply has no tool calls (status ``completed``), when
   every result of a batch sets ``terminate`` (``terminated``), at
-  ``max_turns`` (``max_turns``), on abort (``aborted``) or when ``llm_call``
-  fails (``error``);
+  ``max_turns`` (``max_turns``), when the model repeats one call
+  ``max_repeated_calls`` times in a row (``repeated_call``), on abort
+  (``aborted``) or when ``llm_call`` fails (``error``);
+* abort is seen within ``0.05`` s, during a model call or a tool: calls not
+  finished get "cancelled" results and an ``aborted`` event is sent;
+* with ``poll_steering``, inputs that arrived during the run are added after
+  the current tool batch (no call skipped) and the run goes on to answer them;
 * the turn numbered ``max_turns`` is sent without tools (when
   ``final_turn_without_tools``), so the user still gets an answer; calls in
   that reply are answered "not run" and the run ends;
@@ -30,7 +35,9 @@ Rules (each has a test):
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -52,14 +59,15 @@ from .messages import (
     to_openai,
 )
 from .tool_calls import parse_response
-from .tools import AgentToolResult, ToolRegistry, to_result
+from .tools import AgentToolResult, ToolRegistry, _progress_reporter, to_result
 
 __all__ = ["LoopConfig", "OpenAIFormatter", "RunResult", "run_turns"]
 
 logger = logging.getLogger("yiemagent.loop")
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
-Status = Literal["completed", "terminated", "max_turns", "aborted", "error"]
+Status = Literal["completed", "terminated", "max_turns", "repeated_call", "aborted", "error"]
+Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 _POLL_SECONDS = 0.05  # how often a wait re-checks the abort event
 
@@ -131,6 +139,8 @@ class LoopConfig:
     """Model calls per run, at most."""
     final_turn_without_tools: bool = True
     """Send the last allowed turn without tools so the model must answer in text."""
+    max_repeated_calls: int | None = 3
+    """The same tool with the same arguments this many times in a row is refused and ends the run; None: no limit."""
     before_tool_call: BeforeToolCall | None = None
     after_tool_call: AfterToolCall | None = None
     prepare_context: Callable[[list[Message]], list[Message]] | None = None
@@ -138,9 +148,12 @@ class LoopConfig:
     format_messages: Callable[[list[Message]], list[dict[str, Any]]] = field(default_factory=OpenAIFormatter)
     """``format_messages(history) -> [OpenAI message dict]``; the system prompt is put first by the loop."""
     tool_execution: Literal["parallel", "sequential"] = "parallel"
+    """Parallel: a batch runs at once (a batch holding a ``sequential`` tool runs one by one)."""
     max_parallel_tools: int = 8
     before_model_call: Callable[[], None] | None = None
     """Called before each model call (MCP tool refresh); may raise, reported as an error event."""
+    poll_steering: Steering | None = None
+    """Returns ``[(message, input_id)]`` that arrived during the run; called after each tool batch."""
     executor: concurrent.futures.Executor | None = None
     """Worker threads for model calls and tools; None makes a pool per run."""
 
@@ -158,6 +171,8 @@ class RunResult:
     """Messages the run added to the history, inputs included."""
     error: BaseException | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    input_ids: list[str] = field(default_factory=list)
+    """Ids of every input this run answers (steered inputs included)."""
 
 
 def _add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
@@ -170,17 +185,6 @@ def _add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
 
 class _Aborted(Exception):
     """Internal: the abort event was set while waiting."""
-
-
-def _wait(future: concurrent.futures.Future[Any], abort_event: threading.Event) -> Any:
-    """Wait for ``future``; raise ``_Aborted`` as soon as ``abort_event`` is set."""
-    while True:
-        try:
-            return future.result(timeout=_POLL_SECONDS)
-        except concurrent.futures.TimeoutError:
-            if abort_event.is_set():
-                future.cancel()
-                raise _Aborted() from None
 
 
 class _Run:
@@ -202,8 +206,13 @@ class _Run:
         self.usage: dict[str, Any] = {}
         self.start_len = len(history)
         self.turns = 0
+        self.input_ids: list[str] = []
         self.executor = config.executor
         self.own_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.updates: queue.SimpleQueue[ev.Event] = queue.SimpleQueue()
+        self.streak: tuple[str, str] | None = None
+        self.streak_count = 0
+        self.repeated = False
         self.taken_ids = {
             call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
         }
@@ -211,6 +220,25 @@ class _Run:
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
         ev.emit(self.sink, event)
+
+    def flush_updates(self) -> None:
+        """Emit progress reported by tools on worker threads, here on the loop's thread."""
+        while True:
+            try:
+                self.emit(self.updates.get_nowait())
+            except queue.Empty:
+                return
+
+    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        """Wait for ``future``; raise ``_Aborted`` as soon as the abort event is set."""
+        while True:
+            try:
+                return future.result(timeout=_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                self.flush_updates()
+                if self.abort_event.is_set():
+                    future.cancel()
+                    raise _Aborted() from None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         if self.executor is None:
@@ -247,10 +275,8 @@ class _Run:
                      len(messages), len(tools))
         future = self.submit(config.llm_call, messages, tools)
         try:
-            response = _wait(future, self.abort_event)
-        except _Aborted:
-            raise
-        except LLMError:
+            response = self.wait(future)
+        except (_Aborted, LLMError):
             raise
         except Exception as exc:
             raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
@@ -259,12 +285,28 @@ class _Run:
         except YiemagentError as exc:
             raise LLMError(f"llm_call returned an unusable reply: {exc}", response=response) from exc
         _add_usage(self.usage, reply.usage)
+        logger.debug("run %s turn %d: reply with %d tool calls (finish_reason %s)", self.run_id, self.turns,
+                     len(reply.tool_calls), reply.finish_reason)
         for call in reply.tool_calls:
             if call.note:
                 self.emit(ev.ToolCallRepairedEvent(tool_call=call, note=call.note))
         return reply
 
     # ------------------------------------------------------------------ tools
+
+    def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
+        """Count identical calls in a row; refuse the one that reaches the limit."""
+        limit = self.config.max_repeated_calls
+        key = (call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str))
+        self.streak_count = self.streak_count + 1 if key == self.streak else 1
+        self.streak = key
+        if limit is None or self.streak_count < limit:
+            return None
+        self.repeated = True
+        return AgentToolResult.error(
+            f"Tool {call.name!r} was not run: it was called {self.streak_count} times in a row with the same "
+            "arguments. The run stops here; try something different."
+        )
 
     def check(self, call: ToolCall) -> AgentToolResult | None:
         """Return an error result if ``call`` must not run, else None."""
@@ -278,6 +320,9 @@ class _Run:
             found.validate(call.arguments, call.id)
         except ToolError as exc:
             return AgentToolResult.error(f"Tool {call.name!r} was not run: {exc}")
+        repeated = self.repeated_call(call)
+        if repeated is not None:
+            return repeated
         ctx = ToolCallContext(call, found, self.history)
         return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
 
@@ -285,8 +330,12 @@ class _Run:
         """Run one checked call on a worker thread (never raises)."""
         found = self.config.tools.get(call.name)
         assert found is not None
+        report = _progress_reporter(
+            lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
+        )
         try:
-            return to_result(found.execute(call.id, call.arguments, self.abort_event))
+            with report:
+                return to_result(found.execute(call.id, call.arguments, self.abort_event))
         except Exception as exc:
             logger.info("tool %s raised: %r", call.name, exc)
             return AgentToolResult.error(
@@ -295,6 +344,7 @@ class _Run:
 
     def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
         """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
+        self.flush_updates()
         if ran:
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result)
             result = run_after_hook(self.config.after_tool_call, ctx)
@@ -336,13 +386,14 @@ class _Run:
                 future = self.submit(self.execute, call)
                 pending[future] = (i, started)
                 if sequential:
-                    result = _wait(future, self.abort_event)
+                    result = self.wait(future)
                     del pending[future]
                     results[i] = self.finish(call, result, started, ran=True)
             while pending:
                 done, _ = concurrent.futures.wait(
                     pending, timeout=_POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
                 )
+                self.flush_updates()
                 for future in done:
                     i, started = pending.pop(future)
                     results[i] = self.finish(calls[i], future.result(), started, ran=True)
@@ -373,10 +424,20 @@ class _Run:
                 )
             )
 
+    def steer(self) -> None:
+        """Add inputs that arrived during the run (steering) after the tool batch."""
+        if self.config.poll_steering is None:
+            return
+        for message, input_id in self.config.poll_steering():
+            self.input_ids.append(input_id)
+            logger.debug("run %s: steering input %s added", self.run_id, input_id)
+            self.add(message)
+
     # ------------------------------------------------------------------ run
 
     def run(self, inputs: list[UserMessage], input_ids: list[str]) -> RunResult:
         started = time.monotonic()
+        self.input_ids = list(input_ids)
         self.emit(ev.AgentStartEvent(input_ids=list(input_ids)))
         for message in inputs:
             self.add(message)
@@ -413,25 +474,33 @@ class _Run:
                         )
                         for c in reply.tool_calls
                     ]
-                    self.answer_calls(reply, results)
-                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
-                                              tool_calls=len(reply.tool_calls)))
-                    status = "max_turns"
-                    if error is None:
-                        error = MaxTurnsExceeded(self.config.max_turns)
-                        self.error("max_turns", error)
-                    break
-                results, aborted = self.run_batch(reply.tool_calls)
+                    aborted = False
+                else:
+                    results, aborted = self.run_batch(reply.tool_calls)
                 self.answer_calls(reply, results)
                 self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                           tool_calls=len(reply.tool_calls)))
                 if aborted:
                     raise _Aborted()
+                if last:
+                    status = "max_turns"
+                    if error is None:
+                        error = MaxTurnsExceeded(self.config.max_turns)
+                        self.error("max_turns", error)
+                    break
+                if self.repeated:
+                    status = "repeated_call"
+                    answer = AssistantMessage([TextContent(
+                        "Stopped: the model repeated the same tool call "
+                        f"{self.config.max_repeated_calls} times in a row.")])
+                    break
                 if results and all(r.terminate for r in results):
                     status = "terminated"
                     break
+                self.steer()
         except _Aborted:
             status = "aborted"
+            self.flush_updates()
             self.emit(ev.AbortedEvent())
             answer = AssistantMessage([TextContent("The run was aborted.")])
         except LLMError as exc:
@@ -449,9 +518,11 @@ class _Run:
             ev.AgentEndEvent(status=status, turns=self.turns, duration_seconds=time.monotonic() - started,
                              usage=dict(self.usage))
         )
+        logger.debug("run %s ended: %s after %d turns", self.run_id, status, self.turns)
         return RunResult(
             answer=answer, status=status, run_id=self.run_id, turns=self.turns,
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
+            input_ids=self.input_ids,
         )
 
 
@@ -472,11 +543,11 @@ def run_turns(
         inputs: the new user messages this run answers (may be empty to
             continue from the history).
         config: model, tools, hooks and limits.
-        abort_event: set it (from any thread) to end the run at once; pending
-            tool calls get "cancelled" results. None: a private, never-set event.
+        abort_event: set it (from any thread) to end the run within 0.05 s;
+            pending tool calls get "cancelled" results. None: a private event.
         emit: event sink (see ``yiemagent.events``); None: no events.
         run_id: id put on every event; None: a new random id.
-        input_ids: ids of the inputs, reported in ``agent_start``.
+        input_ids: ids of the inputs, reported in ``agent_start`` and the result.
 
     Returns:
         ``RunResult`` with the final ``answer``, the ``status`` and the new messages.

@@ -38,6 +38,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from dataclasses_json import DataClassJsonMixin, config
+
 from .exceptions import FormatError
 
 __all__ = [
@@ -52,6 +54,8 @@ __all__ = [
     "ToolResultMessage",
     "UserMessage",
     "from_openai",
+    "message_from_dict",
+    "message_to_dict",
     "messages_from_openai",
     "messages_to_openai",
     "to_openai",
@@ -59,7 +63,7 @@ __all__ = [
 
 
 @dataclass
-class TextContent:
+class TextContent(DataClassJsonMixin):
     """A piece of text."""
 
     text: str
@@ -67,7 +71,7 @@ class TextContent:
 
 
 @dataclass
-class ImageContent:
+class ImageContent(DataClassJsonMixin):
     """An image, by URL: ``https://...`` or a ``data:<mime>;base64,<data>`` URL."""
 
     url: str
@@ -108,7 +112,7 @@ class ImageContent:
 
 
 @dataclass
-class ReasoningContent:
+class ReasoningContent(DataClassJsonMixin):
     """The model's reasoning (chain of thought) as the server reported it."""
 
     text: str
@@ -121,7 +125,7 @@ Content = Union[TextContent, ImageContent, ReasoningContent]
 
 
 @dataclass(repr=False)
-class ToolCall:
+class ToolCall(DataClassJsonMixin):
     """One call of a tool requested by the model."""
 
     id: str
@@ -150,8 +154,43 @@ class ToolCall:
         }
 
 
+_PARTS: dict[str, Any] = {}
+
+
+def _decode_parts(items: Any) -> list[Any]:
+    """dataclasses-json decoder for content lists: pick the class by ``type``."""
+    out = []
+    for item in items or []:
+        if isinstance(item, dict):
+            cls = _PARTS.get(item.get("type", ""))
+            if cls is None:
+                raise FormatError(f"unknown content type in state: {item.get('type')!r}", raw=item)
+            out.append(cls.from_dict(item))
+        else:
+            out.append(item)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    """dataclasses-json encoder for ``details``: JSON values kept, anything else as its repr."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        if isinstance(value, dict):
+            return {str(k): _jsonable(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [_jsonable(v) for v in value]
+        if hasattr(value, "to_dict"):
+            return _jsonable(value.to_dict())
+        return {"repr": repr(value)}
+
+
+_PARTS_FIELD = config(decoder=_decode_parts)
+
+
 @dataclass
-class SystemMessage:
+class SystemMessage(DataClassJsonMixin):
     """A system (or ``developer``) instruction."""
 
     content: str
@@ -159,10 +198,10 @@ class SystemMessage:
 
 
 @dataclass
-class UserMessage:
+class UserMessage(DataClassJsonMixin):
     """A message from the user: text and images."""
 
-    content: list[TextContent | ImageContent] = field(default_factory=list)
+    content: list[TextContent | ImageContent] = field(default_factory=list, metadata=_PARTS_FIELD)
     name: str | None = None
     """OpenAI ``name`` of the participant, or None."""
     role: Literal["user"] = "user"
@@ -178,10 +217,10 @@ class UserMessage:
 
 
 @dataclass
-class AssistantMessage:
+class AssistantMessage(DataClassJsonMixin):
     """A reply of the model: text, reasoning and tool calls."""
 
-    content: list[TextContent | ReasoningContent] = field(default_factory=list)
+    content: list[TextContent | ReasoningContent] = field(default_factory=list, metadata=_PARTS_FIELD)
     tool_calls: list[ToolCall] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     """Unknown keys of the OpenAI message, kept and written back unchanged."""
@@ -207,17 +246,17 @@ class AssistantMessage:
 
 
 @dataclass
-class ToolResultMessage:
+class ToolResultMessage(DataClassJsonMixin):
     """The result of one tool call, answering ``tool_call_id``."""
 
     tool_call_id: str
-    content: list[TextContent | ImageContent] = field(default_factory=list)
+    content: list[TextContent | ImageContent] = field(default_factory=list, metadata=_PARTS_FIELD)
     tool_name: str = field(default="", compare=False)
     """yiemagent-side: the name of the tool that produced it."""
     is_error: bool = field(default=False, compare=False)
     """yiemagent-side: True when the tool failed (MCP ``isError``, a raise, a block)."""
-    details: Any = field(default=None, compare=False)
-    """yiemagent-side: data for the application, never sent to the model."""
+    details: Any = field(default=None, compare=False, metadata=config(encoder=_jsonable))
+    """yiemagent-side: data for the application, never sent to the model (state keeps JSON values)."""
     role: Literal["tool"] = "tool"
 
     def __post_init__(self) -> None:
@@ -232,6 +271,27 @@ class ToolResultMessage:
 
 
 Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultMessage]
+
+_PARTS.update(text=TextContent, image=ImageContent, reasoning=ReasoningContent)
+_ROLES: dict[str, Any] = {"system": SystemMessage, "developer": SystemMessage, "user": UserMessage,
+                          "assistant": AssistantMessage, "tool": ToolResultMessage}
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """yiemagent's own JSON form of a message (every field, for saving state)."""
+    return message.to_dict(encode_json=True)
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Inverse of ``message_to_dict`` (dispatches on ``role``).
+
+    Raises:
+        FormatError: unknown role or content type.
+    """
+    cls = _ROLES.get(data.get("role", "")) if isinstance(data, dict) else None
+    if cls is None:
+        raise FormatError(f"not a saved yiemagent message: {data!r:.100}", raw=data)
+    return cls.from_dict(data)  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- to OpenAI

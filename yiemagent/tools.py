@@ -36,7 +36,7 @@ import jsonschema.validators
 from .exceptions import ConfigError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError
 from .messages import ImageContent, TextContent
 
-__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "tool", "to_result"]
+__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "report_progress", "tool", "to_result"]
 
 logger = logging.getLogger("yiemagent.tools")
 
@@ -73,6 +73,36 @@ class AgentToolResult:
     def error(cls, message: str, details: Any = None) -> AgentToolResult:
         """An error result with one text part."""
         return cls([TextContent(message)], is_error=True, details=details)
+
+
+_running = threading.local()
+
+
+class _progress_reporter:  # noqa: N801 - used like a function in a with statement
+    """Context manager: while a tool runs on this thread, ``report_progress`` goes to ``callback``."""
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.callback = callback
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_running, "report", None)
+        _running.report = self.callback
+
+    def __exit__(self, *exc: object) -> None:
+        _running.report = self.previous
+
+
+def report_progress(progress: Any) -> None:
+    """Report progress from inside a running tool.
+
+    Call it from a tool's ``execute`` (on the thread the agent runs it on);
+    the agent sends a ``tool_execution_update`` event carrying ``progress``
+    (any value, e.g. ``{"progress": 2, "total": 5}``). Outside a tool it does
+    nothing. MCP tools forward the server's ``notifications/progress`` this way.
+    """
+    report = getattr(_running, "report", None)
+    if report is not None:
+        report(progress)
 
 
 def to_result(value: Any) -> AgentToolResult:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..exceptions import MCPError, MCPRPCError, MCPTimeoutError
 from ..messages import ImageContent, TextContent
-from ..tools import AgentTool, AgentToolResult, ToolRegistry
+from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
 from .client import MCPClient
 
 __all__ = [
@@ -119,7 +119,8 @@ class MCPToolExecutor:
 
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
         try:
-            result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds)
+            result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
+                                           progress_callback=report_progress)
         except MCPTimeoutError as exc:
             return AgentToolResult.error(f"MCP tool {self.tool_name!r} timed out: {exc}", details={"error": exc})
         except MCPRPCError as exc:

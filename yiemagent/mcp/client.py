@@ -107,6 +107,7 @@ class MCPClient:
         self._ids = jsonrpc.IdCounter()
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
+        self._in_flight: set[int] = set()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -159,14 +160,18 @@ class MCPClient:
 
     def _send(self, method: str, params: dict[str, Any] | None, timeout_seconds: float | None) -> dict[str, Any]:
         request = jsonrpc.make_request(method, params, self._ids.next())
+        if method != "initialize":  # spec: initialize must not be cancelled
+            self._in_flight.add(request["id"])
         try:
             response = self.transport.send(
                 request, timeout_seconds=timeout_seconds or self.timeout_seconds, on_message=self._on_message
             )
         except MCPTimeoutError:
-            if method != "initialize":  # spec: initialize must not be cancelled
+            if method != "initialize":
                 self._cancel(request["id"], "timeout")
             raise
+        finally:
+            self._in_flight.discard(request["id"])
         return jsonrpc.result_of(response, server=self.name)
 
     def _request(
@@ -329,6 +334,20 @@ class MCPClient:
             )
         except MCPError as exc:
             logger.debug("%s: notifications/cancelled failed: %s", self.name, exc)
+
+    def cancel_in_flight(self, reason: str = "aborted by the user") -> list[int]:
+        """Cut every request in flight and send ``notifications/cancelled`` for each (best effort).
+
+        The cut requests raise ``MCPTransportError`` in their threads. Returns
+        their JSON-RPC ids. Safe from any thread; ``Agent.abort()`` calls it.
+        """
+        ids = sorted(self._in_flight)
+        if not ids:
+            return []
+        self.transport.cancel()
+        for request_id in ids:
+            self._cancel(request_id, reason)
+        return ids
 
     def ping(self, *, timeout_seconds: float | None = None) -> None:
         """Send ``ping``; raise ``MCPError`` if the server does not answer."""

@@ -23,6 +23,7 @@ from typing import Any
 import requests
 import urllib3.exceptions
 
+from .._http import CancellableSession
 from ..__version__ import __version__
 from ..exceptions import MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
@@ -76,7 +77,7 @@ class HTTPTransport(Transport):
         self.timeout_seconds = timeout_seconds
         self.connect_timeout_seconds = connect_timeout_seconds
         self._static_headers = dict(headers or {})
-        self._session = session or requests.Session()
+        self._session = session or CancellableSession()
         self.session_id: str | None = None
         """The ``Mcp-Session-Id`` the server gave, or None (stateless server)."""
         self.protocol_version: str | None = None
@@ -258,6 +259,12 @@ class HTTPTransport(Transport):
             if found is not None:
                 return found
         return None
+
+    def cancel(self) -> None:
+        """Cut every request in flight (each fails with ``MCPTransportError``)."""
+        cancel = getattr(self._session, "cancel", None)
+        if cancel is not None:
+            cancel()
 
     # ------------------------------------------------------------------ close
 

@@ -54,6 +54,9 @@ class Transport:
     def close(self) -> None:
         """Release the connection (end the session, stop the process)."""
 
+    def cancel(self) -> None:
+        """Cut the requests in flight, if the transport can (they fail with ``MCPTransportError``)."""
+
     def reset_session(self) -> None:
         """Forget session state so the next ``initialize`` starts afresh."""
 
