@@ -66,9 +66,10 @@ def main() -> None:
     print(f"{'shape':32} {'calls':>5} {'extract us':>11} {'+ to_openai us':>15}")
     for name, reply in SHAPES.items():
         message = from_openai_response(reply, tool_names=NAMES)
-        extract = timeit.repeat(lambda: from_openai_response(reply, tool_names=NAMES), number=args.number, repeat=5)
-        both = timeit.repeat(lambda: to_openai(from_openai_response(reply, tool_names=NAMES)), number=args.number,
-                             repeat=5)
+        extract = timeit.repeat(lambda r=reply: from_openai_response(r, tool_names=NAMES), number=args.number,
+                                repeat=5)
+        both = timeit.repeat(lambda r=reply: to_openai(from_openai_response(r, tool_names=NAMES)),
+                             number=args.number, repeat=5)
         per = 1e6 / args.number
         print(f"{name:32} {len(message.tool_calls):>5} {statistics.median(extract) * per:>11.1f} "
               f"{statistics.median(both) * per:>15.1f}")

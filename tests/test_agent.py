@@ -50,7 +50,7 @@ def test_input_queue_is_served_before_the_follow_up_queue():
 
 
 def test_queues_have_the_contracted_sizes_and_accept_three_input_forms():
-    """input 16, follow-up 32, output 16; str, UserMessage and OpenAI dict inputs."""
+    """Input 16, follow-up 32, output 16; str, UserMessage and OpenAI dict inputs."""
     agent = Agent(echo_llm)
     assert (agent.input_queue.maxsize, agent.follow_up_queue.maxsize, agent.output_queue.maxsize) == (16, 32, 16)
     assert isinstance(agent.input_queue, queue.Queue)
@@ -198,7 +198,7 @@ def test_shutdown_drain_serves_everything_queued_first():
 
 
 def test_context_manager_starts_and_stops_the_thread():
-    """with Agent(...) as agent: started inside, stopped after."""
+    """With Agent(...) as agent: started inside, stopped after."""
     with Agent(echo_llm) as agent:
         assert agent.is_running
         assert agent.ask("x", timeout_seconds=5)["content"] == "echo: x"

@@ -9,6 +9,8 @@ import pytest
 from yiemagent import Agent, LLMError, MCPClient, ToolResultMessage, openai_chat
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 
+from . import strict_openai
+
 
 def test_agent_discovers_mcp_tools_at_run_time_and_calls_them(sdk_server):
     """The model sees the server's tools; its call goes over tools/call; the result comes back."""
@@ -78,24 +80,25 @@ def test_an_unreachable_mcp_server_is_an_error_event_and_the_agent_still_answers
 
 
 @pytest.mark.model
-def test_local_model_makes_a_real_tool_call_answered_by_a_real_mcp_server(local_model, sdk_server):
-    """The embedded model calls a tool of the real server; mechanics only, not answer quality."""
+def test_local_model_calls_a_real_mcp_tool_and_a_cut_off_last_call_is_answered_not_run(local_model, weather_server):
+    """Real model, real server: 2 calls with the 2nd cut by max_tokens; the 1st runs, the 2nd gets an
+    error result, and the next model call succeeds (a broken call in the history would get HTTP 500).
+    """
     recorder = EventRecorder()
-    agent = Agent(local_model.llm_call(max_tokens=64), mcp_servers=[sdk_server], event_sink=recorder,
+    agent = Agent(local_model.llm_call(max_tokens=40), mcp_servers=[weather_server], event_sink=recorder,
                   max_turns=2, builtin_list_tools=False)
-    answer = agent.ask("Use the echo tool to echo the text hello.", timeout_seconds=120)
-    assert answer["status"] in ("completed", "max_turns")
-    calls = [c for e in recorder.of_type("message_end") if getattr(e.message, "tool_calls", None)
-             for c in e.message.tool_calls]
-    assert calls, "the model made no tool call"
+    answer = agent.ask("What is the weather in Paris?", timeout_seconds=120)
+    assert answer["status"] == "max_turns", answer  # turn 2 was the final, tool-free call, and it succeeded
+    first = next(e.message for e in recorder.of_type("message_end") if getattr(e.message, "tool_calls", None))
+    assert first.finish_reason == "length"
+    assert [c.name for c in first.tool_calls] == ["get_weather", "get_time"]
+    assert first.tool_calls[0].error is None and first.tool_calls[1].error and "cut off" in first.tool_calls[1].error
     results = [m for m in agent.history if isinstance(m, ToolResultMessage)]
-    assert len(results) == len(calls)  # every call answered
-    ran = [r for r in results if not r.is_error]
-    assert ran, f"no call ran: {[r.text for r in results]}"
+    assert [r.is_error for r in results] == [False, True]
+    assert results[0].text.startswith("Weather in Paris: Sunny")  # answered by the real server
     messages = agent.openai_messages()
-    for message in messages:  # the history holds only calls with valid JSON arguments
-        for call in message.get("tool_calls") or []:
-            assert isinstance(json.loads(call["function"]["arguments"]), dict)
+    strict_openai.validate(messages)
+    assert messages[1]["tool_calls"][1]["function"]["arguments"] == "{}"
     agent.shutdown()
 
 

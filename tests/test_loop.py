@@ -6,7 +6,7 @@ import threading
 from yiemagent import AfterToolCallResult, AgentTool, AgentToolResult, BeforeToolCallResult, LLMError, tool
 from yiemagent.loop import LoopConfig, run_turns
 from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage, messages_to_openai
-from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
+from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply
 from yiemagent.tools import ToolRegistry
 
 
@@ -270,7 +270,7 @@ def test_messages_are_converted_once_and_reused_across_turns():
     run_turns(history, [UserMessage("hi")], config)
     first = config.format_messages(history)
     again = config.format_messages(history)
-    assert all(a is b for a, b in zip(first, again))
+    assert all(a is b for a, b in zip(first, again, strict=True))
 
 
 def test_c23_the_same_call_three_times_in_a_row_is_refused_and_stops_the_run():
@@ -286,8 +286,8 @@ def test_c23_the_same_call_three_times_in_a_row_is_refused_and_stops_the_run():
 
 def test_different_arguments_reset_the_repeated_call_streak():
     """Only identical (name, canonical arguments) in a row count."""
-    replies = [calls_reply(("a", "get_weather", '{"city": "Lima"}')), calls_reply(("b", "get_weather", '{"city": "Lima"}')),
-               calls_reply(("c", "get_weather", '{"city": "Kyiv"}')), calls_reply(("d", "get_weather", '{"city": "Kyiv"}')),
-               text_reply("done")]
+    replies = [calls_reply((call_id, "get_weather", json.dumps({"city": city})))
+               for call_id, city in (("a", "Lima"), ("b", "Lima"), ("c", "Kyiv"), ("d", "Kyiv"))]
+    replies.append(text_reply("done"))
     result, _, _ = run(ScriptedLLM(replies), [get_weather])
     assert result.status == "completed"

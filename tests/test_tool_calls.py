@@ -92,7 +92,7 @@ def test_double_encoded_arguments_are_decoded():
 def test_c04_missing_empty_or_duplicate_ids_become_unique(ids):
     """C04: unique non-empty ids, in order; Lima stays with its own call."""
     calls = [{"function": {"name": "get_weather", "arguments": {"city": city}}} for city in ("Lima", "Kyiv")]
-    for call, call_id in zip(calls, ids):
+    for call, call_id in zip(calls, ids, strict=True):
         if call_id is not None:
             call["id"] = call_id
     extracted = extract_tool_calls(chat({"role": "assistant", "content": "", "tool_calls": calls}, "stop"))
@@ -118,7 +118,8 @@ def test_finish_reason_stop_with_calls_still_returns_calls():
 
 def test_call_without_a_name_is_marked_as_not_runnable():
     """A call with no function name is reported, not run."""
-    call = extract_tool_calls(chat({"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}))[0]
+    reply = chat({"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]})
+    call = extract_tool_calls(reply)[0]
     assert call.error and "no function name" in call.error
 
 

@@ -37,6 +37,9 @@ def forecast(city: str, days: int = 1, unit: Unit = Unit.C, tags: list[str] | No
         city: Name of the city,
             e.g. Paris.
         days: How many days ahead.
+        unit: Celsius or Fahrenheit.
+        tags: Optional labels.
+        mode: Short or long text.
     """
     return {"city": city, "days": days}
 
@@ -49,7 +52,8 @@ def test_tool_decorator_builds_name_description_and_schema_from_the_function():
     assert schema["required"] == ["city"]
     assert schema["properties"]["city"] == {"type": "string", "description": "Name of the city, e.g. Paris."}
     assert schema["properties"]["days"] == {"type": "integer", "description": "How many days ahead.", "default": 1}
-    assert schema["properties"]["unit"] == {"enum": ["celsius", "fahrenheit"]}
+    assert schema["properties"]["unit"] == {"enum": ["celsius", "fahrenheit"], "description": "Celsius or Fahrenheit."}
+    assert schema["properties"]["tags"]["description"] == "Optional labels."
     assert schema["properties"]["tags"]["anyOf"] == [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
     assert schema["properties"]["mode"]["enum"] == ["short", "long"]
 
@@ -64,8 +68,8 @@ def test_annotated_description_and_abort_event_parameter():
         return "ok"
 
     assert waiter.name == "wait_for" and waiter.description == "Wait."
-    assert waiter.input_schema == {"type": "object", "required": ["seconds"],
-                                   "properties": {"seconds": {"type": "number", "description": "How long, in seconds."}}}
+    seconds = {"type": "number", "description": "How long, in seconds."}
+    assert waiter.input_schema == {"type": "object", "required": ["seconds"], "properties": {"seconds": seconds}}
     event = threading.Event()
     assert ToolRegistry([waiter]).call("wait_for", {"seconds": 1}, abort_event=event).text == "ok"
     assert seen["event"] is event

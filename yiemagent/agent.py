@@ -410,7 +410,9 @@ class Agent:
 
     # ------------------------------------------------------------------ public API
 
-    def submit(self, message: Any, *, timeout_seconds: float | None = None) -> concurrent.futures.Future[dict[str, Any]]:
+    def submit(
+        self, message: Any, *, timeout_seconds: float | None = None
+    ) -> concurrent.futures.Future[dict[str, Any]]:
         """Queue an input; return a ``Future`` resolved with its answer dict.
 
         The answer goes to the future, not to ``output_queue``. The future has

@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 import requests
 
+from .__version__ import __version__
 from ._http import CancellableSession
 from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
-from .__version__ import __version__
 from .exceptions import LLMError
 
 __all__ = ["LLMCall", "OpenAIChat", "openai_chat"]
@@ -33,7 +33,9 @@ logger = logging.getLogger("yiemagent.llm")
 class LLMCall(Protocol):
     """``llm_call(messages, tools) -> reply`` (see the module docstring)."""
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]: ...
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """Return the model's reply to ``messages`` with ``tools`` offered."""
+        ...
 
 
 class _RetryableStatus(LLMError):
@@ -123,6 +125,7 @@ class OpenAIChat:
         return reply
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """POST one chat completion; return the reply dict (raises ``LLMError``)."""
         body = self.request_body(messages, tools)
         logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
 

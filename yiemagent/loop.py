@@ -104,6 +104,7 @@ class OpenAIFormatter:
         return {"role": "user", "content": parts}
 
     def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
+        """Return ``history`` as OpenAI chat dicts (cached per message)."""
         out = []
         cache = self._cache
         with_images: list[ToolResultMessage] = []
@@ -233,12 +234,14 @@ class _Run:
         """Wait for ``future``; raise ``_Aborted`` as soon as the abort event is set."""
         while True:
             try:
-                return future.result(timeout=_POLL_SECONDS)
+                result = future.result(timeout=_POLL_SECONDS)
             except concurrent.futures.TimeoutError:
                 self.flush_updates()
                 if self.abort_event.is_set():
                     future.cancel()
                     raise _Aborted() from None
+                continue
+            return result
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         if self.executor is None:
@@ -326,8 +329,13 @@ class _Run:
         ctx = ToolCallContext(call, found, self.history)
         return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
 
-    def execute(self, call: ToolCall) -> AgentToolResult:
-        """Run one checked call on a worker thread (never raises)."""
+    def execute(self, call: ToolCall) -> tuple[AgentToolResult, bool]:
+        """Run one checked call on a worker thread (never raises).
+
+        Returns the result and whether the abort event was already set when the
+        tool returned: such a result may exist only because abort cut the tool
+        short, so the loop records the call as cancelled instead.
+        """
         found = self.config.tools.get(call.name)
         assert found is not None
         report = _progress_reporter(
@@ -335,12 +343,13 @@ class _Run:
         )
         try:
             with report:
-                return to_result(found.execute(call.id, call.arguments, self.abort_event))
+                result = to_result(found.execute(call.id, call.arguments, self.abort_event))
         except Exception as exc:
             logger.info("tool %s raised: %r", call.name, exc)
-            return AgentToolResult.error(
+            result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
             )
+        return result, self.abort_event.is_set()
 
     def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
         """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
@@ -370,7 +379,7 @@ class _Run:
         allowed ones at once; ``after_tool_call`` runs here as each finishes.
         """
         results: list[AgentToolResult | None] = [None] * len(calls)
-        pending: dict[concurrent.futures.Future[AgentToolResult], tuple[int, float]] = {}
+        pending: dict[concurrent.futures.Future[tuple[AgentToolResult, bool]], tuple[int, float]] = {}
         sequential = self.config.tool_execution == "sequential" or any(
             getattr(self.config.tools.get(call.name), "sequential", False) for call in calls
         )
@@ -386,8 +395,10 @@ class _Run:
                 future = self.submit(self.execute, call)
                 pending[future] = (i, started)
                 if sequential:
-                    result = self.wait(future)
+                    result, late = self.wait(future)
                     del pending[future]
+                    if late:
+                        raise _Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
             while pending:
                 done, _ = concurrent.futures.wait(
@@ -396,8 +407,10 @@ class _Run:
                 self.flush_updates()
                 for future in done:
                     i, started = pending.pop(future)
-                    results[i] = self.finish(calls[i], future.result(), started, ran=True)
-                if pending and self.abort_event.is_set():
+                    result, late = future.result()
+                    if not late:  # finished before the abort: a real result
+                        results[i] = self.finish(calls[i], result, started, ran=True)
+                if self.abort_event.is_set():
                     raise _Aborted()
         except _Aborted:
             aborted = True
@@ -416,7 +429,7 @@ class _Run:
 
     def answer_calls(self, reply: AssistantMessage, results: list[AgentToolResult]) -> None:
         self.add(reply)
-        for call, result in zip(reply.tool_calls, results):
+        for call, result in zip(reply.tool_calls, results, strict=True):
             self.add(
                 ToolResultMessage(
                     call.id, list(result.content), tool_name=call.name, is_error=result.is_error,

@@ -278,7 +278,7 @@ _ROLES: dict[str, Any] = {"system": SystemMessage, "developer": SystemMessage, "
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """yiemagent's own JSON form of a message (every field, for saving state)."""
+    """Yiemagent's own JSON form of a message (every field, for saving state)."""
     return message.to_dict(encode_json=True)
 
 

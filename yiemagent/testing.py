@@ -61,6 +61,7 @@ class ScriptedLLM:
         self._lock = threading.Lock()
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """Record the call and return the next scripted reply."""
         with self._lock:
             index = len(self.calls)
             self.calls.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
@@ -85,6 +86,7 @@ class EventRecorder:
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:
+        """Keep ``event`` (if it passes the predicate)."""
         if self.predicate is None or self.predicate(event):
             with self._lock:
                 self.events.append(event)

@@ -78,7 +78,7 @@ class AgentToolResult:
 _running = threading.local()
 
 
-class _progress_reporter:  # noqa: N801 - used like a function in a with statement
+class _progress_reporter:
     """Context manager: while a tool runs on this thread, ``report_progress`` goes to ``callback``."""
 
     def __init__(self, callback: Callable[[Any], None]) -> None:
@@ -243,7 +243,12 @@ class ToolRegistry:
         return [t.to_openai() for t in self]
 
     def call(
-        self, name: str, arguments: dict[str, Any], *, tool_call_id: str = "", abort_event: threading.Event | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        tool_call_id: str = "",
+        abort_event: threading.Event | None = None,
     ) -> AgentToolResult:
         """Validate ``arguments`` and run the tool.
 

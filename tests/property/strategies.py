@@ -16,8 +16,8 @@ from yiemagent.messages import (
 )
 
 text = st.text(min_size=1, max_size=30)
-json_scalars = st.none() | st.booleans() | st.integers(-10**12, 10**12) | st.floats(allow_nan=False,
-                                                                                      allow_infinity=False) | st.text(max_size=20)
+json_scalars = (st.none() | st.booleans() | st.integers(-10**12, 10**12)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20))
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
     st.text(max_size=8), inner, max_size=4), max_leaves=12)
 json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=5)

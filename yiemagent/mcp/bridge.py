@@ -118,6 +118,7 @@ class MCPToolExecutor:
         self.timeout_seconds = timeout_seconds
 
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
+        """Send ``tools/call``; MCP errors become error results (never raised)."""
         try:
             result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
                                            progress_callback=report_progress)

@@ -29,8 +29,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .._retry import RETRY_STATUS, make_retrying, never_sent
 from ..__version__ import __version__
+from .._retry import RETRY_STATUS, make_retrying, never_sent
 from ..exceptions import (
     MCPError,
     MCPProtocolError,
@@ -252,7 +252,7 @@ class MCPClient:
         cursor: str | None = None
         seen: set[str] = set()
         deadline = time.monotonic() + self.list_deadline_seconds
-        for page in range(self.max_pages):
+        for _ in range(self.max_pages):
             result = self._request(
                 "tools/list", {"cursor": cursor} if cursor is not None else None, safe=True,
                 timeout_seconds=timeout_seconds,

@@ -23,8 +23,8 @@ from typing import Any
 import requests
 import urllib3.exceptions
 
-from .._http import CancellableSession
 from ..__version__ import __version__
+from .._http import CancellableSession
 from ..exceptions import MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .sse import SSEParser
@@ -88,10 +88,12 @@ class HTTPTransport(Transport):
     # ------------------------------------------------------------------ state
 
     def reset_session(self) -> None:
+        """Forget ``Mcp-Session-Id`` and the protocol version (before a new ``initialize``)."""
         self.session_id = None
         self.protocol_version = None
 
     def set_protocol_version(self, version: str | None) -> None:
+        """Send ``MCP-Protocol-Version: <version>`` on every later request."""
         self.protocol_version = version
 
     def _headers(self) -> dict[str, str]:
@@ -116,6 +118,7 @@ class HTTPTransport(Transport):
         timeout_seconds: float | None = None,
         on_message: MessageHandler | None = None,
     ) -> dict[str, Any] | None:
+        """POST one message; see ``Transport.send``. SSE and JSON replies are read alike."""
         timeout = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         deadline = time.monotonic() + timeout
         method = message.get("method", "")
@@ -138,8 +141,8 @@ class HTTPTransport(Transport):
             new_session = response.headers.get(SESSION_HEADER)
             if new_session and method == "initialize":
                 self.session_id = new_session
-            if "id" not in message:  # a notification or a response we sent
-                return None
+            if not jsonrpc.is_request(message) or response.status_code == 202:
+                return None  # a notification, or our reply to a server request: nothing to wait for
             content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
             if content_type == "text/event-stream":
                 return self._read_sse(response, message["id"], method, deadline, timeout, on_message)

@@ -105,8 +105,8 @@ class SSEParser:
         return None
 
     def _dispatch(self) -> SSEEvent | None:
-        data, self._data = self._data, []
+        data, self._data = "\n".join(self._data), []
         event, self._event = self._event, ""
-        if not data:
+        if not data:  # nothing, or a priming event (``id: 7`` + ``data:``): the id is kept, nothing dispatched
             return None
-        return SSEEvent(event=event or "message", data="\n".join(data), id=self._last_id, retry=self._retry)
+        return SSEEvent(event=event or "message", data=data, id=self._last_id, retry=self._retry)

@@ -1,0 +1,222 @@
+"""Shared fixtures: real MCP servers in subprocesses, and no network beyond loopback.
+
+Autouse:
+    no_network           every socket ``connect``/``connect_ex``, ``socket.create_connection`` and
+                         ``socket.getaddrinfo`` to anything but 127.0.0.0/8, ::1 or ``localhost`` raises
+                         ``NetworkAccessBlocked`` (an ``OSError``) at once, so no test touches the network.
+
+Servers (session scope: started on first use, stopped at the end with terminate -> wait 5 s -> kill;
+each yields the Streamable HTTP endpoint URL ``http://127.0.0.1:<port>/mcp``):
+    sdk_server           tests/servers/sdk_server.py: official ``mcp`` SDK, SSE replies (CRLF), sessions
+    sdk_server_json      the same with ``--json-response``: plain JSON replies, sessions
+    sdk_server_stateless the same with ``--stateless``: SSE replies, no ``Mcp-Session-Id``
+    paging_server        tests/servers/paging_server.py: low-level SDK server, 60 tools, 20 per page
+    weather_server       yiemagent.examples.weather_server (the demo's server): get_weather, get_time
+    everything_server    npm ``@modelcontextprotocol/server-everything`` (streamableHttp); skipped when
+                         tests/node/servers/node_modules is missing (``.ci/run`` installs it with ``npm ci``)
+
+The local model (session scope; tests using it are marked ``model``):
+    local_model          ``yiemagent.local.LocalModel``: llama.cpp (xllamacpp) + Gemma 3 270M, started once;
+                         each model call costs ~2-4 s, so keep such tests few
+
+Helpers as fixtures:
+    free_port            a TCP port on 127.0.0.1 that nothing listens on (``helpers.free_port()``)
+    open_client          ``open_client(url, *, session=None, timeout_seconds=10, name=None) -> MCPClient`` over
+                         ``HTTPTransport`` (pass a ``helpers.RecordingSession`` to see the HTTP requests);
+                         every client it made is closed at teardown
+
+Servers are shared, so tests must not depend on server-side state they did not create: each test
+makes its own ``MCPClient`` (its own session), and the sdk servers' ``call_counts`` tool is read as a
+difference before/after.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.helpers import NODE_SERVERS, PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+
+# tests/ is a package (tests/__init__.py) so that tests/mcp/ imports as ``tests.mcp`` and never shadows the
+# ``mcp`` SDK; appending tests/ (never prepending) keeps ``import helpers`` working as well.
+sys.path.append(str(Path(__file__).parent))
+
+EVERYTHING_JS = NODE_SERVERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+_STARTUP_SECONDS = 20
+
+
+# --------------------------------------------------------------------------- no network
+
+
+class NetworkAccessBlocked(OSError):
+    """A test tried to reach a host other than loopback."""
+
+
+_LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost", "ip6-loopback"}
+
+
+def _is_loopback(host: Any) -> bool:
+    if host is None:  # getaddrinfo(None, ...) means the local host
+        return True
+    if isinstance(host, (bytes, bytearray)):
+        host = bytes(host).decode("ascii", errors="replace")
+    if not isinstance(host, str):
+        return False
+    host = host.strip("[]").split("%", 1)[0]
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_address(family: int, address: Any) -> None:
+    if family == getattr(socket, "AF_UNIX", object()):
+        return
+    host = address[0] if isinstance(address, tuple) and address else address
+    if not _is_loopback(host):
+        raise NetworkAccessBlocked(f"tests may only connect to loopback, not {address!r}")
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any non-loopback connection (or DNS lookup) fail at once with ``NetworkAccessBlocked``."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_create_connection = socket.create_connection
+    real_getaddrinfo = socket.getaddrinfo
+
+    def connect(self: socket.socket, address: Any) -> None:
+        _check_address(self.family, address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        _check_address(self.family, address)
+        return real_connect_ex(self, address)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        _check_address(socket.AF_INET, address)
+        return real_create_connection(address, *args, **kwargs)
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _is_loopback(host):
+            raise NetworkAccessBlocked(f"tests may only resolve loopback names, not {host!r}")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def _serve(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    process: subprocess.Popen[bytes] = start_process(args, env=env)
+    try:
+        wait_for_port(port, timeout_seconds=_STARTUP_SECONDS, process=process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)
+
+
+def _sdk_server(*flags: str) -> Iterator[str]:
+    port = free_port()
+    yield from _serve([PYTHON, str(SERVERS / "sdk_server.py"), "--port", str(port), *flags], port)
+
+
+@pytest.fixture(scope="session")
+def sdk_server() -> Iterator[str]:
+    """URL of the ``mcp`` SDK test server: SSE replies with CRLF line endings, sessions."""
+    yield from _sdk_server()
+
+
+@pytest.fixture(scope="session")
+def sdk_server_json() -> Iterator[str]:
+    """URL of the ``mcp`` SDK test server answering plain JSON (``json_response=True``), sessions."""
+    yield from _sdk_server("--json-response")
+
+
+@pytest.fixture(scope="session")
+def sdk_server_stateless() -> Iterator[str]:
+    """URL of the ``mcp`` SDK test server without sessions (``stateless_http=True``), SSE replies."""
+    yield from _sdk_server("--stateless")
+
+
+@pytest.fixture(scope="session")
+def paging_server() -> Iterator[str]:
+    """URL of the low-level SDK server listing ``tool_00``..``tool_59``, 20 per page."""
+    port = free_port()
+    yield from _serve([PYTHON, str(SERVERS / "paging_server.py"), "--port", str(port)], port)
+
+
+@pytest.fixture(scope="session")
+def everything_server() -> Iterator[str]:
+    """URL of npm ``@modelcontextprotocol/server-everything`` over Streamable HTTP."""
+    if not EVERYTHING_JS.exists():
+        pytest.skip(
+            f"npm MCP servers not installed ({EVERYTHING_JS} is missing); "
+            "run `npm ci` in tests/node/servers (as .ci/run does)"
+        )
+    port = free_port()
+    yield from _serve(["node", str(EVERYTHING_JS), "streamableHttp"], port, env={"PORT": str(port)})
+
+
+# --------------------------------------------------------------------------- clients
+
+
+@pytest.fixture(name="free_port")
+def free_port_fixture() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    return free_port()
+
+
+@pytest.fixture
+def open_client() -> Iterator[Callable[..., Any]]:
+    """Factory of ``MCPClient``s over ``HTTPTransport``; all are closed at teardown."""
+    from yiemagent.mcp import HTTPTransport, MCPClient
+
+    clients: list[MCPClient] = []
+
+    def make(
+        url: str, *, session: requests.Session | None = None, timeout_seconds: float = 10, name: str | None = None
+    ) -> MCPClient:
+        transport = HTTPTransport(url, session=session, timeout_seconds=timeout_seconds, name=name or url)
+        client = MCPClient(transport=transport, timeout_seconds=timeout_seconds, name=name)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def weather_server() -> Iterator[str]:
+    """The demo's example server (yiemagent.examples.weather_server, on the mcp SDK): 2 tools."""
+    port = free_port()
+    yield from _serve([PYTHON, "-m", "yiemagent.examples.weather_server", "--port", str(port)], port)
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The embedded local model, started once for the session and stopped at the end."""
+    from yiemagent.local import LocalModel
+
+    model = LocalModel()
+    model.start()
+    try:
+        yield model
+    finally:
+        model.stop()

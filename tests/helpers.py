@@ -1,0 +1,167 @@
+"""Helpers for tests that start real servers as subprocesses.
+
+``free_port()`` picks a loopback port, ``start_process()`` starts a server with
+its output captured to a log file (never a pipe nobody reads, which would
+block a chatty server), ``wait_for_port()`` polls until the server accepts
+connections and fails at once, with the server's output, if it exited, and
+``stop_process()`` ends it (terminate, wait 5 s, kill).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+__all__ = [
+    "NODE_SERVERS",
+    "PYTHON",
+    "SERVERS",
+    "RecordingSession",
+    "SentRequest",
+    "free_port",
+    "process_output",
+    "start_process",
+    "stop_process",
+    "wait_for_port",
+]
+
+TESTS = Path(__file__).parent
+NODE_SERVERS = TESTS / "node" / "servers" / "node_modules"
+"""node_modules of the npm MCP servers (installed by ``.ci/run`` with ``npm ci`` in tests/node/servers)."""
+SERVERS = TESTS / "servers"
+"""The Python test servers (``sdk_server.py``, ``paging_server.py``)."""
+PYTHON = sys.executable
+
+_POLL_SECONDS = 0.02
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_process(args: Sequence[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``args`` with stdout and stderr going to a temporary log file.
+
+    ``env`` entries are added to (not substituted for) the current environment.
+    The log path is kept as ``process.log_path`` (see ``process_output``).
+    """
+    full_env = {**os.environ, **(env or {})}
+    log = tempfile.NamedTemporaryFile(prefix="yiemagent-server-", suffix=".log", delete=False)
+    try:
+        process = subprocess.Popen(
+            list(args), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=full_env,
+            cwd=str(TESTS.parent),
+        )
+    except BaseException:
+        log.close()
+        os.unlink(log.name)
+        raise
+    finally:
+        log.close()  # the child keeps its own handle
+    process.log_path = log.name  # type: ignore[attr-defined]
+    return process
+
+
+def process_output(process: subprocess.Popen[bytes], limit: int = 4000) -> str:
+    """The last ``limit`` characters the process wrote to stdout/stderr ('' if unknown)."""
+    path = getattr(process, "log_path", None)
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", errors="replace")[-limit:]
+
+
+def wait_for_port(port: int, timeout_seconds: float = 10, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Block until 127.0.0.1:``port`` accepts TCP connections.
+
+    Raises:
+        RuntimeError: ``process`` exited first (its exit code and output are in the message).
+        TimeoutError: nothing listened within ``timeout_seconds``.
+    """
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(
+                f"server process {process.args!r} exited with code {process.returncode} before port {port} "
+                f"opened; its output:\n{process_output(process)}"
+            )
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            output = f"; its output:\n{process_output(process)}" if process is not None else ""
+            raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout_seconds:g}s{output}")
+        time.sleep(_POLL_SECONDS)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_seconds: float = 5) -> None:
+    """Terminate ``process``, wait up to ``timeout_seconds``, then kill it; remove its log file."""
+    try:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=timeout_seconds)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=timeout_seconds)
+    finally:
+        path = getattr(process, "log_path", None)
+        if path and os.path.exists(path):
+            os.unlink(path)
+
+
+@dataclass
+class SentRequest:
+    """One HTTP request a ``RecordingSession`` sent."""
+
+    method: str
+    headers: dict[str, str]
+    message: Any
+    """The JSON body (a JSON-RPC message), or None."""
+    status: int | None = None
+    """The HTTP status of the answer; None if no answer came (e.g. a timeout)."""
+
+    @property
+    def rpc_method(self) -> str | None:
+        """``method`` of the JSON-RPC message, or None (a response, or no body)."""
+        return self.message.get("method") if isinstance(self.message, dict) else None
+
+
+class RecordingSession(requests.Session):
+    """A ``requests.Session`` that records every request it sends (for ``HTTPTransport(session=...)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[SentRequest] = []
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        body = request.body
+        try:
+            message = json.loads(body) if body else None
+        except ValueError:
+            message = None
+        record = SentRequest(str(request.method), {k.lower(): v for k, v in request.headers.items()}, message)
+        self.sent.append(record)
+        response = super().send(request, **kwargs)
+        record.status = response.status_code
+        return response
+
+    def rpc(self, method: str) -> list[SentRequest]:
+        """The recorded POSTs whose JSON-RPC ``method`` is ``method``."""
+        return [r for r in self.sent if r.rpc_method == method]

@@ -1,0 +1,159 @@
+"""A real MCP server on the official ``mcp`` SDK (2.3, ``MCPServer``), Streamable HTTP on ``/mcp``.
+
+Run::
+
+    python tests/servers/sdk_server.py --port P [--json-response] [--stateless]
+
+Default replies are SSE (CRLF line endings) with sessions; ``--json-response``
+gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``.
+
+Tools:
+    add(a, b)         -> a + b
+    echo(text)        -> text, unchanged (non-ASCII kept)
+    fail(message)     raises ``ToolError``: the SDK answers ``isError: true``,
+                      text "Error executing tool fail: <message>"
+    crash()           raises ``RuntimeError``: the SDK answers ``isError: true`` hiding the message
+    slow(seconds)     sleeps, then -> "slept <seconds>"
+    progress(steps)   sends ``steps`` ``notifications/progress`` (when the call has a progressToken) and one
+                      ``notifications/message`` on the reply stream, then -> "done <steps>"
+    ping_client()     sends the client a ``ping`` request on the reply stream (server -> client request)
+                      and answers "pong received" once the client's reply arrived (5 s limit)
+    structured()      ``content: []`` plus ``structuredContent`` only (case C17)
+    tiny_image()      one ``image`` content block (a 1x1 PNG)
+    call_counts()     {tool name: times executed in this process}, so tests can prove how often a
+                      tool really ran (the counter counts executions, not requests received)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import collections
+import threading
+import warnings
+from typing import Any
+
+import anyio
+import mcp_types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import CallToolResult, ImageContent
+
+# A 1x1 transparent PNG.
+TINY_PNG_BASE64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+_counts: collections.Counter[str] = collections.Counter()
+_counts_lock = threading.Lock()
+
+
+def _ran(name: str) -> None:
+    with _counts_lock:
+        _counts[name] += 1
+
+
+server = MCPServer("yiemagent-test-sdk-server", version="1.0.0", log_level="WARNING")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    _ran("add")
+    return a + b
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    _ran("echo")
+    return text
+
+
+@server.tool()
+def fail(message: str) -> str:
+    """Fail on purpose with ``message`` (the result has isError true)."""
+    _ran("fail")
+    raise ToolError(message)
+
+
+@server.tool()
+def crash() -> str:
+    """Raise an unexpected exception (the SDK hides its text)."""
+    _ran("crash")
+    raise RuntimeError("secret internal detail")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep ``seconds``, then answer."""
+    _ran("slow")
+    await asyncio.sleep(seconds)
+    return f"slept {seconds:g}"
+
+
+@server.tool()
+async def progress(steps: int, ctx: Context) -> str:
+    """Send ``steps`` progress notifications and a log message on the reply stream, then answer."""
+    _ran("progress")
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+    await ctx.info("progress done")
+    return f"done {steps}"
+
+
+@server.tool()
+async def ping_client(ctx: Context) -> str:
+    """Send the client a ``ping`` request on this call's SSE stream; answer once the client replied."""
+    _ran("ping_client")
+    with anyio.fail_after(5):
+        await ctx.session.send_request(
+            mcp_types.PingRequest(), mcp_types.EmptyResult,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+        )
+    return "pong received"
+
+
+@server.tool()
+def structured() -> CallToolResult:
+    """Return structured content and an empty content list."""
+    _ran("structured")
+    return CallToolResult(content=[], structured_content={"temp_c": 21, "sky": "clear"})
+
+
+@server.tool()
+def tiny_image() -> ImageContent:
+    """Return a 1x1 PNG image."""
+    _ran("tiny_image")
+    return ImageContent(type="image", data=TINY_PNG_BASE64, mime_type="image/png")
+
+
+@server.tool()
+def call_counts() -> dict[str, Any]:
+    """How many times each tool has been executed by this process."""
+    with _counts_lock:
+        return dict(_counts)
+
+
+def main() -> None:
+    warnings.simplefilter("ignore", MCPDeprecationWarning)  # ctx.info: logging is deprecated in 2026-07-28
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--json-response", action="store_true")
+    parser.add_argument("--stateless", action="store_true")
+    args = parser.parse_args()
+    assert base64.b64decode(TINY_PNG_BASE64)[:4] == b"\x89PNG"
+    server.run(
+        "streamable-http",
+        host="127.0.0.1",
+        port=args.port,
+        json_response=args.json_response,
+        stateless_http=args.stateless,
+    )
+
+
+if __name__ == "__main__":
+    main()
