@@ -231,9 +231,9 @@ def test_events_follow_the_documented_sequence_for_one_run_with_two_tools():
     _, _, events = run(llm, [get_time], tool_execution="sequential")
     assert events.types() == [
         "agent_start", "message_start", "message_end",
-        "turn_start", "message_start", "tool_execution_start", "tool_execution_end",
-        "tool_execution_start", "tool_execution_end",
-        "message_start", "message_end", "message_start", "message_end", "message_start", "message_end",
+        "turn_start", "message_start", "message_end",
+        "tool_execution_start", "tool_execution_end", "tool_execution_start", "tool_execution_end",
+        "message_start", "message_end", "message_start", "message_end",
         "turn_end",
         "turn_start", "message_start", "message_end", "turn_end",
         "agent_end",

@@ -428,7 +428,8 @@ class _Run:
         return [r for r in results if r is not None], aborted
 
     def answer_calls(self, reply: AssistantMessage, results: list[AgentToolResult]) -> None:
-        self.add(reply)
+        """Append the assistant message (its events were sent when it arrived) and one result per call."""
+        self.history.append(reply)
         for call, result in zip(reply.tool_calls, results, strict=True):
             self.add(
                 ToolResultMessage(
@@ -474,9 +475,9 @@ class _Run:
                 answer = reply
                 if self.abort_event.is_set():
                     raise _Aborted()
+                self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))
                 if not reply.tool_calls:
                     self.history.append(reply)
-                    self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
                     status = "completed" if tools_enabled else "max_turns"
                     break

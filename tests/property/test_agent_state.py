@@ -1,0 +1,157 @@
+"""A hypothesis state machine over submit / put / abort / shutdown (issue 5, point 13).
+
+Checked after every sequence: each accepted input gets exactly one answer or
+is returned by ``shutdown`` as not served; each tool call in the history has
+exactly one result right after its assistant message; no agent thread is left
+alive.
+"""
+
+import queue
+import threading
+import time
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from yiemagent import Agent, AgentTool
+from yiemagent.testing import text_reply
+
+from .. import strict_openai
+
+
+def model(messages, tools):
+    """Asks for 1-3 tools of random-ish delay on a user turn; answers after tool results."""
+    last = messages[-1]
+    if last["role"] == "tool" or not tools:
+        return text_reply("done")
+    text = last["content"] if isinstance(last["content"], str) else "x"
+    count = 1 + len(text) % 3
+    calls = [{"id": f"c{i}", "type": "function",
+              "function": {"name": "work", "arguments": f'{{"ms": {(len(text) * (i + 3)) % 15}}}'}}
+             for i in range(count)]
+    return {"choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": None, "tool_calls": calls}}]}
+
+
+def work(call_id, arguments, abort_event):
+    abort_event.wait(arguments["ms"] / 1000)
+    return "worked"
+
+
+WORK = AgentTool("work", "Works a little.", {"type": "object", "properties": {"ms": {"type": "integer"}}}, work)
+
+
+class AgentMachine(RuleBasedStateMachine):
+    def __init__(self):
+        super().__init__()
+        self.agent = Agent(model, tools=[WORK], max_repeated_calls=None).start()
+        self.futures = []
+        self.raw = 0
+        self.answers = []
+        self.closed = False
+        self.count = 0
+
+    def _text(self):
+        self.count += 1
+        return f"input {self.count}" + "!" * (self.count % 4)
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def submit(self):
+        try:
+            self.futures.append(self.agent.submit(self._text(), timeout_seconds=0))
+        except queue.Full:
+            pass  # not accepted: not an input
+
+    @precondition(lambda self: not self.closed and self.raw < 12)
+    @rule(follow_up=st.booleans())
+    def put(self, follow_up):
+        target = self.agent.follow_up_queue if follow_up else self.agent.input_queue
+        try:
+            target.put_nowait(self._text())
+            self.raw += 1
+        except queue.Full:
+            pass
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def abort(self):
+        self.agent.abort()
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def read_output(self):
+        try:
+            self.answers.append(self.agent.output_queue.get(timeout=0.05))
+        except queue.Empty:
+            pass
+
+    @precondition(lambda self: not self.closed)
+    @rule(mode=st.sampled_from(["drain", "after_turn", "now"]))
+    def shutdown(self, mode):
+        self.close(mode)
+
+    @precondition(lambda self: self.closed)
+    @rule()
+    def use_after_shutdown_is_refused(self):
+        try:
+            self.agent.submit("late")
+        except Exception as exc:  # noqa: BLE001 - the class is asserted just below
+            assert type(exc).__name__ == "AgentClosedError"
+        else:
+            raise AssertionError("submit after shutdown was accepted")
+
+    def close(self, mode):
+        self.closed = True
+        done = threading.Event()
+        result = {}
+
+        def stop():
+            result["left"] = self.agent.shutdown(timeout_seconds=10, mode=mode)
+            done.set()
+
+        threading.Thread(target=stop, daemon=True).start()
+        while not done.is_set():  # keep draining so the agent never blocks on a full output queue
+            try:
+                self.answers.append(self.agent.output_queue.get(timeout=0.02))
+            except queue.Empty:
+                pass
+        while True:
+            try:
+                self.answers.append(self.agent.output_queue.get_nowait())
+            except queue.Empty:
+                break
+        self.left = result["left"]
+        self.check_final()
+
+    def check_final(self):
+        assert not self.agent.is_running
+        left_raw = [x for x in self.left if isinstance(x, str)]
+        answered = [f for f in self.futures if f.done() and f.exception() is None]
+        failed = [f for f in self.futures if f.done() and f.exception() is not None]
+        assert all(f.done() for f in self.futures), "a submitted input got neither answer nor failure"
+        assert len(answered) + len(failed) == len(self.futures)
+        assert len(self.answers) + len(left_raw) - len(failed) == self.raw
+        ids = [i for a in self.answers for i in a["input_ids"]] + [f.result()["input_ids"][0] for f in answered]
+        assert len(ids) == len(set(ids)), "an input was answered twice"
+        strict_openai.validate(self.agent.openai_messages())
+        deadline = time.monotonic() + 5
+        while any(t.name.startswith("yiemagent-agent") for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "agent thread still alive"
+            time.sleep(0.01)
+
+    @invariant()
+    def history_stays_valid(self):
+        if not self.agent.is_running:
+            return
+        # a run may be mid-turn; the history only ever gains complete (assistant + results) groups
+        strict_openai.validate(self.agent.openai_messages())
+
+    def teardown(self):
+        if not self.closed:
+            self.close("drain")
+
+
+AgentMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=20, deadline=None, derandomize=True)
+TestAgentStateMachine = AgentMachine.TestCase
