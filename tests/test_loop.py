@@ -5,9 +5,18 @@ import threading
 
 from yiemagent import AfterToolCallResult, AgentTool, AgentToolResult, BeforeToolCallResult, LLMError, tool
 from yiemagent.loop import LoopConfig, run_turns
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage, messages_to_openai
+from yiemagent.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    messages_to_openai,
+)
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply
 from yiemagent.tools import ToolRegistry
+
+from . import strict_openai
 
 
 @tool
@@ -291,3 +300,38 @@ def test_different_arguments_reset_the_repeated_call_streak():
     replies.append(text_reply("done"))
     result, _, _ = run(ScriptedLLM(replies), [get_weather])
     assert result.status == "completed"
+
+
+def test_tool_result_images_follow_the_tool_messages_as_one_user_message():
+    """OpenAI tool messages carry text only: a batch's images go in a user message after its tool messages."""
+    from yiemagent.loop import OpenAIFormatter
+    from yiemagent.messages import ImageContent, TextContent
+
+    image = ImageContent.from_base64("iVBORw0KGgo=")
+    history = [UserMessage("chart?"),
+               AssistantMessage(tool_calls=[ToolCall("a", "chart", {}), ToolCall("b", "get_time", {})]),
+               ToolResultMessage("a", [TextContent("chart ready"), image], tool_name="chart"),
+               ToolResultMessage("b", [TextContent("12:00")], tool_name="get_time"),
+               AssistantMessage([TextContent("here")])]
+    out = OpenAIFormatter()(history)
+    assert [m["role"] for m in out] == ["user", "assistant", "tool", "tool", "user", "assistant"]
+    assert out[2]["content"] == "chart ready\n[image image/png, 8 bytes]"
+    assert out[4]["content"][1] == {"type": "image_url", "image_url": {"url": image.url}}
+    assert "chart" in out[4]["content"][0]["text"] and "call a" in out[4]["content"][0]["text"]
+    strict_openai.validate(out)
+    assert OpenAIFormatter(tool_images="placeholder")(history)[4]["role"] == "assistant"
+
+
+def test_formatter_reuses_the_prefix_only_while_the_history_just_grows():
+    """Incremental formatting gives the same result as a fresh one, also after trimming."""
+    from yiemagent.loop import OpenAIFormatter
+
+    formatter = OpenAIFormatter()
+    history = [UserMessage(f"m{i}") for i in range(5)]
+    assert formatter(history) == OpenAIFormatter()(history)
+    history.append(AssistantMessage([TextContent("a")]))
+    assert formatter(history) == OpenAIFormatter()(history)
+    trimmed = history[2:]
+    assert formatter(trimmed) == OpenAIFormatter()(trimmed)
+    replaced = [UserMessage("other"), *history[1:]]
+    assert formatter(replaced)[0]["content"] == "other"

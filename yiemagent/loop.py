@@ -88,7 +88,8 @@ class OpenAIFormatter:
 
     def __init__(self, *, tool_images: Literal["user_message", "placeholder"] = "user_message") -> None:
         self.tool_images = tool_images
-        self._cache: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
+        self._prev: tuple[int, Message, list[dict[str, Any]]] | None = None
 
     def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -104,28 +105,41 @@ class OpenAIFormatter:
         return {"role": "user", "content": parts}
 
     def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
-        """Return ``history`` as OpenAI chat dicts (cached per message)."""
-        out = []
+        """Return ``history`` as OpenAI chat dicts (cached per message).
+
+        When ``history`` only grew since the last call (same list prefix), only
+        the new messages are looked at, so a turn costs what is new.
+        """
+        prev = self._prev
+        if prev is not None and 0 < prev[0] <= len(history) and history[prev[0] - 1] is prev[1]:
+            start, out = prev[0], list(prev[2])
+        else:
+            start, out = 0, []
         cache = self._cache
         with_images: list[ToolResultMessage] = []
-        for message in history:
+        for message in history[start:] if start else history:
             if with_images and not isinstance(message, ToolResultMessage):
                 out.append(self._images_message(with_images))
                 with_images = []
             hit = cache.get(id(message))
             if hit is None or hit[0] is not message:
-                hit = (message, to_openai(message))
+                has_images = isinstance(message, ToolResultMessage) and any(
+                    isinstance(c, ImageContent) for c in message.content
+                )
+                hit = (message, to_openai(message), has_images)
                 cache[id(message)] = hit
             out.append(hit[1])
-            if (self.tool_images == "user_message" and isinstance(message, ToolResultMessage)
-                    and any(isinstance(c, ImageContent) for c in message.content)):
-                with_images.append(message)
-        if with_images:
+            if hit[2] and self.tool_images == "user_message":
+                with_images.append(message)  # type: ignore[arg-type]
+        if with_images:  # the images message ends the list: do not reuse this prefix next time
             out.append(self._images_message(with_images))
+            self._prev = None
+        else:
+            self._prev = (len(history), history[-1], out) if history else None
         if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
             live = {id(m) for m in history}
             self._cache = {k: v for k, v in cache.items() if k in live}
-        return out
+        return list(out)
 
 
 @dataclass

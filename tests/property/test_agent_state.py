@@ -97,7 +97,7 @@ class AgentMachine(RuleBasedStateMachine):
     def use_after_shutdown_is_refused(self):
         try:
             self.agent.submit("late")
-        except Exception as exc:  # noqa: BLE001 - the class is asserted just below
+        except Exception as exc:
             assert type(exc).__name__ == "AgentClosedError"
         else:
             raise AssertionError("submit after shutdown was accepted")
