@@ -134,3 +134,33 @@ def test_demo_command_shows_a_real_tool_call_and_exits_zero(local_model):
     assert "user> What is the weather in Paris?" in out
     assert "assistant> calls get_weather(" in out
     assert "tool get_weather> Weather in Paris: Sunny" in out
+
+
+@pytest.mark.model
+def test_abort_cuts_a_streaming_generation_and_the_server_stops_generating(local_model):
+    """abort() during a long generation: "aborted" at once, and llama.cpp frees its slot (stream cut)."""
+    import time
+
+    import requests
+
+    recorder = EventRecorder()
+    agent = Agent(local_model.llm_call(max_tokens=400), event_sink=recorder).start()
+    try:
+        future = agent.submit("Write a long story about a cat.")
+        deadline = time.monotonic() + 10
+        while not recorder.of_type("message_start") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.5)  # let the generation run
+        begun = time.monotonic()
+        agent.abort()
+        answer = future.result(5)
+        elapsed = time.monotonic() - begun
+        slots_url = local_model.base_url.removesuffix("/v1") + "/slots"
+        deadline = time.monotonic() + 5
+        while any(slot["is_processing"] for slot in requests.get(slots_url, timeout=5).json()):
+            assert time.monotonic() < deadline, "llama.cpp still generates after the abort"
+            time.sleep(0.05)
+    finally:
+        agent.shutdown()
+    assert answer["status"] == "aborted" and elapsed < 0.5
+    assert [m["role"] for m in agent.openai_messages()] == ["user"]

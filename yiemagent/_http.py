@@ -42,8 +42,12 @@ class _Tracker:
             if sock is None:
                 continue
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv at once
                 cut += 1
+            except OSError:
+                pass
+            try:
+                sock.close()  # the peer sees the connection gone (a streaming server stops generating)
             except OSError:
                 pass
         return cut

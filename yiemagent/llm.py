@@ -15,6 +15,8 @@ Spec: OpenAI Chat Completions, ``POST /chat/completions``.
 
 from __future__ import annotations
 
+import codecs
+import json
 import logging
 from typing import Any, Protocol
 
@@ -24,6 +26,7 @@ from .__version__ import __version__
 from ._http import CancellableSession
 from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .exceptions import LLMError
+from .mcp.sse import SSEParser
 
 __all__ = ["LLMCall", "OpenAIChat", "openai_chat"]
 
@@ -44,6 +47,78 @@ class _RetryableStatus(LLMError):
     retry_after: float | None = None
 
 
+def _merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Assemble streamed ``chat.completion.chunk`` deltas into one ``chat.completion`` reply."""
+    texts: list[str] = []
+    reasoning: dict[str, str] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    finish_reason = None
+    usage = None
+    first: dict[str, Any] = chunks[0] if chunks else {}
+    for chunk in chunks:
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                texts.append(delta["content"])
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(delta.get(key), str):
+                    reasoning[key] = reasoning.get(key, "") + delta[key]
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", len(calls)), {
+                    "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                fn = call.get("function") or {}
+                if fn.get("name") and not slot["function"]["name"]:
+                    slot["function"]["name"] = fn["name"]
+                if isinstance(fn.get("arguments"), str):
+                    slot["function"]["arguments"] += fn["arguments"]
+            if choice.get("finish_reason"):
+                finish_reason = choice["finish_reason"]
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None, **reasoning}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    reply: dict[str, Any] = {
+        "id": first.get("id"), "object": "chat.completion", "model": first.get("model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        reply["usage"] = usage
+    return reply
+
+
+def _read_stream(response: requests.Response, url: str) -> dict[str, Any]:
+    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it."""
+    parser = SSEParser()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    chunks: list[dict[str, Any]] = []
+    try:
+        with response:
+            for raw in response.iter_content(chunk_size=None):
+                for event in parser.feed(decoder.decode(raw)):
+                    if event.data.strip() == "[DONE]":
+                        return _merge_chunks(chunks)
+                    try:
+                        chunk = json.loads(event.data)
+                    except ValueError as exc:
+                        raise LLMError(f"POST {url}: a stream event is not JSON: {event.data[:200]!r}",
+                                       response=event.data) from exc
+                    if isinstance(chunk, dict) and "error" in chunk:
+                        raise LLMError(f"POST {url}: the stream reported an error: {chunk['error']}",
+                                       response=chunk)
+                    if isinstance(chunk, dict):
+                        chunks.append(chunk)
+    except requests.RequestException as exc:
+        raise LLMError(f"POST {url}: the stream broke: {exc}") from exc
+    if not chunks:
+        raise LLMError(f"POST {url}: the stream ended without any chunk")
+    return _merge_chunks(chunks)
+
+
 class OpenAIChat:
     """An ``llm_call`` that POSTs to ``{base_url}/chat/completions`` with ``requests``.
 
@@ -55,7 +130,10 @@ class OpenAIChat:
         timeout_seconds: connect and read timeout of each request, in seconds.
         extra_body: more top-level request fields, e.g. ``temperature=0``,
             ``max_tokens=256``, ``tool_choice="auto"``. ``tool_choice`` is left
-            out of requests that carry no tools.
+            out of requests that carry no tools. ``stream=True`` reads the reply
+            as server-sent events and merges the deltas into one reply (same
+            shape); servers stop generating when ``cancel()`` cuts a stream,
+            which they may not do for a plain request.
 
     Connection failures before the request was sent, and HTTP 429/502/503
     (honouring ``Retry-After``), are retried up to 3 times in all.
@@ -102,7 +180,8 @@ class OpenAIChat:
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = self._session.post(
-                self.url, json=body, headers=self._headers, timeout=self.timeout_seconds
+                self.url, json=body, headers=self._headers, timeout=self.timeout_seconds,
+                stream=bool(body.get("stream")),
             )
         except requests.RequestException as exc:
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
@@ -114,6 +193,8 @@ class OpenAIChat:
                 error.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
                 raise error
             raise LLMError(message, status_code=response.status_code, response=text)
+        if body.get("stream"):
+            return _read_stream(response, self.url)
         try:
             reply = response.json()
         except ValueError as exc:

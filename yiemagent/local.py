@@ -192,9 +192,11 @@ class LocalModel:
         """An ``llm_call`` for this server (starts it if needed).
 
         Defaults, which ``extra_body`` may override: ``temperature=0``,
-        ``cache_prompt=False`` (repeatable output), ``max_tokens=96``.
+        ``cache_prompt=False`` (repeatable output), ``max_tokens=96``,
+        ``stream=True`` (so that ``Agent.abort()`` stops the generation: llama.cpp
+        keeps generating a plain request after its client went away).
         """
-        body = {"temperature": 0, "cache_prompt": False, "max_tokens": 96, **extra_body}
+        body = {"temperature": 0, "cache_prompt": False, "max_tokens": 96, "stream": True, **extra_body}
         return OpenAIChat(self.start(), MODEL_NAME, timeout_seconds=300.0, **body)
 
     def stop(self) -> None:

@@ -293,9 +293,13 @@ class _Run:
         future = self.submit(config.llm_call, messages, tools)
         try:
             response = self.wait(future)
-        except (_Aborted, LLMError):
+        except _Aborted:
             raise
         except Exception as exc:
+            if self.abort_event.is_set():  # abort cut the request: not a model failure
+                raise _Aborted() from exc
+            if isinstance(exc, LLMError):
+                raise
             raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
         try:
             reply = parse_response(response, taken_ids=self.taken_ids, tool_names=config.tools.names())

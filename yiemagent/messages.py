@@ -442,18 +442,16 @@ def from_openai(message: dict[str, Any]) -> Message:
         return UserMessage(_user_parts(message.get("content"), message), name=name if isinstance(name, str) else None)
     if role == "assistant":
         content: list[TextContent | ReasoningContent] = []
+        extra = {k: v for k, v in message.items() if k not in _ASSISTANT_KEYS}
         for key in ("reasoning_content", "reasoning"):
             value = message.get(key)
             if isinstance(value, str) and value:
                 content.append(ReasoningContent(value, field=key))
+            elif value not in (None, ""):  # e.g. a structured reasoning object: kept as it came
+                extra[key] = value
         text = _text_of(message.get("content"), "assistant", message)
         if text:
             content.append(TextContent(text))
-        extra = {k: v for k, v in message.items() if k not in _ASSISTANT_KEYS}
-        for key in ("reasoning_content", "reasoning"):
-            if key in message and not (isinstance(message[key], str) and message[key]):
-                if message[key] is not None and message[key] != "":
-                    extra[key] = message[key]
         return AssistantMessage(
             content=content, tool_calls=_tool_calls_from_openai(message.get("tool_calls"), message), extra=extra
         )
