@@ -3,6 +3,7 @@
 ::
 
     yiemagent tools http://127.0.0.1:3001/mcp        # name and first line of each tool
+    yiemagent tools --stdio "mcp-server-time --local-timezone UTC"   # a stdio server
     yiemagent call http://127.0.0.1:3001/mcp echo '{"message": "hi"}'
     yiemagent call "mcp-server-time" get_current_time '{"timezone": "UTC"}'   # stdio
     yiemagent demo                                   # a real conversation, offline
@@ -29,7 +30,7 @@ from typing import Any
 from . import events as ev
 from .__version__ import __version__
 from .agent import Agent
-from .exceptions import YiemagentError
+from .exceptions import ConfigError, YiemagentError
 from .llm import openai_chat
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage
@@ -39,18 +40,28 @@ __all__ = ["main"]
 DEMO_QUESTION = "What is the weather in Paris?"
 
 
-def _client(target: str, stdio: str | None, timeout_seconds: float) -> MCPClient:
-    if stdio:
-        from .mcp.stdio import StdioTransport  # issue 4: stdio transport
-
+def _client(target: str, stdio: str | None, timeout_seconds: float, env: Sequence[str] = ()) -> MCPClient:
+    """An ``MCPClient`` for an http(s) URL, or for a stdio server command line."""
+    if stdio is None:
+        return MCPClient(target, timeout_seconds=timeout_seconds)
+    try:
         parts = shlex.split(stdio)
-        return MCPClient(transport=StdioTransport(parts[0], parts[1:], timeout_seconds=timeout_seconds),
-                         timeout_seconds=timeout_seconds, name=parts[0])
-    return MCPClient(target, timeout_seconds=timeout_seconds)
+    except ValueError as exc:
+        raise ConfigError(f"cannot split the server command line {stdio!r}: {exc}") from exc
+    if not parts:
+        raise ConfigError("the stdio server command line is empty")
+    extra = {}
+    for item in env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env wants KEY=VALUE, not {item!r}")
+        extra[key] = value
+    return MCPClient.stdio(parts[0], parts[1:], env=extra, timeout_seconds=timeout_seconds,
+                           name=os.path.basename(parts[0]))
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:
-    with _client(args.url, args.stdio, args.timeout) as client:
+    with _client(args.url, args.stdio, args.timeout, args.env) as client:
         tools = client.list_tools()
         info = client.server_info
         print(f"{info.get('name', client.name)} {info.get('version', '')}: {len(tools)} tools "
@@ -68,10 +79,17 @@ def _cmd_call(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"yiemagent call: the arguments are not JSON: {exc}", file=sys.stderr)
         return 2
+    if not isinstance(arguments, dict):
+        print(f"yiemagent call: the arguments must be a JSON object, not {type(arguments).__name__}",
+              file=sys.stderr)
+        return 2
     is_url = args.server.startswith(("http://", "https://"))
-    with _client(args.server if is_url else "", None if is_url else args.server, args.timeout) as client:
+    with _client(args.server, None if is_url else args.server, args.timeout, args.env) as client:
         result = client.call_tool(args.tool, arguments)
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    try:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    except UnicodeEncodeError:  # a terminal that cannot show the text: \u escapes are still the same JSON
+        print(json.dumps(result, indent=2))
     return 1 if result.get("isError") else 0
 
 
@@ -180,13 +198,18 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("url", nargs="?", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp")
     tools.add_argument("--stdio", metavar="COMMAND", help='run a stdio server, e.g. --stdio "mcp-server-time"')
     tools.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    tools.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                       help="a variable for the stdio server (repeatable); it sees only these and "
+                            "HOME, LOGNAME, PATH, SHELL, TERM, USER")
     tools.set_defaults(func=_cmd_tools)
 
     call = sub.add_parser("call", help="run one tool of an MCP server and print the result")
     call.add_argument("server", help="an http(s):// endpoint, or a stdio server command line")
     call.add_argument("tool")
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object")
-    call.add_argument("--timeout", type=float, default=60.0)
+    call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+    call.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                      help="a variable for the stdio server (repeatable)")
     call.set_defaults(func=_cmd_call)
 
     demo = sub.add_parser("demo", help="a real conversation: local model + example MCP server")

@@ -4,6 +4,7 @@ from .bridge import MCPToolset, mcp_tool, normalize_input_schema, result_to_tool
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 from .http import HTTPTransport
 from .sse import SSEEvent, SSEParser
+from .stdio import StdioTransport
 from .transport import Transport
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "SSEEvent",
     "SSEParser",
     "SUPPORTED_PROTOCOL_VERSIONS",
+    "StdioTransport",
     "Transport",
     "mcp_tool",
     "normalize_input_schema",

@@ -1,0 +1,106 @@
+"""A tiny stdio MCP server (stdlib only) for shapes no real server produces on purpose.
+
+Each test that uses it says why a real server cannot show the behaviour. Flags:
+
+    --junk          before every message it writes junk to stdout: a banner, a broken JSON
+                    line, bytes that are not UTF-8, a bare JSON number, a blank line; and it
+                    ends its lines with CRLF
+    --ignore-eof    keeps running after stdin closes (a server that never notices EOF)
+    --ignore-term   ignores SIGTERM as well (only SIGKILL stops it)
+
+Tools (``tools/call``):
+
+    echo {"text"}              -> the text
+    crash {"code", "message"}  -> writes the message to stderr and exits with ``code`` without answering
+    hang {}                    -> sends one ``notifications/progress`` (if a progressToken was given),
+                                  then never answers this request (later requests are still served)
+    slow {"seconds"}           -> sleeps, then answers (ignores ``notifications/cancelled``)
+    ping_client {}             -> sends a ``ping`` request to the client, waits for its reply, and
+                                  answers with the reply it got
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+
+JUNK = [b"Starting quirky server v0.1 ...", b'{"jsonrpc": "2.0", "id": ', b"\xff\xfe not utf-8 \xc3", b"42", b""]
+
+TOOLS = [
+    {"name": name, "description": f"quirk: {name}", "inputSchema": {"type": "object", "properties": {}}}
+    for name in ("echo", "crash", "hang", "slow", "ping_client")
+]
+
+
+def main() -> None:
+    junk = "--junk" in sys.argv
+    if "--ignore-term" in sys.argv:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    out = sys.stdout.buffer
+    stdin = sys.stdin.buffer
+
+    def write(message: dict) -> None:
+        if junk:
+            for line in JUNK:
+                out.write(line + b"\n")
+        out.write(json.dumps(message, ensure_ascii=False).encode("utf-8") + (b"\r\n" if junk else b"\n"))
+        out.flush()
+
+    def result(request_id, value: dict) -> None:
+        write({"jsonrpc": "2.0", "id": request_id, "result": value})
+
+    def text(request_id, value: str) -> None:
+        result(request_id, {"content": [{"type": "text", "text": value}], "isError": False})
+
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        message = json.loads(line)
+        method = message.get("method")
+        request_id = message.get("id")
+        params = message.get("params") or {}
+        if method == "initialize":
+            result(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "stdio-quirks", "version": "0.1"}})
+        elif method == "ping":
+            result(request_id, {})
+        elif method == "tools/list":
+            result(request_id, {"tools": TOOLS})
+        elif method == "tools/call":
+            name = params.get("name")
+            arguments = params.get("arguments") or {}
+            if name == "echo":
+                text(request_id, arguments.get("text", ""))
+            elif name == "crash":
+                sys.stderr.write(arguments.get("message", "crashing") + "\n")
+                sys.stderr.flush()
+                sys.exit(int(arguments.get("code", 3)))
+            elif name == "hang":
+                token = (params.get("_meta") or {}).get("progressToken")
+                if token is not None:
+                    write({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": token, "progress": 0}})
+            elif name == "slow":
+                time.sleep(float(arguments.get("seconds", 0.5)))
+                text(request_id, "slow done")
+            elif name == "ping_client":
+                write({"jsonrpc": "2.0", "id": "server-ping-1", "method": "ping"})
+                while True:  # read until the client's reply to our ping
+                    reply = json.loads(stdin.readline())
+                    if reply.get("id") == "server-ping-1":
+                        break
+                text(request_id, json.dumps(reply))
+            else:
+                write({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
+        elif request_id is not None:
+            write({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"no method {method}"}})
+    if "--ignore-eof" in sys.argv or "--ignore-term" in sys.argv:
+        while True:
+            time.sleep(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The ``yiemagent`` command (``tools`` and ``call``) run as a subprocess against real stdio servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.helpers import PYTHON, TESTS
+from yiemagent.cli import main
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m yiemagent.cli <args>``; output decoded as UTF-8; bounded at 30 s."""
+    return subprocess.run(
+        [PYTHON, "-m", "yiemagent.cli", *args], capture_output=True, encoding="utf-8", errors="replace",
+        timeout=30, cwd=str(TESTS.parent), env={**os.environ, **(env or {})}, check=False,
+    )
+
+
+def text_of(result: dict[str, Any]) -> str:
+    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
+
+
+@pytest.mark.node
+def test_tools_with_stdio_prints_the_server_and_one_line_per_tool(everything_stdio):
+    """``yiemagent tools --stdio "<command>"``: a header with server, count and protocol, then each tool."""
+    done = run_cli("tools", "--stdio", shlex.join(everything_stdio))
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert re.fullmatch(r"mcp-servers/everything \S+: 13 tools \(protocol 2025-11-25\)", header)
+    names = {row.split()[0] for row in rows}
+    assert len(rows) == 13 and {"echo", "get-sum", "trigger-long-running-operation"} <= names
+    assert any(re.fullmatch(r"  echo +Echoes back the input string", row) for row in rows)
+
+
+def test_call_with_a_stdio_command_line_prints_the_result_as_json():
+    """``yiemagent call "<command>" <tool> '<json>'`` against PyPI mcp-server-time: exit 0, the result JSON."""
+    done = run_cli("call", shlex.join([PYTHON, "-m", "mcp_server_time"]), "get_current_time",
+                   '{"timezone": "UTC"}')
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["isError"] is False
+    assert result["structuredContent"]["timezone"] == "UTC"
+
+
+@pytest.mark.node
+def test_call_exits_1_and_still_prints_the_result_when_the_tool_reports_is_error(filesystem_stdio, tmp_path):
+    """A tool failure is data: server-filesystem refuses a path outside its dir; the JSON is printed, exit 1."""
+    command = shlex.join([*filesystem_stdio, str(tmp_path)])
+    done = run_cli("call", command, "read_text_file", json.dumps({"path": str(tmp_path.parent / "x.txt")}))
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["isError"] is True
+    assert "outside allowed directories" in text_of(result)
+
+
+@pytest.mark.node
+def test_call_passes_env_to_the_server_and_prints_valid_json_even_to_an_ascii_terminal(everything_stdio):
+    """``--env KEY=VALUE`` reaches the server (only the allow-list does otherwise); with an ASCII-only stdout
+    the JSON is written with escapes and still parses to the same non-ASCII text.
+    """
+    done = run_cli("call", "--env", "YIEMAGENT_CLI_VAR=日本 🎉", shlex.join(everything_stdio), "get-env",
+                   env={"PYTHONIOENCODING": "ascii", "YIEMAGENT_CLI_SECRET": "must-not-leak"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.isascii()
+    seen = json.loads(text_of(json.loads(done.stdout)))
+    assert seen["YIEMAGENT_CLI_VAR"] == "日本 🎉"
+    assert "YIEMAGENT_CLI_SECRET" not in seen
+
+
+def test_call_of_a_command_that_cannot_start_exits_1_with_a_one_line_reason(capsys):
+    """A missing executable is a clear error on stderr (no traceback) and exit status 1."""
+    assert main(["call", "yiemagent-no-such-server-xyz --flag", "anything"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("yiemagent call: cannot start yiemagent-no-such-server-xyz")
+    assert "Traceback" not in err
+
+
+def test_call_with_arguments_that_are_not_a_json_object_exits_2(capsys):
+    """Bad arguments are refused before any server starts."""
+    assert main(["call", "yiemagent-no-such-server-xyz", "tool", "{not json"]) == 2
+    assert main(["call", "yiemagent-no-such-server-xyz", "tool", "[1, 2]"]) == 2
+    assert "must be a JSON object" in capsys.readouterr().err
