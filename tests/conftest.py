@@ -220,3 +220,99 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield model
     finally:
         model.stop()
+
+
+# --------------------------------------------------------------------------- stdio servers (issue 4)
+#
+#   everything_stdio     argv of npm server-everything over stdio: ``["node", <index.js>, "stdio"]``
+#   filesystem_stdio     argv of npm server-filesystem (append the allowed directories)
+#   stdio_client         ``stdio_client(argv, *, env=None, cwd=None, timeout_seconds=10, name=None) -> MCPClient``
+#                        via ``MCPClient.stdio``; at teardown every client is closed and its process must be gone
+# (both argv fixtures skip when tests/node/servers/node_modules is missing)
+
+FILESYSTEM_BIN = NODE_SERVERS / ".bin" / "mcp-server-filesystem"
+
+
+def _require_node_servers() -> None:
+    """Skip when the npm servers were never installed; a package missing from an install is a failure."""
+    if not NODE_SERVERS.is_dir():
+        pytest.skip(f"npm MCP servers not installed ({NODE_SERVERS} is missing); run `npm ci` in tests/node/servers "
+                    "(as .ci/run does)")
+
+
+@pytest.fixture
+def everything_stdio() -> list[str]:
+    """Command line of npm ``@modelcontextprotocol/server-everything`` over stdio."""
+    _require_node_servers()
+    assert EVERYTHING_JS.exists(), f"{EVERYTHING_JS} is missing: run `npm ci` in tests/node/servers"
+    return ["node", str(EVERYTHING_JS), "stdio"]
+
+
+@pytest.fixture
+def filesystem_stdio() -> list[str]:
+    """Command line of npm ``@modelcontextprotocol/server-filesystem`` (append allowed directories)."""
+    _require_node_servers()
+    assert FILESYSTEM_BIN.exists(), f"{FILESYSTEM_BIN} is missing: run `npm ci` in tests/node/servers"
+    return [str(FILESYSTEM_BIN)]
+
+
+@pytest.fixture
+def stdio_client() -> Iterator[Callable[..., Any]]:
+    """Factory of stdio ``MCPClient``s; all are closed at teardown, and none may leave its process running."""
+    from yiemagent.mcp import MCPClient
+
+    clients: list[MCPClient] = []
+
+    def make(
+        argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+        timeout_seconds: float = 10, name: str | None = None,
+    ) -> MCPClient:
+        client = MCPClient.stdio(argv[0], argv[1:], env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+    processes = [(c.name, getattr(c.transport, "process", None)) for c in clients]
+    alive = [name for name, process in processes if process is not None and process.poll() is None]
+    assert not alive, f"stdio servers still running after close(): {alive}"
+
+
+# --------------------------------------------------------------------------- HTTP-side fixtures (issue 4)
+
+
+@pytest.fixture(scope="session")
+def fastmcp_server() -> Iterator[str]:
+    """URL of tests/servers/fastmcp_server.py: PyPI ``fastmcp`` with ``list_page_size=25``, 64 tools in 3 pages
+    (opaque cursors), 4 of them with names OpenAI rejects.
+    """
+    port = free_port()
+    yield from _serve([PYTHON, str(SERVERS / "fastmcp_server.py"), "--port", str(port)], port)
+
+
+@pytest.fixture
+def raw_peer() -> Iterator[Callable[..., Any]]:
+    """Factory of started ``tests.servers.raw_http_peer.RawPeer``s (kwargs go to ``RawPeer``); all stopped at
+    teardown. Only for wire shapes no real server sends: each test using it says why.
+    """
+    from tests.servers.raw_http_peer import RawPeer
+
+    peers: list[RawPeer] = []
+
+    def make(**kwargs: Any) -> RawPeer:
+        peer = RawPeer(**kwargs).start()
+        peers.append(peer)
+        return peer
+
+    yield make
+    for peer in peers:
+        peer.stop()
+
+
+@pytest.fixture
+def no_sleep() -> Iterator[list[float]]:
+    """A fake ``sleep`` for ``MCPClient(retry_sleep=...)``: records the seconds asked, never sleeps.
+    Use as ``retry_sleep=no_sleep.append``.
+    """
+    yield []

@@ -9,6 +9,7 @@ former.
 
 from __future__ import annotations
 
+import email.utils
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,14 +44,33 @@ def never_sent(exc: BaseException) -> bool:
     return False
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds form only), or None."""
-    if not value:
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header value, or None if absent or unreadable.
+
+    Args:
+        value: delta-seconds (``"7"``) or an HTTP-date
+            (``"Wed, 21 Oct 2026 07:28:00 GMT"``).
+        now: the current time as a Unix timestamp (seconds), for tests;
+            None uses ``time.time()``.
+
+    Returns:
+        Seconds, never negative (a date in the past gives 0.0).
+
+    Spec: RFC 9110, section 10.2.3 "Retry-After".
+    """
+    if not value or not value.strip():
         return None
     try:
         return max(0.0, float(value.strip()))
     except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def make_retrying(

@@ -33,7 +33,7 @@ import logging
 import queue
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -114,10 +114,12 @@ class Agent:
         llm_call: ``llm_call(messages, tools) -> reply`` (see ``yiemagent.llm``).
         system_prompt: sent first on every model call; None sends none.
         tools: ``AgentTool`` objects or plain typed functions (wrapped with ``@tool``).
-        mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs; their tools
-            are listed before the first model call and re-listed after
-            ``notifications/tools/list_changed``. Clients made here from URLs
-            are closed by ``shutdown()``.
+        mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs, or a
+            mapping ``{name: client or URL}`` naming each server (the name
+            prefixes its tool names when they clash with another server's);
+            their tools are listed before the first model call and re-listed
+            after ``notifications/tools/list_changed``. Clients made here from
+            URLs are closed by ``shutdown()``.
         before_tool_call: hook, see ``yiemagent.hooks`` (may block a call).
         after_tool_call: hook, see ``yiemagent.hooks`` (may replace a result).
         event_sink: ``sink(event)``, see ``yiemagent.events``.
@@ -146,7 +148,7 @@ class Agent:
         *,
         system_prompt: str | None = None,
         tools: Iterable[AgentTool | Callable[..., Any]] = (),
-        mcp_servers: Iterable[MCPClient | str] = (),
+        mcp_servers: Iterable[MCPClient | str] | Mapping[str, MCPClient | str] = (),
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         event_sink: ev.EventSink | None = None,
@@ -179,10 +181,13 @@ class Agent:
         self.event_sink = event_sink
         self._own_clients: list[MCPClient] = []
         clients = []
-        for server in mcp_servers:
+        named = mcp_servers.items() if isinstance(mcp_servers, Mapping) else ((None, s) for s in mcp_servers)
+        for server_name, server in named:
             if isinstance(server, str):
-                server = MCPClient(server)
+                server = MCPClient(server, name=server_name)
                 self._own_clients.append(server)
+            elif server_name:
+                server.name = server_name
             clients.append(server)
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
         if clients and builtin_list_tools:

@@ -13,11 +13,12 @@
     │   └── ToolExecutionError                      the tool or a hook raised; original in __cause__
     ├── LLMError                                    llm_call raised or returned an unusable reply; .response, .status_code
     ├── MCPError                                    talking to an MCP server failed; .server
-    │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body
+    │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body,
+    │   │                                                  .retry_after
     │   │   └── MCPTimeoutError(MCPTransportError, TimeoutError)  no complete reply in time
     │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
     │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
-    │       └── MCPSessionExpiredError              HTTP 404 on a request carrying Mcp-Session-Id
+    │       └── MCPSessionExpiredError              HTTP 404 (or 400 naming it) for our Mcp-Session-Id; .data
     └── AgentError
         ├── AgentClosedError                        the agent was shut down
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
@@ -127,11 +128,14 @@ class MCPTransportError(MCPError, ConnectionError):
         status_code: int | None = None,
         body: str = "",
         stderr_tail: str = "",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message, server=server)
         self.status_code = status_code
         self.body = body
         self.stderr_tail = stderr_tail
+        self.retry_after = retry_after
+        """Seconds the server asked to wait (HTTP ``Retry-After``), or None."""
 
 
 class MCPTimeoutError(MCPTransportError, TimeoutError):
@@ -169,7 +173,10 @@ class MCPRPCError(MCPError):
 
 
 class MCPSessionExpiredError(MCPRPCError):
-    """The server no longer knows our ``Mcp-Session-Id`` (spec: re-initialize)."""
+    """The server no longer knows our ``Mcp-Session-Id`` (spec: re-initialize).
+
+    ``code`` is -32001; ``data`` is ``{"session_id": str, "status_code": int}``.
+    """
 
 
 class AgentError(YiemagentError):

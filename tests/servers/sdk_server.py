@@ -14,14 +14,18 @@ Tools:
                       text "Error executing tool fail: <message>"
     crash()           raises ``RuntimeError``: the SDK answers ``isError: true`` hiding the message
     slow(seconds)     sleeps, then -> "slept <seconds>"
-    progress(steps)   sends ``steps`` ``notifications/progress`` (when the call has a progressToken) and one
-                      ``notifications/message`` on the reply stream, then -> "done <steps>"
+    progress(steps, delay_seconds=0)
+                      sends ``steps`` ``notifications/progress`` (when the call has a progressToken), each
+                      after ``delay_seconds``, and one ``notifications/message`` on the reply stream,
+                      then -> "done <steps>"
     ping_client()     sends the client a ``ping`` request on the reply stream (server -> client request)
                       and answers "pong received" once the client's reply arrived (5 s limit)
     structured()      ``content: []`` plus ``structuredContent`` only (case C17)
     tiny_image()      one ``image`` content block (a 1x1 PNG)
     call_counts()     {tool name: times executed in this process}, so tests can prove how often a
                       tool really ran (the counter counts executions, not requests received)
+    announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
+                      the standalone GET stream (``MCPClient(listen=True)``), then -> "announced"
 """
 
 from __future__ import annotations
@@ -96,10 +100,12 @@ async def slow(seconds: float) -> str:
 
 
 @server.tool()
-async def progress(steps: int, ctx: Context) -> str:
+async def progress(steps: int, ctx: Context, delay_seconds: float = 0) -> str:
     """Send ``steps`` progress notifications and a log message on the reply stream, then answer."""
     _ran("progress")
     for step in range(1, steps + 1):
+        if delay_seconds:
+            await asyncio.sleep(delay_seconds)
         await ctx.report_progress(step, steps, f"step {step}")
     await ctx.info("progress done")
     return f"done {steps}"
@@ -129,6 +135,14 @@ def tiny_image() -> ImageContent:
     """Return a 1x1 PNG image."""
     _ran("tiny_image")
     return ImageContent(type="image", data=TINY_PNG_BASE64, mime_type="image/png")
+
+
+@server.tool()
+async def announce_change(ctx: Context) -> str:
+    """Send ``notifications/tools/list_changed`` on the standalone stream (not this call's stream)."""
+    _ran("announce_change")
+    await ctx.session.send_tool_list_changed()
+    return "announced"
 
 
 @server.tool()

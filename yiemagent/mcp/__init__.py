@@ -1,6 +1,14 @@
 """MCP (Model Context Protocol) client: transports, ``MCPClient``, and the tool bridge."""
 
-from .bridge import MCPToolset, mcp_tool, normalize_input_schema, result_to_tool_result, sanitize_tool_name
+from .bridge import (
+    DEFAULT_MAX_RESULT_CHARS,
+    MCPToolExecutor,
+    MCPToolset,
+    mcp_tool,
+    normalize_input_schema,
+    result_to_tool_result,
+    sanitize_tool_name,
+)
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 from .http import HTTPTransport
 from .sse import SSEEvent, SSEParser
@@ -8,9 +16,11 @@ from .stdio import StdioTransport
 from .transport import Transport
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
     "HTTPTransport",
     "LATEST_PROTOCOL_VERSION",
     "MCPClient",
+    "MCPToolExecutor",
     "MCPToolset",
     "SSEEvent",
     "SSEParser",

@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..__version__ import __version__
@@ -70,14 +70,34 @@ class MCPClient:
             Leave None and pass ``transport`` for another transport.
         headers: static HTTP headers (e.g. ``{"Authorization": "Bearer ..."}``);
             never logged, never in ``repr`` or events.
-        timeout_seconds: default seconds to wait for each complete response.
+        timeout_seconds: default seconds one request may take in all
+            (connecting, waiting, reading the whole reply); each method
+            takes its own ``timeout_seconds`` too.
         name: a short name for this server (errors, events, tool prefixes);
-            None uses the URL.
+            None uses the URL without password or query values.
         transport: a ready ``Transport``; overrides ``url`` and ``headers``.
         max_pages: ``tools/list`` pages followed at most.
         list_deadline_seconds: seconds all pages of one ``list_tools`` may take.
+        connect_timeout_seconds: seconds to wait for the HTTP connection.
+        retry_attempts: tries per request that is safe to repeat
+            (``initialize``, ``tools/list``, ``ping``); 1 turns retrying off.
+        retry_sleep: ``sleep(seconds)`` between tries (tests pass a fake).
+        capabilities: the client capabilities announced in ``initialize``,
+            e.g. ``{"elicitation": {}}`` along with a handler for it.
+        request_handlers: ``{method: handler(params) -> result}`` for requests
+            the server sends (``elicitation/create``, ``sampling/createMessage``,
+            ``roots/list``); a handler that raises answers JSON-RPC error
+            -32603. ``ping`` is always answered; other methods get -32601.
+        listen: after each handshake, also open the transport's standalone
+            stream (HTTP: a ``GET`` SSE stream on a daemon thread) so that
+            server messages tied to no request arrive: ``tools/list_changed``
+            and server requests such as ``elicitation/create``. Off by default
+            (it costs a thread and a connection per client).
 
-    Thread safety: safe to call from several threads; the handshake runs once.
+    Thread safety: safe to call from several threads; the handshake runs once,
+    and an expired session is re-initialized once however many threads meet it.
+
+    Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Pagination", "Transports".
     """
 
     def __init__(
@@ -90,16 +110,28 @@ class MCPClient:
         transport: Transport | None = None,
         max_pages: int = 100,
         list_deadline_seconds: float = 120.0,
+        connect_timeout_seconds: float = 10.0,
+        retry_attempts: int = 3,
+        retry_sleep: Callable[[float], None] = time.sleep,
+        capabilities: dict[str, Any] | None = None,
+        request_handlers: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+        listen: bool = False,
     ) -> None:
         if transport is None:
             if not url:
                 raise ValueError("MCPClient needs a url or a transport")
-            transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name or url)
+            transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name,
+                                      connect_timeout_seconds=connect_timeout_seconds)
         self.transport = transport
         self.name = name or transport.name or "mcp"
         self.timeout_seconds = timeout_seconds
         self.max_pages = max_pages
         self.list_deadline_seconds = list_deadline_seconds
+        self.retry_attempts = max(1, retry_attempts)
+        self.retry_sleep = retry_sleep
+        self.capabilities = dict(capabilities or {})
+        self.request_handlers = dict(request_handlers or {})
+        self.listen = listen
         self.initialize_result: dict[str, Any] | None = None
         """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``)."""
         self.tools_changed = threading.Event()
@@ -109,6 +141,49 @@ class MCPClient:
         self._progress: dict[str, ProgressCallback] = {}
         self._in_flight: set[int] = set()
         self._closed = False
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: list[str] | tuple[str, ...] = (),
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        timeout_seconds: float = 30.0,
+        name: str | None = None,
+    ) -> MCPClient:
+        """A client of a server run as a subprocess over stdio (``StdioTransport``).
+
+        The process starts on the first request (the handshake), not here.
+
+        Args:
+            command: the executable, e.g. ``"node"``, ``sys.executable`` or
+                ``"mcp-server-time"``.
+            args: its arguments, e.g. ``["-m", "mcp_server_time"]``.
+            env: variables added for the server over the allow-list
+                (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``);
+                nothing else of this process's environment reaches it.
+            cwd: the server's working directory (a ``pathlib.Path`` works too);
+                None inherits ours.
+            timeout_seconds: default seconds to wait for each response.
+            name: a short name for the server; None uses the command line.
+
+        Returns:
+            An unconnected ``MCPClient``; ``close()`` stops the process
+            (close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL).
+
+        Example::
+
+            with MCPClient.stdio(sys.executable, ["-m", "mcp_server_time"]) as client:
+                client.call_tool("get_current_time", {"timezone": "UTC"})
+
+        Spec: MCP 2025-11-25, "Transports", stdio.
+        """
+        from .stdio import StdioTransport
+
+        transport = StdioTransport(command, args, env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name or "")
+        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name)
 
     def __repr__(self) -> str:
         return f"MCPClient(name={self.name!r}, transport={self.transport!r})"
@@ -138,6 +213,14 @@ class MCPClient:
         method = message.get("method")
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         if jsonrpc.is_request(message):
+            handler = self.request_handlers.get(str(method))
+            if handler is not None:
+                try:
+                    return jsonrpc.make_response(message["id"], handler(params))
+                except Exception as exc:
+                    logger.exception("%s: the handler of %s raised", self.name, method)
+                    return {"jsonrpc": "2.0", "id": message["id"],
+                            "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
             if method == "ping":
                 return jsonrpc.make_response(message["id"], {})
             return {"jsonrpc": "2.0", "id": message["id"],
@@ -164,7 +247,8 @@ class MCPClient:
             self._in_flight.add(request["id"])
         try:
             response = self.transport.send(
-                request, timeout_seconds=timeout_seconds or self.timeout_seconds, on_message=self._on_message
+                request, timeout_seconds=self.timeout_seconds if timeout_seconds is None else timeout_seconds,
+                on_message=self._on_message,
             )
         except MCPTimeoutError:
             if method != "initialize":
@@ -180,17 +264,30 @@ class MCPClient:
         if self._closed:
             raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
         self.connect()
-        retrying = make_retrying(_safe_to_repeat if safe else never_sent)
-        for attempt in retrying:
+        for attempt in self._retrying(_safe_to_repeat if safe else never_sent):
             with attempt:
                 try:
                     return self._send(method, params, timeout_seconds)
-                except MCPSessionExpiredError:
-                    # The server did not process the request: initialize again, repeat once.
-                    logger.info("%s: session expired; initializing again", self.name)
-                    self._initialize(force=True)
+                except MCPSessionExpiredError as exc:
+                    # The server rejected the session before processing the request (HTTP 404, or 400
+                    # naming the session), so even tools/call did not run: initialize again, repeat
+                    # once. A second rejection is raised (no loop).
+                    expired = exc.data.get("session_id") if isinstance(exc.data, dict) else None
+                    self._reinitialize(expired)
                     return self._send(method, params, timeout_seconds)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _retrying(self, retry_if: Callable[[BaseException], bool]) -> Any:
+        return make_retrying(retry_if, attempts=self.retry_attempts, sleep=self.retry_sleep)
+
+    def _reinitialize(self, expired_session: str | None) -> None:
+        """Initialize again unless another thread already replaced ``expired_session``."""
+        with self._lock:
+            current = getattr(self.transport, "session_id", None)
+            if self.initialize_result is not None and expired_session is not None and current != expired_session:
+                return  # another thread met the same expiry and initialized already
+            logger.info("%s: the server forgot session %r; initializing again", self.name, expired_session)
+            self._initialize(force=True)
 
     def connect(self) -> dict[str, Any]:
         """Run the handshake if it has not run; return the ``initialize`` result.
@@ -212,24 +309,31 @@ class MCPClient:
             self.transport.reset_session()
             params = {
                 "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": {},
+                "capabilities": dict(self.capabilities),
                 "clientInfo": {"name": "yiemagent", "version": __version__},
             }
-            retrying = make_retrying(_safe_to_repeat)
-            for attempt in retrying:
+            for attempt in self._retrying(_safe_to_repeat):
                 with attempt:
                     result = self._send("initialize", params, None)
             version = result.get("protocolVersion")
             if version not in SUPPORTED_PROTOCOL_VERSIONS:
-                self.transport.close()
+                # C15: never talk a version we do not know; end the session the server opened
+                try:
+                    self.transport.close()
+                except Exception as exc:  # closing is best effort; the version error is what matters
+                    logger.debug("%s: close after a version mismatch failed: %s", self.name, exc)
                 raise MCPProtocolError(
                     f"{self.name} answered unsupported protocol version {version!r}; "
                     f"yiemagent supports {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
                     server=self.name,
+                    body=str(version)[:200],
                 )
             self.transport.set_protocol_version(version)
             self.transport.send(jsonrpc.make_notification("notifications/initialized"))
             self.initialize_result = result
+            start_listening = getattr(self.transport, "listen", None)
+            if self.listen and callable(start_listening):
+                start_listening(self._on_message)
             info = result.get("serverInfo") or {}
             logger.info("%s: connected to %s %s (protocol %s)", self.name, info.get("name"), info.get("version"),
                         version)
@@ -238,44 +342,71 @@ class MCPClient:
     def list_tools(self, *, timeout_seconds: float | None = None) -> list[dict[str, Any]]:
         """Return every tool of the server, following ``nextCursor`` through all pages.
 
-        Paging stops with a ``YiemagentWarning`` on a repeated cursor, after
-        ``max_pages`` pages, or after ``list_deadline_seconds``; tools are
-        de-duplicated by name (the first wins).
+        Guards against servers that page forever: paging stops with a
+        ``YiemagentWarning`` (and the tools listed so far are returned) on a
+        repeated cursor, after ``max_pages`` pages, or when
+        ``list_deadline_seconds`` have passed (a later page's request is cut
+        at that deadline; the first page always gets its full timeout).
+        Tools are de-duplicated by name, the first wins; a duplicate is
+        logged at WARNING.
+
+        Args:
+            timeout_seconds: seconds each page request may take; None uses the
+                client's default.
 
         Returns:
-            MCP tool objects: ``[{"name": str, "description": str, "inputSchema": {...}, ...}]``.
+            MCP tool objects in server order:
+            ``[{"name": str, "description"?: str, "inputSchema"?: {...}, ...}]``.
 
         Raises:
-            MCPError: the server could not be reached or answered an error.
+            MCPTimeoutError: the first page did not come in time.
+            MCPRPCError: the server answered a JSON-RPC error (e.g. ``code``
+                -32602 for a cursor it does not accept).
+            MCPError: the server could not be reached or its reply is unusable.
+
+        Spec: MCP 2025-11-25, "Pagination" (``cursor``, ``nextCursor``).
         """
+        self.tools_changed.clear()  # before listing: a change announced meanwhile is not lost
         tools: dict[str, dict[str, Any]] = {}
-        cursor: str | None = None
+        cursor: Any = None
         seen: set[str] = set()
+        per_page = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         deadline = time.monotonic() + self.list_deadline_seconds
-        for _ in range(self.max_pages):
-            result = self._request(
-                "tools/list", {"cursor": cursor} if cursor is not None else None, safe=True,
-                timeout_seconds=timeout_seconds,
-            )
-            for item in result.get("tools") or []:
-                if isinstance(item, dict) and isinstance(item.get("name"), str):
-                    tools.setdefault(item["name"], item)
+        stop_reason = f"has over {self.max_pages} pages"
+        for page in range(self.max_pages):
+            remaining = deadline - time.monotonic()
+            if page and remaining <= 0:
+                stop_reason = f"took over {self.list_deadline_seconds:g}s"
+                break
+            try:
+                result = self._request(
+                    "tools/list", {"cursor": cursor} if cursor is not None else None, safe=True,
+                    timeout_seconds=per_page if page == 0 else max(min(per_page, remaining), 0.001),
+                )
+            except MCPTimeoutError:
+                if page == 0 or remaining >= per_page:
+                    raise
+                stop_reason = f"took over {self.list_deadline_seconds:g}s"
+                break
+            items = result.get("tools")
+            for item in items if isinstance(items, list) else []:
+                if not (isinstance(item, dict) and isinstance(item.get("name"), str)):
+                    logger.warning("%s: tools/list item without a name ignored: %.200r", self.name, item)
+                elif item["name"] in tools:
+                    logger.warning("%s: tools/list lists %r twice; the first is kept", self.name, item["name"])
+                else:
+                    tools[item["name"]] = item
             cursor = result.get("nextCursor")
-            if not cursor:
+            if cursor is None or cursor == "":
                 break
-            if cursor in seen:
-                warnings.warn(f"{self.name}: tools/list repeated cursor {cursor!r}; stopped paging",
-                              YiemagentWarning, stacklevel=2)
+            key = repr(cursor)
+            if key in seen:
+                stop_reason = f"repeated cursor {cursor!r}"
                 break
-            seen.add(cursor)
-            if time.monotonic() > deadline:
-                warnings.warn(f"{self.name}: tools/list took over {self.list_deadline_seconds:g}s; stopped paging",
-                              YiemagentWarning, stacklevel=2)
-                break
-        else:
-            warnings.warn(f"{self.name}: tools/list has over {self.max_pages} pages; stopped paging",
+            seen.add(key)
+        if cursor is not None and cursor != "":
+            warnings.warn(f"{self.name}: tools/list {stop_reason}; stopped paging with {len(tools)} tools",
                           YiemagentWarning, stacklevel=2)
-        self.tools_changed.clear()
         return list(tools.values())
 
     def call_tool(

@@ -8,8 +8,18 @@ requests before the response; a notification is answered ``202 Accepted``
 ``initialize`` is sent on every later request, the negotiated
 ``MCP-Protocol-Version`` once known; ``close()`` sends ``DELETE``.
 
+An SSE stream that ends (or breaks) before the response, after the server
+gave it an event id, is resumed with ``GET`` and ``Last-Event-ID`` after the
+stream's ``retry`` delay; the request itself is never sent twice. ``listen()``
+opens the standalone ``GET`` stream on a daemon thread, for server messages
+tied to no request (``tools/list_changed``, server requests such as
+``elicitation/create``).
+
+Static headers (``Authorization: Bearer ...``) are kept as values whose
+``repr`` is ``'***'`` and are scrubbed from every error message and log line.
+
 Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
-"Streamable HTTP".
+"Streamable HTTP" (incl. "Resumability and Redelivery").
 """
 
 from __future__ import annotations
@@ -17,7 +27,10 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import socket
+import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
@@ -25,8 +38,10 @@ import urllib3.exceptions
 
 from ..__version__ import __version__
 from .._http import CancellableSession
+from .._retry import retry_after_seconds
 from ..exceptions import MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
+from ._secrets import Secret, display_url, scrub, secrets_of
 from .sse import SSEParser
 from .transport import MessageHandler, Transport
 
@@ -36,14 +51,33 @@ logger = logging.getLogger("yiemagent.mcp.http")
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
+_ERROR_BODY_CHARS = 2000
+_MAX_RESUMES = 5
+_DEFAULT_RETRY_SECONDS = 1.0
 
 
-def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
+def _is_read_timeout(exc: BaseException) -> bool:
+    cause: BaseException | None = exc
+    for _ in range(6):
+        if cause is None:
+            return False
+        if isinstance(cause, (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.Timeout)):
+            return True
+        if isinstance(cause, requests.exceptions.ConnectionError) and cause.args and isinstance(
+            cause.args[0], BaseException
+        ):
+            cause = cause.args[0]
+            continue
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+class _StreamEnded(Exception):
+    """Internal: an SSE stream ended or broke before the response; ``cause`` is the break, if any."""
+
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__(str(cause) if cause else "end of stream")
+        self.cause = cause
 
 
 class HTTPTransport(Transport):
@@ -51,13 +85,20 @@ class HTTPTransport(Transport):
 
     Args:
         url: the MCP endpoint, e.g. ``"http://127.0.0.1:3001/mcp"``.
-        headers: static headers sent on every request (e.g. ``Authorization``);
-            never logged and never shown in ``repr``.
-        timeout_seconds: default seconds to wait for a complete response
-            (connect, each read, and the whole SSE stream).
-        connect_timeout_seconds: seconds to wait for the TCP connection.
-        session: a ``requests.Session`` to use; None makes one.
-        name: label of the server in errors.
+        headers: static headers sent on every request, e.g.
+            ``{"Authorization": "Bearer <token>"}``; their values never appear
+            in logs, ``repr`` or error messages (replaced by ``***``).
+        timeout_seconds: default seconds one request may take in all: waiting
+            for the answer's headers and reading the whole body or SSE stream
+            (progress events do not extend it).
+        connect_timeout_seconds: seconds to wait for the TCP (and TLS)
+            connection; capped by the request's timeout.
+        session: a ``requests.Session`` to use; None makes a
+            ``CancellableSession`` (so ``cancel()`` can cut requests).
+        name: label of the server in errors and logs; None uses the URL
+            without password or query values.
+        sleep: ``sleep(seconds)`` used to wait the SSE ``retry`` delay
+            before resuming a stream (tests inject a fake).
 
     Thread safety: ``send`` may be called from several threads at once.
     """
@@ -70,20 +111,34 @@ class HTTPTransport(Transport):
         timeout_seconds: float = 30.0,
         connect_timeout_seconds: float = 10.0,
         session: requests.Session | None = None,
-        name: str = "",
+        name: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.url = url
-        self.name = name or url
+        self.display_url = display_url(url)
+        self.name = name or self.display_url
         self.timeout_seconds = timeout_seconds
         self.connect_timeout_seconds = connect_timeout_seconds
-        self._static_headers = dict(headers or {})
+        self._static_headers = {str(k): Secret(v) for k, v in (headers or {}).items()}
+        self._secrets = secrets_of(self._static_headers, url)
+        """Texts replaced by ``***`` in messages: header values, their long words, URL secrets."""
         self._session = session or CancellableSession()
+        self._sleep = sleep
+        self._listener: tuple[threading.Thread, threading.Event, CancellableSession] | None = None
+        self.listening = threading.Event()
+        """Set while the standalone GET stream of ``listen()`` is open (the server answered 200)."""
         self.session_id: str | None = None
         """The ``Mcp-Session-Id`` the server gave, or None (stateless server)."""
         self.protocol_version: str | None = None
+        """The negotiated version sent as ``MCP-Protocol-Version``; None before the handshake."""
 
     def __repr__(self) -> str:
-        return f"HTTPTransport(url={self.url!r})"
+        headers = f", headers={sorted(self._static_headers)!r}" if self._static_headers else ""
+        return f"HTTPTransport(url={self.display_url!r}{headers})"
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with every static header value (and URL secret) replaced by ``***``."""
+        return scrub(text, self._secrets)
 
     # ------------------------------------------------------------------ state
 
@@ -96,10 +151,10 @@ class HTTPTransport(Transport):
         """Send ``MCP-Protocol-Version: <version>`` on every later request."""
         self.protocol_version = version
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
         headers = {
             **self._static_headers,
-            "Accept": "application/json, text/event-stream",
+            "Accept": accept,
             "Content-Type": "application/json",
             "User-Agent": f"yiemagent/{__version__}",
         }
@@ -108,6 +163,16 @@ class HTTPTransport(Transport):
         if self.protocol_version:
             headers[VERSION_HEADER] = self.protocol_version
         return headers
+
+    # ------------------------------------------------------------------ errors
+
+    def _transport_error(self, what: str, exc: BaseException, timeout: float) -> MCPTransportError:
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            seconds = min(self.connect_timeout_seconds, timeout)
+            return MCPTimeoutError(f"{what}: no connection within {seconds:g}s", server=self.name)
+        if _is_read_timeout(exc):
+            return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
+        return MCPTransportError(self._scrub(f"{what} failed: {exc}"), server=self.name)
 
     # ------------------------------------------------------------------ send
 
@@ -118,10 +183,24 @@ class HTTPTransport(Transport):
         timeout_seconds: float | None = None,
         on_message: MessageHandler | None = None,
     ) -> dict[str, Any] | None:
-        """POST one message; see ``Transport.send``. SSE and JSON replies are read alike."""
+        """POST one message; see ``Transport.send``. SSE and JSON replies are read alike.
+
+        Raises:
+            MCPTimeoutError: connecting, the answer's headers, or the whole
+                body took longer than ``timeout_seconds``.
+            MCPTransportError: unreachable, the connection broke, or HTTP
+                non-2xx (``.status_code``, ``.body``; ``.retry_after`` in seconds
+                for 429/503 with ``Retry-After``).
+            MCPSessionExpiredError: HTTP 404 (or a 400 naming the session) for
+                a request that carried ``Mcp-Session-Id``; ``.data`` is
+                ``{"session_id": str, "status_code": int}``.
+            MCPProtocolError: the body is not JSON/SSE, not JSON-RPC, or has
+                no response to the request (``.body``).
+        """
         timeout = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         deadline = time.monotonic() + timeout
-        method = message.get("method", "")
+        method = str(message.get("method") or ("response" if "id" in message else "message"))
+        what = f"{method} to {self.name}"
         sent_session = self.session_id
         try:
             response = self._session.post(
@@ -131,50 +210,107 @@ class HTTPTransport(Transport):
                 timeout=(min(self.connect_timeout_seconds, timeout), timeout),
                 stream=True,
             )
-        except requests.exceptions.Timeout as exc:
-            raise MCPTimeoutError(f"{method} to {self.name}: no answer within {timeout:g}s", server=self.name) from exc
         except requests.RequestException as exc:
-            raise MCPTransportError(f"{method} to {self.name} failed: {exc}", server=self.name) from exc
+            raise self._transport_error(what, exc, timeout) from exc
         with response:
             if response.status_code >= 400:
-                self._raise_for_status(response, method, sent_session)
-            new_session = response.headers.get(SESSION_HEADER)
-            if new_session and method == "initialize":
-                self.session_id = new_session
-            if not jsonrpc.is_request(message) or response.status_code == 202:
-                return None  # a notification, or our reply to a server request: nothing to wait for
+                self._raise_for_status(response, what, sent_session, deadline)
+            if method == "initialize":
+                self._take_session_id(response, what)
+            if not jsonrpc.is_request(message):
+                # a notification or our reply to a server request: 202 (or an empty 200); reading the
+                # (empty) body lets the keep-alive connection go back to the pool
+                self._body_text(response, deadline, what, timeout)
+                return None
             content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
             if content_type == "text/event-stream":
-                return self._read_sse(response, message["id"], method, deadline, timeout, on_message)
+                return self._read_sse(response, message["id"], what, deadline, timeout, on_message)
             if content_type == "application/json":
-                return self._read_json(response, message["id"], method, on_message)
+                return self._read_json(response, message["id"], what, deadline, timeout, on_message)
+            body = self._body_text(response, deadline, what, timeout)
             if response.status_code == 202:
-                raise MCPProtocolError(f"{method} to {self.name}: 202 Accepted for a request", server=self.name)
-            body = response.text[:500]
+                raise MCPProtocolError(
+                    f"{what}: HTTP 202 Accepted without a body, but a request needs a JSON or SSE answer",
+                    server=self.name, body=body,
+                )
             raise MCPProtocolError(
-                f"{method} to {self.name}: unexpected Content-Type {content_type!r} (HTTP {response.status_code})",
-                server=self.name,
-                body=body,
+                f"{what}: unexpected Content-Type {content_type!r} (HTTP {response.status_code}): {body[:200]}",
+                server=self.name, body=body,
             )
 
-    def _raise_for_status(self, response: requests.Response, method: str, sent_session: str | None) -> None:
-        body = response.text[:2000]
+    def _take_session_id(self, response: requests.Response, what: str) -> None:
+        session_id = response.headers.get(SESSION_HEADER)
+        if session_id is None:
+            return
+        if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
+            raise MCPProtocolError(f"{what}: the Mcp-Session-Id is not visible ASCII: {session_id!r:.80}",
+                                   server=self.name)
+        self.session_id = session_id
+
+    # ------------------------------------------------------------------ reading
+
+    def _chunks(self, response: requests.Response, deadline: float, what: str, timeout: float) -> Iterator[bytes]:
+        """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds)."""
+        chunks = response.iter_content(chunk_size=None)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=self.name)
+            self._set_read_timeout(response, remaining)
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            except requests.exceptions.ConnectionError as exc:
+                if _is_read_timeout(exc):
+                    raise MCPTimeoutError(
+                        f"{what}: no complete answer within {timeout:g}s", server=self.name
+                    ) from exc
+                raise
+            yield chunk
+
+    @staticmethod
+    def _set_read_timeout(response: requests.Response, seconds: float) -> None:
+        """Bound the next socket read to ``seconds`` (so the request's total deadline holds)."""
+        connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.settimeout(max(seconds, 0.001))
+            except OSError:
+                pass
+
+    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float,
+                   limit: int = _ERROR_BODY_CHARS) -> str:
+        """Up to ``limit`` characters of the body (scrubbed); never waits past ``deadline``."""
+        data = b""
+        try:
+            for chunk in self._chunks(response, deadline, what, timeout):
+                data += chunk
+                if len(data) >= limit * 4:
+                    break
+        except (MCPTimeoutError, requests.RequestException) as exc:
+            logger.debug("%s: reading the body failed: %s", self.name, self._scrub(str(exc)))
+        return self._scrub(data.decode("utf-8", errors="replace")[:limit])
+
+    def _raise_for_status(
+        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
+    ) -> None:
         status = response.status_code
+        body = self._body_text(response, min(deadline, time.monotonic() + 5.0), what, 5.0)
         if sent_session and (status == 404 or (status == 400 and "session" in body.lower())):
-            # Python SDK: 404 for an unknown session; Node SDK: 400 "No valid session ID"
+            # Python SDK: 404 for an unknown session; Node SDK: 400 "No valid session ID provided"
             raise MCPSessionExpiredError(
                 -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
-                server=self.name,
+                {"session_id": sent_session, "status_code": status}, server=self.name,
             )
-        error = MCPTransportError(
-            f"{method} to {self.name} answered HTTP {status}: {body}", server=self.name, status_code=status, body=body
+        reason = f" {response.reason}" if response.reason else ""
+        raise MCPTransportError(
+            f"{what} answered HTTP {status}{reason}: {body[:500]}", server=self.name, status_code=status, body=body,
+            retry_after=retry_after_seconds(response.headers.get("Retry-After")),
         )
-        error.retry_after = _retry_after(response)  # type: ignore[attr-defined]
-        raise error
 
-    def _deliver(
-        self, item: Any, request_id: Any, on_message: MessageHandler | None
-    ) -> dict[str, Any] | None:
+    def _deliver(self, item: Any, request_id: Any, on_message: MessageHandler | None) -> dict[str, Any] | None:
         """Return ``item`` if it answers ``request_id``; hand anything else to ``on_message``."""
         if jsonrpc.is_response(item) and item.get("id") == request_id:
             return item  # type: ignore[no-any-return]
@@ -183,7 +319,10 @@ class HTTPTransport(Transport):
             if reply is None and item.get("method") == "ping":
                 reply = jsonrpc.make_response(item["id"], {})
             if reply is not None:
-                self.send(reply)
+                try:
+                    self.send(reply)
+                except (MCPTransportError, MCPProtocolError) as exc:
+                    logger.warning("%s: answering the server's %s failed: %s", self.name, item.get("method"), exc)
         elif jsonrpc.is_notification(item):
             if on_message:
                 on_message(item)
@@ -192,76 +331,218 @@ class HTTPTransport(Transport):
         return None
 
     def _read_json(
-        self, response: requests.Response, request_id: Any, method: str, on_message: MessageHandler | None
+        self, response: requests.Response, request_id: Any, what: str, deadline: float, timeout: float,
+        on_message: MessageHandler | None,
     ) -> dict[str, Any]:
         try:
-            payload = json.loads(response.content.decode("utf-8"))
+            raw = b"".join(self._chunks(response, deadline, what, timeout))
+        except requests.RequestException as exc:
+            raise self._transport_error(f"{what}: reading the JSON answer", exc, timeout) from exc
+        try:
+            payload = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise MCPProtocolError(
-                f"{method} to {self.name}: the JSON reply does not parse: {exc}", server=self.name,
-                body=response.text[:500],
-            ) from exc
-        items = payload if isinstance(payload, list) else [payload]
-        for item in items:
+            body = self._scrub(raw[:_ERROR_BODY_CHARS].decode("utf-8", errors="replace"))
+            raise MCPProtocolError(f"{what}: the JSON answer does not parse: {exc}", server=self.name,
+                                   body=body) from exc
+        for item in payload if isinstance(payload, list) else [payload]:
             found = self._deliver(item, request_id, on_message)
             if found is not None:
                 return found
-        raise MCPProtocolError(f"{method} to {self.name}: the reply has no response with id {request_id!r}",
-                               server=self.name, body=response.text[:500])
+        raise MCPProtocolError(f"{what}: the answer has no response with id {request_id!r}", server=self.name,
+                               body=self._scrub(raw[:_ERROR_BODY_CHARS].decode("utf-8", errors="replace")))
 
     def _read_sse(
         self,
         response: requests.Response,
         request_id: Any,
-        method: str,
+        what: str,
         deadline: float,
         timeout: float,
         on_message: MessageHandler | None,
     ) -> dict[str, Any]:
-        parser = SSEParser()
+        last_id: str | None = None
+        retry_ms: int | None = None
+        resumes = 0
+        while True:
+            parser = SSEParser()
+            try:
+                return self._read_stream(response, parser, request_id, what, deadline, timeout, on_message)
+            except _StreamEnded as ended:
+                last_id = parser.last_event_id or last_id
+                retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
+                if last_id is None or resumes >= _MAX_RESUMES:
+                    if ended.cause is not None:
+                        raise self._transport_error(f"{what}: the SSE stream broke", ended.cause, timeout) \
+                            from ended.cause
+                    raise MCPTransportError(f"{what}: the SSE stream ended without the response",
+                                            server=self.name) from None
+            finally:
+                response.close()
+            resumes += 1
+            wait = retry_ms / 1000 if retry_ms is not None else _DEFAULT_RETRY_SECONDS
+            if time.monotonic() + wait >= deadline:
+                raise MCPTimeoutError(f"{what}: no response within {timeout:g}s (the stream ended; resuming "
+                                      f"after {wait:g}s would pass the deadline)", server=self.name)
+            logger.debug("%s: SSE stream ended before the response; resuming after event %r in %gs",
+                         self.name, last_id, wait)
+            self._sleep(wait)
+            response = self._resume(last_id, what, deadline, timeout)
+
+    def _read_stream(
+        self,
+        response: requests.Response,
+        parser: SSEParser,
+        request_id: Any,
+        what: str,
+        deadline: float,
+        timeout: float,
+        on_message: MessageHandler | None,
+    ) -> dict[str, Any]:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
-            for chunk in response.iter_content(chunk_size=None):
+            for chunk in self._chunks(response, deadline, what, timeout):
                 for event in parser.feed(decoder.decode(chunk)):
-                    found = self._sse_event(event.data, event.event, request_id, method, on_message)
+                    found = self._sse_event(event.data, event.event, request_id, what, on_message)
                     if found is not None:
                         return found
-                if time.monotonic() > deadline:
-                    raise MCPTimeoutError(
-                        f"{method} to {self.name}: no response within {timeout:g}s", server=self.name
-                    )
-        except requests.exceptions.ConnectionError as exc:
-            if exc.args and isinstance(exc.args[0], urllib3.exceptions.ReadTimeoutError):
-                raise MCPTimeoutError(
-                    f"{method} to {self.name}: no response within {timeout:g}s", server=self.name
-                ) from exc
-            raise MCPTransportError(f"{method} to {self.name}: the stream broke: {exc}", server=self.name) from exc
         except requests.RequestException as exc:
-            raise MCPTransportError(f"{method} to {self.name}: the stream broke: {exc}", server=self.name) from exc
-        for event in parser.close():
-            found = self._sse_event(event.data, event.event, request_id, method, on_message)
+            raise _StreamEnded(exc) from exc
+        for event in parser.feed(decoder.decode(b"", final=True)) + parser.close():
+            found = self._sse_event(event.data, event.event, request_id, what, on_message)
             if found is not None:
                 return found
-        raise MCPTransportError(
-            f"{method} to {self.name}: the SSE stream ended without the response", server=self.name
-        )
+        raise _StreamEnded(None)
+
+    def _resume(self, last_event_id: str, what: str, deadline: float, timeout: float) -> requests.Response:
+        """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
+        headers = self._headers(accept="text/event-stream")
+        headers.pop("Content-Type", None)
+        headers["Last-Event-ID"] = last_event_id
+        remaining = max(deadline - time.monotonic(), 0.001)
+        try:
+            response = self._session.get(
+                self.url, headers=headers, stream=True,
+                timeout=(min(self.connect_timeout_seconds, remaining), remaining),
+            )
+        except requests.RequestException as exc:
+            raise self._transport_error(f"{what}: resuming the SSE stream", exc, timeout) from exc
+        if response.status_code >= 400:
+            with response:
+                self._raise_for_status(response, f"{what} (resuming with GET)", self.session_id, deadline)
+        content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+        if content_type != "text/event-stream":
+            response.close()
+            raise MCPProtocolError(f"{what}: resuming with GET gave Content-Type {content_type!r}", server=self.name)
+        return response
 
     def _sse_event(
-        self, data: str, event: str, request_id: Any, method: str, on_message: MessageHandler | None
+        self, data: str, event: str, request_id: Any, what: str, on_message: MessageHandler | None
     ) -> dict[str, Any] | None:
         if event != "message" or not data.strip():
             return None  # priming events, other event types
         try:
             item = json.loads(data)
         except ValueError as exc:
-            raise MCPProtocolError(
-                f"{method} to {self.name}: an SSE event is not JSON: {exc}", server=self.name, body=data[:500]
-            ) from exc
+            raise MCPProtocolError(f"{what}: an SSE event is not JSON: {exc}", server=self.name,
+                                   body=self._scrub(data[:500])) from exc
         for each in item if isinstance(item, list) else [item]:
             found = self._deliver(each, request_id, on_message)
             if found is not None:
                 return found
         return None
+
+    # ------------------------------------------------------------------ standalone GET stream
+
+    def listen(self, on_message: MessageHandler) -> None:
+        """Open the standalone SSE stream (``GET``) for the current session on a daemon thread.
+
+        Notifications on it go to ``on_message``; server requests are answered
+        with what ``on_message`` returns (``ping`` always). A server without
+        that stream (HTTP 405) is left alone; a stream that ends is reopened
+        with ``Last-Event-ID`` after its ``retry`` delay, at most 5 times in a
+        row without an event. Calling it again replaces the previous listener;
+        ``close()`` stops it. Returns once the server answered the ``GET``
+        (at most ``timeout_seconds``, 5 s at most), so that what the server
+        sends from then on is not lost.
+
+        Args:
+            on_message: ``on_message(message) -> reply | None``, called on the
+                listener thread.
+
+        Spec: MCP 2025-11-25, "Streamable HTTP", "Listening for Messages from the Server".
+        """
+        self._stop_listening()
+        stop = threading.Event()
+        session = CancellableSession()
+        settled = threading.Event()
+        thread = threading.Thread(target=self._listen_loop, args=(on_message, stop, session, settled), daemon=True,
+                                  name=f"yiemagent-mcp-listen-{self.name}")
+        self._listener = (thread, stop, session)
+        thread.start()
+        settled.wait(min(self.timeout_seconds, 5.0))
+
+    def _stop_listening(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return
+        thread, stop, session = listener
+        stop.set()
+        self.listening.clear()
+        session.cancel()
+        if thread is not threading.current_thread():
+            thread.join(timeout=2)
+        session.close()
+
+    def _listen_loop(
+        self, on_message: MessageHandler, stop: threading.Event, session: CancellableSession,
+        settled: threading.Event,
+    ) -> None:
+        try:
+            self._listen(on_message, stop, session, settled)
+        finally:
+            settled.set()
+
+    def _listen(
+        self, on_message: MessageHandler, stop: threading.Event, session: CancellableSession,
+        settled: threading.Event,
+    ) -> None:
+        last_id: str | None = None
+        wait = _DEFAULT_RETRY_SECONDS
+        failures = 0
+        while not stop.is_set() and failures <= _MAX_RESUMES:
+            headers = self._headers(accept="text/event-stream")
+            headers.pop("Content-Type", None)
+            if last_id is not None:
+                headers["Last-Event-ID"] = last_id
+            parser = SSEParser()
+            try:
+                with session.get(self.url, headers=headers, stream=True,
+                                 timeout=(self.connect_timeout_seconds, None)) as response:
+                    if response.status_code == 405:
+                        logger.debug("%s: no standalone SSE stream (HTTP 405)", self.name)
+                        return
+                    if response.status_code >= 400:
+                        logger.info("%s: the standalone SSE stream was refused (HTTP %d)", self.name,
+                                    response.status_code)
+                        return
+                    self.listening.set()
+                    settled.set()
+                    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+                    for chunk in response.iter_content(chunk_size=None):
+                        for event in parser.feed(decoder.decode(chunk)):
+                            failures = 0
+                            self._sse_event(event.data, event.event, object(), "GET stream", on_message)
+            except (requests.RequestException, MCPProtocolError) as exc:
+                if stop.is_set():
+                    return
+                logger.debug("%s: the standalone SSE stream broke: %s", self.name, self._scrub(str(exc)))
+            finally:
+                if not stop.is_set():
+                    self.listening.clear()
+            last_id = parser.last_event_id or last_id
+            wait = parser.retry_ms / 1000 if parser.retry_ms is not None else wait
+            failures += 1
+            stop.wait(wait)
 
     def cancel(self) -> None:
         """Cut every request in flight (each fails with ``MCPTransportError``)."""
@@ -272,11 +553,17 @@ class HTTPTransport(Transport):
     # ------------------------------------------------------------------ close
 
     def close(self) -> None:
-        """End the session with ``DELETE`` (best effort) and close the connections."""
+        """Stop ``listen()``, end the session with ``DELETE`` (best effort, 2 s), close the connections."""
+        self._stop_listening()
         if self.session_id:
+            headers = self._headers()
+            headers.pop("Content-Type", None)
             try:
-                self._session.delete(self.url, headers=self._headers(), timeout=(2, 2))
+                answer = self._session.delete(self.url, headers=headers, timeout=(2, 2))
+                answer.close()
+                if answer.status_code >= 400 and answer.status_code != 405:  # 405: the server keeps sessions
+                    logger.debug("DELETE %s answered HTTP %d", self.display_url, answer.status_code)
             except requests.RequestException as exc:
-                logger.debug("DELETE %s failed: %s", self.url, exc)
+                logger.debug("DELETE %s failed: %s", self.display_url, self._scrub(str(exc)))
         self.reset_session()
         self._session.close()

@@ -46,6 +46,16 @@ class SSEParser:
         self._retry: int | None = None
         self._started = False
 
+    @property
+    def last_event_id(self) -> str | None:
+        """The last ``id:`` seen, also on events not dispatched (a priming event); None if none."""
+        return self._last_id
+
+    @property
+    def retry_ms(self) -> int | None:
+        """The last ``retry:`` value seen (milliseconds before reconnecting), or None."""
+        return self._retry
+
     def feed(self, chunk: str) -> list[SSEEvent]:
         """Add text; return the events completed by it, in order."""
         if not chunk:

@@ -1,0 +1,183 @@
+"""``inputSchema`` normalisation: from what MCP servers send to what OpenAI accepts and ``jsonschema`` validates.
+
+Spec: MCP 2025-11-25, "Tools" (``inputSchema``); OpenAI function calling
+(``parameters``); JSON Schema 2020-12 (``$ref``, ``$defs``).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import urllib.parse
+from typing import Any
+
+__all__ = ["normalize_input_schema"]
+
+logger = logging.getLogger("yiemagent.mcp")
+
+_SCHEMA_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
+"""Keys whose values are data, not schemas: a ``"$ref"`` inside them is not a reference."""
+_COMBINATORS = ("allOf", "anyOf", "oneOf")
+
+
+def _pointer(root: Any, ref: str) -> Any:
+    """The node ``ref`` (``"#/$defs/Query"``) points at in ``root``; raises LookupError if none."""
+    if not ref.startswith("#"):
+        raise LookupError(f"not a local reference: {ref}")
+    node = root
+    fragment = urllib.parse.unquote(ref[1:])
+    if fragment in ("", "/"):
+        return root
+    for token in fragment.lstrip("/").split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise LookupError(f"{ref} points at nothing")
+    return node
+
+
+def _target(root: dict[str, Any], ref: str) -> dict[str, Any] | None:
+    """The schema ``ref`` ends at after following ref-only hops; None if dangling or a cycle."""
+    seen: set[str] = set()
+    while ref not in seen:
+        seen.add(ref)
+        try:
+            node = _pointer(root, ref)
+        except LookupError:
+            return None
+        if isinstance(node, bool):
+            return {} if node else {"not": {}}
+        if not isinstance(node, dict):
+            return None
+        if isinstance(node.get("$ref"), str) and set(node) == {"$ref"}:
+            ref = node["$ref"]
+            continue
+        return node
+    return None  # $ref cycle without any schema in between: validating it would recurse forever
+
+
+def _repair_refs(root: dict[str, Any]) -> list[str]:
+    """Drop every ``$ref`` that cannot be resolved inside ``root`` (in place); return what was dropped.
+
+    Dangling pointers, remote URLs and ref-only cycles (``A -> B -> A``) would
+    make ``jsonschema`` raise or recurse forever at validation time; they
+    become "anything" (``{}``). Resolvable refs, recursive ones included, are kept.
+    """
+    dropped = []
+    stack: list[Any] = [root]
+    while stack:  # iterative: a deeply nested schema cannot exhaust the Python stack
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and _target(root, ref) is None:
+            dropped.append(ref)
+            del node["$ref"]
+        stack.extend(v for k, v in node.items() if k not in _SCHEMA_DATA_KEYS)
+    return dropped
+
+
+def _merge_branches(schema: dict[str, Any], root: dict[str, Any]) -> None:
+    """Fold top-level ``allOf``/``anyOf``/``oneOf`` into one object schema (in place), never stricter.
+
+    ``allOf``: properties and ``required`` of every branch; ``anyOf``/``oneOf``:
+    properties of every branch, ``required`` only where all branches agree.
+    """
+    for key in _COMBINATORS:
+        branches = schema.pop(key, None)
+        if not isinstance(branches, list):
+            continue
+        resolved = []
+        for branch in branches:
+            if isinstance(branch, dict) and isinstance(branch.get("$ref"), str):
+                branch = {**(_target(root, branch["$ref"]) or {}), **{k: v for k, v in branch.items() if k != "$ref"}}
+            if isinstance(branch, dict):
+                resolved.append(branch)
+        properties = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        schema["properties"] = properties
+        required_sets = []
+        for branch in resolved:
+            if isinstance(branch.get("properties"), dict):
+                for name, sub in branch["properties"].items():
+                    properties.setdefault(name, sub)
+            required_sets.append({r for r in branch.get("required") or [] if isinstance(r, str)})
+        required = set(schema.get("required") or [])
+        if key == "allOf":
+            required |= set().union(*required_sets) if required_sets else set()
+        elif required_sets:
+            required |= set.intersection(*required_sets)
+        if required:
+            schema["required"] = sorted(required)
+
+
+def normalize_input_schema(schema: Any) -> dict[str, Any]:
+    """Return an ``inputSchema`` that OpenAI's function format accepts and ``jsonschema`` can validate.
+
+    The server's object is not modified. Rules, in order:
+
+    - missing or not an object -> ``{"type": "object", "properties": {}}`` (C20);
+    - every ``$ref`` that does not resolve inside the schema (dangling,
+      remote, or a ref-only cycle) becomes "anything"; ``$defs`` and
+      resolvable refs, recursive ones included, are kept (C20);
+    - a top-level ``$ref`` is replaced by its target (one level, so a
+      recursive schema stays finite);
+    - top-level ``allOf``/``anyOf``/``oneOf`` are folded into one object
+      schema; ``not``/``enum``/``const`` at the top are dropped (OpenAI
+      rejects them there);
+    - ``type`` becomes ``"object"``: a list containing it is narrowed; any
+      other type (a server bug: MCP requires an object) gives an empty
+      object schema;
+    - ``properties`` that is missing or not an object becomes ``{}``;
+      ``required`` keeps only strings.
+
+    Each rule loosens validation, never tightens it: what the server accepts
+    still passes locally. Changes are logged at WARNING, except the usual
+    ``properties`` fill-in.
+
+    Args:
+        schema: the ``inputSchema`` of a ``tools/list`` entry (any JSON value).
+
+    Returns:
+        A new JSON Schema dict with ``"type": "object"`` and ``"properties"``.
+
+    Spec: MCP 2025-11-25, "Tools" (``inputSchema``); OpenAI function calling
+    (``parameters`` must be an object schema); JSON Schema 2020-12 ``$ref``.
+    """
+    if not isinstance(schema, dict):
+        return {"type": "object", "properties": {}}
+    out: dict[str, Any] = copy.deepcopy(schema)
+    dropped = _repair_refs(out)
+    if dropped:
+        logger.warning("inputSchema: unresolvable $ref %s treated as 'anything'", ", ".join(sorted(set(dropped))))
+    ref = out.get("$ref")
+    if isinstance(ref, str):
+        target = _target(out, ref) or {}
+        del out["$ref"]
+        out = {**copy.deepcopy(target), **out}
+    _merge_branches(out, out)
+    for key in ("not", "enum", "const"):
+        if out.pop(key, None) is not None:
+            logger.warning("inputSchema: top-level %r dropped (OpenAI rejects it)", key)
+    kind = out.get("type", "object")
+    if isinstance(kind, list):
+        kind = "object" if "object" in kind else (kind[0] if kind else "object")
+    if kind != "object":
+        logger.warning("inputSchema: top-level type %r is not 'object'; the tool takes any object", kind)
+        keep = {k: out[k] for k in ("$schema", "$defs", "definitions", "description", "title") if k in out}
+        return {**keep, "type": "object", "properties": {}}
+    out["type"] = "object"
+    if not isinstance(out.get("properties"), dict):
+        out["properties"] = {}
+    if "required" in out:
+        required = [r for r in out["required"] if isinstance(r, str)] if isinstance(out["required"], list) else []
+        if required:
+            out["required"] = required
+        else:
+            del out["required"]
+    return out
