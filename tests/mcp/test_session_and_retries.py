@@ -9,6 +9,7 @@ counts prove how often a request really arrived. ``retry_sleep`` is a fake, so n
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 import requests
@@ -227,3 +228,31 @@ def test_a_timeout_is_not_retried_even_for_a_safe_method(raw_peer, no_sleep):
         client.list_tools(timeout_seconds=0.5)
     client.close()
     assert peer.count("tools/list") == 1 and no_sleep == []
+
+
+def test_a_tools_list_cut_by_cancel_in_flight_is_not_sent_again(raw_peer, no_sleep):
+    """Agent.abort() cuts requests with cancel_in_flight(): even a safe-to-repeat tools/list must not
+    be retried, or the retry would undo the abort. Raw peer: a tools/list that hangs on demand."""
+    peer = raw_peer()
+    peer.script("tools/list", Reply(hang_seconds=10, result={"tools": []}))
+    client = MCPClient(peer.url, retry_sleep=no_sleep.append)
+    client.connect()
+    errors = []
+    worker = threading.Thread(target=lambda: errors.append(_capture(client.list_tools)))
+    worker.start()
+    deadline = time.monotonic() + 5
+    while peer.count("tools/list") < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert client.cancel_in_flight()  # one request cut
+    worker.join(5)
+    assert isinstance(errors[0], MCPTransportError)
+    assert peer.count("tools/list") == 1 and no_sleep == []
+    client.close()
+
+
+def _capture(fn):
+    try:
+        fn()
+    except Exception as exc:  # the test asserts the class
+        return exc
+    return None

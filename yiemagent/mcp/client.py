@@ -54,8 +54,12 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 
 
 def _safe_to_repeat(exc: BaseException) -> bool:
-    """Retry rule for idempotent methods: connection failures and 429/502/503."""
-    if isinstance(exc, MCPTimeoutError):
+    """Retry rule for idempotent methods: connection failures and 429/502/503.
+
+    Not retried: timeouts, and a stdio server whose process has exited
+    (``exit_code`` set: it will not come back by itself).
+    """
+    if isinstance(exc, MCPTimeoutError) or getattr(exc, "exit_code", None) is not None:
         return False
     if isinstance(exc, MCPTransportError):
         return exc.status_code is None or exc.status_code in RETRY_STATUS
@@ -140,6 +144,7 @@ class MCPClient:
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
         self._in_flight: set[int] = set()
+        self._cancel_generation = 0
         self._closed = False
 
     @classmethod
@@ -264,7 +269,13 @@ class MCPClient:
         if self._closed:
             raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
         self.connect()
-        for attempt in self._retrying(_safe_to_repeat if safe else never_sent):
+        generation = self._cancel_generation
+        base = _safe_to_repeat if safe else never_sent
+
+        def retry_if(exc: BaseException) -> bool:  # a request cut by cancel_in_flight() is never repeated
+            return generation == self._cancel_generation and base(exc)
+
+        for attempt in self._retrying(retry_if):
             with attempt:
                 try:
                     return self._send(method, params, timeout_seconds)
@@ -475,6 +486,7 @@ class MCPClient:
         ids = sorted(self._in_flight)
         if not ids:
             return []
+        self._cancel_generation += 1
         self.transport.cancel()
         for request_id in ids:
             self._cancel(request_id, reason)
