@@ -29,7 +29,7 @@ def test_agent_discovers_mcp_tools_at_run_time_and_calls_them(sdk_server):
     assert changed and "add" in changed[0].added
 
 
-def test_an_mcp_is_error_result_reaches_the_model_as_an_error_tool_result(sdk_server):
+def test_c16_an_mcp_is_error_result_reaches_the_model_as_an_error_tool_result(sdk_server):
     """C16: isError true -> tool message with the text, marked as failure, loop continues."""
     llm = ScriptedLLM([tool_call_reply("fail", {"message": "unknown city"}), text_reply("sorry")])
     agent = Agent(llm, mcp_servers=[MCPClient(sdk_server)])
@@ -40,7 +40,7 @@ def test_an_mcp_is_error_result_reaches_the_model_as_an_error_tool_result(sdk_se
     agent.shutdown()
 
 
-def test_a_json_rpc_error_from_tools_call_becomes_an_error_tool_result(sdk_server):
+def test_c16_a_json_rpc_error_from_tools_call_becomes_an_error_tool_result(sdk_server):
     """C16 contrast: a JSON-RPC error object is an error tool message, not an exception."""
     client = MCPClient(sdk_server)
     agent = Agent(ScriptedLLM([tool_call_reply("echo", {"text": "hi"}), text_reply("ok")]), mcp_servers=[client])

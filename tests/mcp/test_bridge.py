@@ -30,7 +30,7 @@ def noop(tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Ev
 # --------------------------------------------------------------------------- result_to_tool_result
 
 
-def test_is_error_result_becomes_an_error_tool_result_with_its_text():
+def test_c16_is_error_result_becomes_an_error_tool_result_with_its_text():
     """Case C16: ``isError: true`` sets ``is_error`` and keeps the message for the model."""
     converted = result_to_tool_result({"content": [{"type": "text", "text": "unknown city"}], "isError": True})
     assert converted.is_error is True
@@ -44,7 +44,7 @@ def test_success_without_is_error_is_not_an_error():
     assert converted.content == [TextContent("fine")]
 
 
-def test_structured_content_with_empty_content_becomes_its_json_text():
+def test_c17_structured_content_with_empty_content_becomes_its_json_text():
     """Case C17: ``content: []`` plus ``structuredContent`` reaches the model as the JSON, never ''."""
     converted = result_to_tool_result(
         {"content": [], "structuredContent": {"temp_c": 21, "sky": "clear"}, "isError": False}
@@ -54,7 +54,7 @@ def test_structured_content_with_empty_content_becomes_its_json_text():
     assert converted.details == {"structuredContent": {"temp_c": 21, "sky": "clear"}}
 
 
-def test_text_content_wins_over_structured_content_which_stays_in_details():
+def test_c17_text_content_wins_over_structured_content_which_stays_in_details():
     """Case C17: when ``content`` has text, that text is used; ``structuredContent`` is kept in details."""
     converted = result_to_tool_result(
         {"content": [{"type": "text", "text": "21 C, clear"}], "structuredContent": {"temp_c": 21}}
@@ -63,7 +63,7 @@ def test_text_content_wins_over_structured_content_which_stays_in_details():
     assert converted.details["structuredContent"] == {"temp_c": 21}
 
 
-def test_image_and_embedded_resources_keep_text_make_an_image_part_and_never_inline_base64():
+def test_c18_image_and_embedded_resources_keep_text_make_an_image_part_and_never_inline_base64():
     """Case C18: text and embedded text resources become text; the image becomes an ``ImageContent``
     (a short placeholder in text); the PDF blob becomes a placeholder with its URI; no base64 in text.
     """
@@ -83,7 +83,7 @@ def test_image_and_embedded_resources_keep_text_make_an_image_part_and_never_inl
     assert "file:///r.pdf" in text and "application/pdf" in text
 
 
-def test_unknown_audio_and_link_content_become_placeholders_not_crashes():
+def test_c18_unknown_audio_and_link_content_become_placeholders_not_crashes():
     """Case C18: audio, resource links and unknown block types become short placeholders."""
     converted = result_to_tool_result({"content": [
         {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
@@ -102,19 +102,19 @@ def test_unknown_audio_and_link_content_become_placeholders_not_crashes():
 
 
 @pytest.mark.parametrize("schema", [None, "not a schema", ["type", "object"]])
-def test_missing_or_non_object_input_schema_becomes_an_empty_object_schema(schema):
+def test_c20_missing_or_non_object_input_schema_becomes_an_empty_object_schema(schema):
     """Case C20: no usable ``inputSchema`` -> ``{"type": "object", "properties": {}}``, never None."""
     assert normalize_input_schema(schema) == {"type": "object", "properties": {}}
 
 
-def test_object_schema_without_properties_gets_empty_properties():
+def test_c20_object_schema_without_properties_gets_empty_properties():
     """Case C20: ``{"type": "object"}`` gets ``"properties": {}`` (OpenAI rejects it otherwise)."""
     original = {"type": "object"}
     assert normalize_input_schema(original) == {"type": "object", "properties": {}}
     assert original == {"type": "object"}  # the server's object is not modified
 
 
-def test_defs_and_ref_are_kept_and_still_validate_nested_arguments():
+def test_c20_defs_and_ref_are_kept_and_still_validate_nested_arguments():
     """Case C20: ``$defs`` stays next to ``$ref`` so the schema remains resolvable and validates."""
     schema = {"type": "object", "required": ["q"], "properties": {"q": {"$ref": "#/$defs/Query"}},
               "$defs": {"Query": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}}
@@ -128,7 +128,7 @@ def test_defs_and_ref_are_kept_and_still_validate_nested_arguments():
     assert any("id" in error for error in caught.value.errors)
 
 
-def test_recursive_ref_does_not_recurse_forever():
+def test_c20_recursive_ref_does_not_recurse_forever():
     """Case C20: a self-referencing ``$ref`` is kept as is and validates a nested tree."""
     schema = {"type": "object", "properties": {"node": {"$ref": "#/$defs/Node"}},
               "$defs": {"Node": {"type": "object", "properties": {
@@ -245,7 +245,7 @@ def test_second_server_with_the_same_tool_names_gets_prefixed_names(sdk_server, 
     assert toolset.refresh() == ([], [])  # nothing changed, nothing re-listed
 
 
-def test_mcp_tool_timeout_becomes_an_error_result_not_an_exception(sdk_server, open_client):
+def test_c21_mcp_tool_timeout_becomes_an_error_result_not_an_exception(sdk_server, open_client):
     """Case C21: a tool call that outlives its timeout gives an error result naming the timeout."""
     client = open_client(sdk_server)
     execute = MCPToolExecutor(client, "slow", timeout_seconds=1)
@@ -395,7 +395,7 @@ def test_c20_tools_listed_by_a_server_become_openai_parameters_that_resolve(raw_
 # --------------------------------------------------------------------------- results: readable text and a size cap
 
 
-def test_resource_links_and_text_resources_become_readable_text_naming_their_uri():
+def test_c18_resource_links_and_text_resources_become_readable_text_naming_their_uri():
     """Case C18: a resource link shows its URI, title, type and description; an embedded text resource
     shows a header with its URI, then its text.
     """

@@ -118,7 +118,7 @@ def test_echo_keeps_long_non_ascii_text_intact_across_chunk_boundaries(any_url, 
     assert text_of(result) == text
 
 
-def test_tool_failure_is_an_is_error_result_carrying_the_message(any_url, open_client):
+def test_c16_tool_failure_is_an_is_error_result_carrying_the_message(any_url, open_client):
     """Spec (Tools), case C16: a tool's own failure is a result with ``isError: true`` and the text,
     not a raised exception.
     """
@@ -145,7 +145,7 @@ def test_unknown_tool_is_an_is_error_result_from_the_sdk_server(sdk_server, open
     assert "no_such_tool" in text_of(result)
 
 
-def test_structured_only_result_keeps_empty_content_and_structured_content(any_url, open_client):
+def test_c17_structured_only_result_keeps_empty_content_and_structured_content(any_url, open_client):
     """Case C17 at the client level: ``content: []`` with ``structuredContent`` arrives as sent."""
     result = open_client(any_url).call_tool("structured")
     assert result["isError"] is False
@@ -161,7 +161,7 @@ def test_image_result_keeps_its_base64_data_and_mime_type(sdk_server, open_clien
     assert block["data"].startswith("iVBORw0KGgo")
 
 
-def test_slow_call_times_out_quickly_sends_cancelled_and_the_client_stays_usable(session_url, open_client):
+def test_c21_slow_call_times_out_quickly_sends_cancelled_and_the_client_stays_usable(session_url, open_client):
     """Case C21: no answer within ``timeout_seconds`` raises ``MCPTimeoutError`` on time, the request is
     not resent (the tool ran once), ``notifications/cancelled`` names its id, and the next call works.
     """
@@ -239,7 +239,7 @@ def test_close_sends_delete_the_server_forgets_the_session_and_a_second_close_is
     assert caught.value.status_code is None
 
 
-def test_client_initializes_again_once_when_the_server_forgot_the_session(session_url, open_client):
+def test_c13_client_initializes_again_once_when_the_server_forgot_the_session(session_url, open_client):
     """Case C13: on 404 for a known session the client initializes afresh and repeats the request
     once; the tool runs exactly once on the server.
     """

@@ -107,7 +107,7 @@ def test_a_proxy_502_with_an_html_body_is_reported_with_status_and_body(raw_peer
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26"])
-def test_an_older_supported_version_is_accepted_and_sent_on_every_later_request(raw_peer, version):
+def test_c15_an_older_supported_version_is_accepted_and_sent_on_every_later_request(raw_peer, version):
     """Case C15, raw peer: every real server here answers our latest version, so only the peer can answer an
     older one. ``initialize`` asks for 2025-11-25 without the header; every later request, including
     ``notifications/initialized``, carries the negotiated version.
@@ -125,7 +125,7 @@ def test_an_older_supported_version_is_accepted_and_sent_on_every_later_request(
     assert all(r.headers["mcp-protocol-version"] == version for r in later)
 
 
-def test_an_unsupported_version_answer_is_refused_the_session_closed_and_nothing_else_sent(raw_peer):
+def test_c15_an_unsupported_version_answer_is_refused_the_session_closed_and_nothing_else_sent(raw_peer):
     """Case C15 variant, raw peer: no real server answers a version newer than ours (server-everything
     answers 2025-11-25 to anything). The client raises ``MCPProtocolError`` naming it, DELETEs the session
     and sends neither ``notifications/initialized`` nor ``tools/list``.
