@@ -232,7 +232,8 @@ def test_a_timeout_is_not_retried_even_for_a_safe_method(raw_peer, no_sleep):
 
 def test_a_tools_list_cut_by_cancel_in_flight_is_not_sent_again(raw_peer, no_sleep):
     """Agent.abort() cuts requests with cancel_in_flight(): even a safe-to-repeat tools/list must not
-    be retried, or the retry would undo the abort. Raw peer: a tools/list that hangs on demand."""
+    be retried, or the retry would undo the abort. Raw peer: a tools/list that hangs on demand.
+    """
     peer = raw_peer()
     peer.script("tools/list", Reply(hang_seconds=10, result={"tools": []}))
     client = MCPClient(peer.url, retry_sleep=no_sleep.append)
