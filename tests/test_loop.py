@@ -304,7 +304,7 @@ def test_different_arguments_reset_the_repeated_call_streak():
 
 def test_tool_result_images_follow_the_tool_messages_as_one_user_message():
     """OpenAI tool messages carry text only: a batch's images go in a user message after its tool messages."""
-    from yiemagent.loop import OpenAIFormatter
+    from yiemagent.formatting import OpenAIFormatter
     from yiemagent.messages import ImageContent, TextContent
 
     image = ImageContent.from_base64("iVBORw0KGgo=")
@@ -324,7 +324,7 @@ def test_tool_result_images_follow_the_tool_messages_as_one_user_message():
 
 def test_formatter_reuses_the_prefix_only_while_the_history_just_grows():
     """Incremental formatting gives the same result as a fresh one, also after trimming."""
-    from yiemagent.loop import OpenAIFormatter
+    from yiemagent.formatting import OpenAIFormatter
 
     formatter = OpenAIFormatter()
     history = [UserMessage(f"m{i}") for i in range(5)]

@@ -39,8 +39,9 @@ from typing import Any, Literal
 
 from . import events as ev
 from .exceptions import AgentBusyError, AgentClosedError, ConfigError, FormatError
+from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
-from .loop import LLMCall, LoopConfig, OpenAIFormatter, RunResult, _add_usage, run_turns
+from .loop import LLMCall, LoopConfig, RunResult, _add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .messages import (

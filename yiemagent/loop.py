@@ -47,21 +47,13 @@ from typing import Any, Literal
 
 from . import events as ev
 from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
+from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
-from .messages import (
-    AssistantMessage,
-    ImageContent,
-    Message,
-    TextContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-    to_openai,
-)
+from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage
 from .tool_calls import parse_response
 from .tools import AgentToolResult, ToolRegistry, _progress_reporter, to_result
 
-__all__ = ["LoopConfig", "OpenAIFormatter", "RunResult", "run_turns"]
+__all__ = ["LoopConfig", "RunResult", "run_turns"]
 
 logger = logging.getLogger("yiemagent.loop")
 
@@ -70,76 +62,6 @@ Status = Literal["completed", "terminated", "max_turns", "repeated_call", "abort
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 _POLL_SECONDS = 0.05  # how often a wait re-checks the abort event
-
-
-class OpenAIFormatter:
-    """Default ``format_messages``: OpenAI chat dicts, converted once per message.
-
-    A message is converted the first time it is seen and the dict is reused on
-    later turns, so a turn costs what is new, not the whole history. Messages
-    must not be changed after they were added to the history, and ``llm_call``
-    must not change the dicts it receives.
-
-    OpenAI tool messages carry text only: an image in a tool result is a short
-    placeholder in the tool message and, with ``tool_images="user_message"``,
-    the images of a batch follow its tool messages in one user message
-    (``"placeholder"`` sends the placeholders only).
-    """
-
-    def __init__(self, *, tool_images: Literal["user_message", "placeholder"] = "user_message") -> None:
-        self.tool_images = tool_images
-        self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
-        self._prev: tuple[int, Message, list[dict[str, Any]]] | None = None
-
-    def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
-        parts: list[dict[str, Any]] = []
-        for result in results:
-            images = [c for c in result.content if isinstance(c, ImageContent)]
-            parts.append({"type": "text", "text": f"Images from tool {result.tool_name or 'result'} "
-                                                  f"(call {result.tool_call_id}):"})
-            for image in images:
-                part: dict[str, Any] = {"url": image.url}
-                if image.detail is not None:
-                    part["detail"] = image.detail
-                parts.append({"type": "image_url", "image_url": part})
-        return {"role": "user", "content": parts}
-
-    def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
-        """Return ``history`` as OpenAI chat dicts (cached per message).
-
-        When ``history`` only grew since the last call (same list prefix), only
-        the new messages are looked at, so a turn costs what is new.
-        """
-        prev = self._prev
-        if prev is not None and 0 < prev[0] <= len(history) and history[prev[0] - 1] is prev[1]:
-            start, out = prev[0], list(prev[2])
-        else:
-            start, out = 0, []
-        cache = self._cache
-        with_images: list[ToolResultMessage] = []
-        for message in history[start:] if start else history:
-            if with_images and not isinstance(message, ToolResultMessage):
-                out.append(self._images_message(with_images))
-                with_images = []
-            hit = cache.get(id(message))
-            if hit is None or hit[0] is not message:
-                has_images = isinstance(message, ToolResultMessage) and any(
-                    isinstance(c, ImageContent) for c in message.content
-                )
-                hit = (message, to_openai(message), has_images)
-                cache[id(message)] = hit
-            out.append(hit[1])
-            if hit[2] and self.tool_images == "user_message":
-                with_images.append(message)  # type: ignore[arg-type]
-        if with_images:  # the images message ends the list: do not reuse this prefix next time
-            out.append(self._images_message(with_images))
-            self._prev = None
-        else:
-            self._prev = (len(history), history[-1], out) if history else None
-        if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
-            live = {id(m) for m in history}
-            self._cache = {k: v for k, v in cache.items() if k in live}
-        return list(out)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Bridge: MCP tools as ``AgentTool`` objects, and MCP results as ``AgentToolResult``.
+"""Bridge: MCP tools as ``AgentTool`` objects (results: ``yiemagent.mcp.results``).
 
 ``MCPToolset`` discovers the tools of one or more ``MCPClient``s at run time,
 registers them in a ``ToolRegistry`` and keeps them current (re-listing after
@@ -13,7 +13,6 @@ Spec: MCP 2025-11-25, "Tools" (``inputSchema``, ``content``, ``isError``,
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 import threading
@@ -21,9 +20,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..exceptions import MCPError, MCPRPCError, MCPTimeoutError
-from ..messages import ImageContent, TextContent
 from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
 from .client import MCPClient
+from .results import DEFAULT_MAX_RESULT_CHARS, result_to_tool_result
 from .schema import normalize_input_schema
 
 __all__ = [
@@ -52,110 +51,6 @@ def sanitize_tool_name(name: str) -> str:
     digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
     cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:55].strip("_") or "tool"
     return f"{cleaned}_{digest}"
-
-
-DEFAULT_MAX_RESULT_CHARS = 100_000
-"""Characters of a tool result the model sees by default (text plus image data)."""
-
-
-def _size_of(data: Any) -> int:
-    """Decoded bytes of base64 ``data`` (approximate: 3/4 of its length)."""
-    return len(data) * 3 // 4 - (data.endswith("=") + data.endswith("==")) if isinstance(data, str) else 0
-
-
-def _label(*parts: Any) -> str:
-    return " ".join(str(p) for p in parts if p not in (None, ""))
-
-
-def _content_part(block: Any) -> TextContent | ImageContent:
-    """One MCP content block as text or image (C18: no base64 inlined as text)."""
-    if not isinstance(block, dict):
-        return TextContent(f"[unsupported content {type(block).__name__}]")
-    kind = block.get("type")
-    if kind == "text":
-        return TextContent(str(block.get("text", "")))
-    if kind == "image" and isinstance(block.get("data"), str):
-        return ImageContent.from_base64(block["data"], str(block.get("mimeType") or "image/png"))
-    if kind == "audio":
-        mime = block.get("mimeType") or "unknown"
-        return TextContent(f"[{_label('audio', mime)}, {_size_of(block.get('data'))} bytes]")
-    if kind == "resource" and isinstance(block.get("resource"), dict):
-        resource = block["resource"]
-        uri, mime = resource.get("uri", ""), resource.get("mimeType", "")
-        if isinstance(resource.get("text"), str):
-            return TextContent(f"[{_label('resource', uri, mime)}]\n{resource['text']}")
-        return TextContent(f"[{_label('resource', uri, mime)}, {_size_of(resource.get('blob'))} bytes]")
-    if kind == "resource_link":
-        title = block.get("title") or block.get("name") or ""
-        text = f"[{_label('resource link', block.get('uri', ''), block.get('mimeType'), title)}]"
-        description = block.get("description")
-        return TextContent(f"{text} {description}" if isinstance(description, str) and description else text)
-    return TextContent(f"[unsupported content type {kind!r}]")
-
-
-def _cap(parts: list[TextContent | ImageContent], max_chars: int) -> tuple[list[TextContent | ImageContent], int]:
-    """Parts cut to ``max_chars`` characters (text, and image data); returns them and the full size."""
-    total = sum(len(p.text) if isinstance(p, TextContent) else len(p.data or p.url) for p in parts)
-    if total <= max_chars:
-        return parts, total
-    budget = max_chars
-    kept: list[TextContent | ImageContent] = []
-    for part in parts:
-        if isinstance(part, TextContent):
-            if budget > 0:
-                kept.append(TextContent(part.text[:budget]))
-            budget -= len(part.text)
-        else:
-            size = len(part.data or part.url)
-            if size <= budget:
-                kept.append(part)
-            else:
-                kept.append(TextContent(f"{part.placeholder()} (left out: over the size cap)"))
-            budget -= size
-    kept.append(TextContent(
-        f"[truncated: the tool result has {total:,} characters; the first {max_chars:,} are shown]"
-    ))
-    return kept, total
-
-
-def result_to_tool_result(
-    result: dict[str, Any], *, max_chars: int | None = DEFAULT_MAX_RESULT_CHARS
-) -> AgentToolResult:
-    """Turn an MCP ``tools/call`` result into an ``AgentToolResult``.
-
-    ``isError`` -> ``is_error`` (C16); text blocks -> text; images -> image
-    parts (a short placeholder in ``.text``); embedded text resources -> their
-    text under a ``[resource <uri> <mime>]`` line; blobs, audio and resource
-    links -> short placeholders naming URI, type and size (C18); an empty
-    ``content`` with ``structuredContent`` -> its JSON text (C17).
-
-    Args:
-        result: ``{"content": [...], "isError"?: bool, "structuredContent"?: {...}, "_meta"?: {...}}``.
-        max_chars: characters (text plus image base64) the model may see;
-            beyond it text is cut, images are left out, and a last text part
-            says ``[truncated: the tool result has N characters; the first
-            M are shown]``. None: no cap.
-
-    Returns:
-        ``AgentToolResult``; ``details`` keeps ``structuredContent`` and
-        ``_meta``, plus ``{"truncated": {"chars": N, "max_chars": M}}`` when cut.
-
-    Spec: MCP 2025-11-25, "Tools" ("Tool Result").
-    """
-    blocks = result.get("content") if isinstance(result.get("content"), list) else []
-    parts = [_content_part(b) for b in blocks]
-    structured = result.get("structuredContent")
-    if structured is not None and not any(
-        isinstance(p, ImageContent) or (isinstance(p, TextContent) and p.text) for p in parts
-    ):
-        parts = [TextContent(json.dumps(structured, ensure_ascii=False))]
-    details = {k: result[k] for k in ("structuredContent", "_meta") if k in result}
-    if max_chars is not None:
-        capped, total = _cap(parts, max(0, max_chars))
-        if capped is not parts:
-            parts = capped
-            details["truncated"] = {"chars": total, "max_chars": max_chars}
-    return AgentToolResult(parts, is_error=bool(result.get("isError")), details=details or None)
 
 
 class MCPToolExecutor:

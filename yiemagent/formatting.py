@@ -1,0 +1,86 @@
+"""Formatting: the history as OpenAI chat messages, converted once per message.
+
+``OpenAIFormatter`` is the default ``format_messages`` of the agent loop
+(``format_messages(history) -> [OpenAI message dict]``); the loop puts the
+system prompt first.
+
+Spec: OpenAI Chat Completions ``messages``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .messages import ImageContent, Message, ToolResultMessage, to_openai
+
+__all__ = ["OpenAIFormatter"]
+
+
+class OpenAIFormatter:
+    """Default ``format_messages``: OpenAI chat dicts, converted once per message.
+
+    A message is converted the first time it is seen and the dict is reused on
+    later turns, so a turn costs what is new, not the whole history. Messages
+    must not be changed after they were added to the history, and ``llm_call``
+    must not change the dicts it receives.
+
+    OpenAI tool messages carry text only: an image in a tool result is a short
+    placeholder in the tool message and, with ``tool_images="user_message"``,
+    the images of a batch follow its tool messages in one user message
+    (``"placeholder"`` sends the placeholders only).
+    """
+
+    def __init__(self, *, tool_images: Literal["user_message", "placeholder"] = "user_message") -> None:
+        self.tool_images = tool_images
+        self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
+        self._prev: tuple[int, Message, list[dict[str, Any]]] | None = None
+
+    def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for result in results:
+            images = [c for c in result.content if isinstance(c, ImageContent)]
+            parts.append({"type": "text", "text": f"Images from tool {result.tool_name or 'result'} "
+                                                  f"(call {result.tool_call_id}):"})
+            for image in images:
+                part: dict[str, Any] = {"url": image.url}
+                if image.detail is not None:
+                    part["detail"] = image.detail
+                parts.append({"type": "image_url", "image_url": part})
+        return {"role": "user", "content": parts}
+
+    def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
+        """Return ``history`` as OpenAI chat dicts (cached per message).
+
+        When ``history`` only grew since the last call (same list prefix), only
+        the new messages are looked at, so a turn costs what is new.
+        """
+        prev = self._prev
+        if prev is not None and 0 < prev[0] <= len(history) and history[prev[0] - 1] is prev[1]:
+            start, out = prev[0], list(prev[2])
+        else:
+            start, out = 0, []
+        cache = self._cache
+        with_images: list[ToolResultMessage] = []
+        for message in history[start:] if start else history:
+            if with_images and not isinstance(message, ToolResultMessage):
+                out.append(self._images_message(with_images))
+                with_images = []
+            hit = cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                has_images = isinstance(message, ToolResultMessage) and any(
+                    isinstance(c, ImageContent) for c in message.content
+                )
+                hit = (message, to_openai(message), has_images)
+                cache[id(message)] = hit
+            out.append(hit[1])
+            if hit[2] and self.tool_images == "user_message":
+                with_images.append(message)  # type: ignore[arg-type]
+        if with_images:  # the images message ends the list: do not reuse this prefix next time
+            out.append(self._images_message(with_images))
+            self._prev = None
+        else:
+            self._prev = (len(history), history[-1], out) if history else None
+        if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
+            live = {id(m) for m in history}
+            self._cache = {k: v for k, v in cache.items() if k in live}
+        return list(out)
