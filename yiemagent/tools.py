@@ -36,7 +36,7 @@ import jsonschema.validators
 from .exceptions import ConfigError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError
 from .messages import ImageContent, TextContent
 
-__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "report_progress", "tool", "to_result"]
+__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "report_progress", "to_result", "tool"]
 
 logger = logging.getLogger("yiemagent.tools")
 

@@ -17,14 +17,14 @@ from .transport import Transport
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
-    "HTTPTransport",
     "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "HTTPTransport",
     "MCPClient",
     "MCPToolExecutor",
     "MCPToolset",
     "SSEEvent",
     "SSEParser",
-    "SUPPORTED_PROTOCOL_VERSIONS",
     "StdioTransport",
     "Transport",
     "mcp_tool",

@@ -43,7 +43,7 @@ from . import jsonrpc
 from .http import HTTPTransport
 from .transport import Transport
 
-__all__ = ["LATEST_PROTOCOL_VERSION", "MCPClient", "SUPPORTED_PROTOCOL_VERSIONS"]
+__all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPClient"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
