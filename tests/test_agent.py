@@ -223,3 +223,73 @@ def test_plain_functions_are_accepted_as_tools():
     agent = Agent(llm, tools=[add, tool(add)])
     assert agent.ask("2+3")["content"] == "5"
     assert agent.openai_messages()[2] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
+
+
+def test_ask_before_start_honours_its_timeout_by_aborting_the_run():
+    """ask(timeout_seconds) without the thread: the run is aborted at the deadline, TimeoutError raised,
+    the history stays valid and the agent still works.
+    """
+    import time as _time
+
+    release = threading.Event()
+
+    def slow_llm(messages, tools):
+        release.wait(5)
+        return text_reply("late")
+
+    agent = Agent(ScriptedLLM([slow_llm, text_reply("fine")]))
+    begun = _time.monotonic()
+    with pytest.raises(TimeoutError):
+        agent.ask("slow", timeout_seconds=0.3)
+    release.set()
+    assert _time.monotonic() - begun < 1.5
+    assert agent.ask("again", timeout_seconds=5)["content"] == "fine"
+    assert [m["role"] for m in agent.openai_messages()] == ["user", "user", "assistant"]
+
+
+def test_ask_from_inside_the_agents_own_tool_is_a_clear_error_not_a_deadlock():
+    """A tool that calls ask() on its own agent would wait for itself: AgentError, reported as the tool's error."""
+    from yiemagent import AgentError
+
+    holder = {}
+
+    def reentrant(call_id, arguments, abort_event):
+        try:
+            holder["agent"].ask("inner", timeout_seconds=3)
+        except AgentError as exc:
+            return f"refused: {type(exc).__name__}"
+        return "no error"
+
+    llm = ScriptedLLM([tool_call_reply("reentrant", {}), text_reply("done")])
+    for started in (False, True):
+        agent = Agent(llm if not started else ScriptedLLM([tool_call_reply("reentrant", {}), text_reply("done")]),
+                      tools=[AgentTool("reentrant", "Calls ask.", {"type": "object"}, reentrant)])
+        holder["agent"] = agent
+        if started:
+            agent.start()
+        answer = agent.ask("outer", timeout_seconds=10)
+        assert answer["content"] == "done"
+        assert agent.openai_messages()[2]["content"] == "refused: AgentError"
+        agent.shutdown()
+
+
+def test_shutdown_from_inside_a_tool_does_not_wait_for_itself():
+    """shutdown() in a tool: returns at once; the thread stops after the run."""
+    import time as _time
+
+    holder = {}
+    took = {}
+
+    def stop(call_id, arguments, abort_event):
+        begun = _time.monotonic()
+        holder["agent"].shutdown(timeout_seconds=5, mode="after_turn")
+        took["seconds"] = _time.monotonic() - begun
+        return "stopping"
+
+    agent = Agent(ScriptedLLM([tool_call_reply("stop", {}), text_reply("bye")]),
+                  tools=[AgentTool("stop", "Stops.", {"type": "object"}, stop)]).start()
+    holder["agent"] = agent
+    agent.input_queue.put("stop please")
+    assert agent.output_queue.get(timeout=5)["content"] == "bye"
+    agent._thread.join(5)
+    assert took["seconds"] < 1.0 and not agent.is_running

@@ -264,4 +264,36 @@ def test_terminate_from_every_tool_of_the_batch_makes_no_further_model_call():
     agent = Agent(llm, tools=[finish])
     answer = agent.ask("end")
     assert answer["status"] == "terminated" and len(llm.calls) == 1
-    assert answer["content"] == "wrapping up"
+    assert answer["content"] == "wrapping up" and "tool_calls" not in answer
+    silent = Agent(ScriptedLLM([tool_call_reply("finish", {})]), tools=[finish]).ask("end")
+    assert silent["content"] == "bye"  # no text from the model: the terminating results speak
+
+
+def test_a_max_turns_answer_never_carries_unanswered_tool_calls():
+    """The last (tool-free) turn may still ask for tools: the answer is text, the calls are answered in the
+    history with "not run" results.
+    """
+    llm = ScriptedLLM([tool_call_reply("finish", {})], repeat_last=True)
+    finish = AgentTool("finish", "Finish.", {"type": "object"}, lambda i, a, e: "again")
+    agent = Agent(llm, tools=[finish], max_turns=2, max_repeated_calls=None)
+    answer = agent.ask("loop")
+    assert answer["status"] == "max_turns" and "tool_calls" not in answer
+    assert answer["content"] == "The turn limit was reached before a final answer."
+    strict_openai.validate(agent.openai_messages())
+
+
+def test_a_raising_tool_and_a_raising_hook_are_error_events():
+    """Issue 5.10: error events name where it failed (tool, hook), besides the error results."""
+    def boom(call_id, arguments, abort_event):
+        raise RuntimeError("disk full")
+
+    def after(ctx):
+        raise ValueError("redactor down")
+
+    recorder = EventRecorder()
+    llm = ScriptedLLM([tool_call_reply("boom", {}), tool_call_reply("ok", {}), text_reply("done")])
+    tools = [AgentTool("boom", "Fails.", {"type": "object"}, boom),
+             AgentTool("ok", "Works.", {"type": "object"}, lambda i, a, e: "fine")]
+    Agent(llm, tools=tools, after_tool_call=after, event_sink=recorder).ask("go")
+    where = [(e.where, type(e.error).__name__) for e in recorder.of_type("error")]
+    assert ("tool", "RuntimeError") in where and ("hook", "ValueError") in where

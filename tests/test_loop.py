@@ -335,3 +335,25 @@ def test_formatter_reuses_the_prefix_only_while_the_history_just_grows():
     assert formatter(trimmed) == OpenAIFormatter()(trimmed)
     replaced = [UserMessage("other"), *history[1:]]
     assert formatter(replaced)[0]["content"] == "other"
+
+
+def test_reasoning_is_sent_back_unless_the_formatter_is_told_not_to():
+    """send_reasoning=False leaves reasoning_content out, for servers that reject it in input."""
+    from yiemagent.formatting import OpenAIFormatter
+    from yiemagent.messages import ReasoningContent
+
+    history = [UserMessage("hi"), AssistantMessage([ReasoningContent("hmm"), TextContent("hello")])]
+    assert OpenAIFormatter()(history)[1] == {"role": "assistant", "content": "hello", "reasoning_content": "hmm"}
+    assert OpenAIFormatter(send_reasoning=False)(history)[1] == {"role": "assistant", "content": "hello"}
+
+
+def test_local_tool_results_are_capped_with_a_visible_note():
+    """max_result_chars applies to every tool result, local ones included."""
+    @tool
+    def big() -> str:
+        """Big."""
+        return "y" * 1000
+
+    llm = ScriptedLLM([calls_reply(("c1", "big", "{}")), text_reply("ok")])
+    _, history, _ = run(llm, [big], max_result_chars=100)
+    assert history[2].text.startswith("y" * 100) and "1,000 characters; the first 100 are shown" in history[2].text

@@ -69,7 +69,8 @@ def test_annotated_description_and_abort_event_parameter():
 
     assert waiter.name == "wait_for" and waiter.description == "Wait."
     seconds = {"type": "number", "description": "How long, in seconds."}
-    assert waiter.input_schema == {"type": "object", "required": ["seconds"], "properties": {"seconds": seconds}}
+    assert waiter.input_schema == {"type": "object", "required": ["seconds"], "properties": {"seconds": seconds},
+                                   "additionalProperties": False}
     event = threading.Event()
     assert ToolRegistry([waiter]).call("wait_for", {"seconds": 1}, abort_event=event).text == "ok"
     assert seen["event"] is event
@@ -165,3 +166,59 @@ def test_agent_tool_result_accepts_a_string():
     """AgentToolResult("text") is one text part."""
     result = AgentToolResult("done", terminate=True)
     assert result.content == [TextContent("done")] and result.terminate and not result.is_error
+
+
+def test_enum_and_int_parameters_arrive_as_the_annotation_promises():
+    """An Enum parameter gets the member, not its value; an int parameter gets an int for 1.0."""
+    seen = {}
+
+    @tool
+    def convert(unit: Unit, count: int, maybe: Unit | None = None) -> str:
+        """Convert."""
+        seen.update(unit=unit, count=count, maybe=maybe)
+        return "ok"
+
+    ToolRegistry([convert]).call("convert", {"unit": "fahrenheit", "count": 2.0, "maybe": None})
+    assert seen == {"unit": Unit.F, "count": 2, "maybe": None}
+    assert type(seen["count"]) is int
+
+
+def test_extra_arguments_are_refused_before_the_function_runs():
+    """@tool schemas have additionalProperties: false: an unknown argument is a validation error."""
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    with pytest.raises(ToolArgumentsError) as info:
+        ToolRegistry([add]).call("add", {"a": 1, "b": 2, "c": 3})
+    assert "'c' was unexpected" in str(info.value)
+
+
+def test_names_openai_refuses_are_refused_at_construction():
+    """A lambda's "<lambda>" (or any name outside [a-zA-Z0-9_-]{1,64}) is a ConfigError, with a hint."""
+    with pytest.raises(ConfigError) as info:
+        tool(lambda x: x)
+    assert "name=" in str(info.value)
+    assert tool(lambda x: x, name="identity").name == "identity"
+
+
+def test_odd_return_values_become_valid_json_text():
+    """Sets -> lists, bytes -> text, NaN -> null, enums -> values; never invalid JSON."""
+    import json as _json
+
+    assert _json.loads(to_result({"s": {3, 1, 2}, "u": Unit.C, "n": float("nan"), "t": (1, 2)}).text) == {
+        "s": [1, 2, 3], "u": "celsius", "n": None, "t": [1, 2]}
+    assert to_result(b"caf\xc3\xa9").text == "café"
+    assert to_result(b"\xff\x00").text == "[2 bytes of binary data]"
+
+
+def test_cap_result_cuts_long_results_with_a_visible_note():
+    """Local tool results are capped like MCP ones (LoopConfig.max_result_chars)."""
+    from yiemagent.tools import cap_result
+
+    capped = cap_result(AgentToolResult("x" * 50), 10)
+    assert capped.content[0].text == "x" * 10
+    assert "50 characters; the first 10 are shown" in capped.text
+    assert capped.details == {"truncated": {"chars": 50, "max_chars": 10}}
+    assert cap_result(AgentToolResult("short"), 10).text == "short"

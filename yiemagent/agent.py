@@ -16,9 +16,11 @@ Queues (all ``queue.Queue``, safe from any thread):
 * ``output_queue`` (maxsize 16) receives one OpenAI assistant message dict per
   input put on a queue: the final answer, or an error answer. Extra keys:
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
-  ``terminated``, ``max_turns``, ``aborted``, ``error``) and, on failure,
-  ``error`` (a message). Strip them before sending the dict to a model; use
-  ``openai_messages()`` for the history.
+  ``terminated``, ``max_turns``, ``repeated_call``, ``aborted``, ``error``)
+  and, on failure, ``error`` (a message). An answer that ends a run on a tool
+  batch (``terminated``, ``max_turns``) has text and no ``tool_calls``. Strip
+  the extra keys before sending the dict to a model; use ``openai_messages()``
+  for the history.
 
 ``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
 queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and
@@ -28,17 +30,19 @@ returns the inputs it did not serve.
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import json
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import events as ev
-from .exceptions import AgentBusyError, AgentClosedError, ConfigError, FormatError
+from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
 from .loop import LLMCall, LoopConfig, RunResult, _add_usage, run_turns
@@ -138,6 +142,8 @@ class Agent:
             and ends the run (status ``repeated_call``); None: no limit.
         final_turn_without_tools: the last allowed turn is sent without tools.
         max_parallel_tools: worker threads for one batch of tool calls.
+        max_result_chars: characters of one tool result the model sees; longer
+            results are cut with a visible note. None: no cap.
 
     Thread safety: every public method is safe from any thread; runs happen one
     at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
@@ -163,6 +169,7 @@ class Agent:
         max_repeated_calls: int | None = 3,
         final_turn_without_tools: bool = True,
         max_parallel_tools: int = 8,
+        max_result_chars: int | None = 100_000,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -193,8 +200,10 @@ class Agent:
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())
+        self._worker_idents: set[int] = set()
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_parallel_tools + 1, thread_name_prefix="yiemagent-worker"
+            max_workers=max_parallel_tools + 1, thread_name_prefix="yiemagent-worker",
+            initializer=lambda: self._worker_idents.add(threading.get_ident()),
         )
         self.steering = steering
         self.emit_intermediate = emit_intermediate
@@ -215,6 +224,7 @@ class Agent:
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools,
+            max_result_chars=max_result_chars,
             executor=self._executor,
         )
         self.unserved: list[Any] = []
@@ -226,6 +236,7 @@ class Agent:
         self._stop_mode: str | None = None
         self._closed = False
         self._current_run_id: str | None = None
+        self._run_owner: int | None = None
         self._steered: list[_Input] = []
         self._run_input_ids: list[str] = []
         self._deliver_current = False
@@ -374,6 +385,7 @@ class Agent:
             self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
             return self._deliver_error(None, exc) if deliver else self._answer(None, [], exc)
         with self._run_lock:
+            self._run_owner = threading.get_ident()
             self.abort_event.clear()
             run_id = uuid.uuid4().hex[:12]
             self._current_run_id = run_id
@@ -393,6 +405,7 @@ class Agent:
             finally:
                 self._current_run_id = None
                 self._deliver_current = False
+                self._run_owner = None
         to_output = False
         for each in [entry, *self._steered]:
             if each.future is not None:
@@ -447,19 +460,52 @@ class Agent:
         Without ``start()``, the run happens in the calling thread. With the
         thread started, the input is queued and this waits for *its own* answer.
 
+        Args:
+            text: a ``str``, ``UserMessage`` or OpenAI user-message dict.
+            timeout_seconds: seconds to wait for the answer in all; None waits
+                without limit. Before ``start()`` the run is aborted at the
+                deadline (the history stays valid); after, it goes on and its
+                answer is only in the history.
+
         Raises:
-            TimeoutError: no answer within ``timeout_seconds`` (the run goes on).
+            TimeoutError: no answer within ``timeout_seconds``.
             AgentClosedError: the agent was shut down.
+            AgentError: called from inside this agent's own run (a tool or hook),
+                where waiting would never end.
         """
         if self._closed:
             raise AgentClosedError("the agent was shut down")
+        if self._inside():
+            raise AgentError(
+                "ask() from inside this agent's own run (a tool, hook or event sink) would wait for itself; "
+                "use submit() or the follow-up queue instead"
+            )
         if self._thread is None:
-            return self._serve(text, deliver=False)
+            if timeout_seconds is None:
+                return self._serve(text, deliver=False)
+            timer = threading.Timer(timeout_seconds, self.abort)  # ends the run at the deadline
+            timer.start()
+            try:
+                answer = self._serve(text, deliver=False)
+            finally:
+                timer.cancel()
+            if answer.get("status") == "aborted" and timer.finished.is_set() and not timer.is_alive():
+                raise TimeoutError(f"no answer within {timeout_seconds}s (the run was aborted)")
+            return answer
+        deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         future = self.submit(text, timeout_seconds=timeout_seconds)
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            return future.result(timeout=timeout_seconds)
+            return future.result(timeout=remaining)
         except concurrent.futures.TimeoutError:
-            raise TimeoutError(f"no answer within {timeout_seconds}s") from None
+            raise TimeoutError(f"no answer within {timeout_seconds}s (the run goes on)") from None
+
+    def _inside(self) -> bool:
+        """True on this agent's own thread or worker threads (tools, model calls)."""
+        ident = threading.get_ident()
+        thread = self._thread
+        return ident in self._worker_idents or (thread is not None and thread.ident == ident) or (
+            self._thread is None and self._run_owner == ident)
 
     def abort(self) -> None:
         """End the current run as soon as possible (tools see ``abort_event``).
@@ -484,7 +530,12 @@ class Agent:
 
     def openai_messages(self) -> list[dict[str, Any]]:
         """The conversation in OpenAI chat format, system prompt first; fresh dicts."""
-        messages = OpenAIFormatter()(list(self.history))
+        formatter = self.config.format_messages
+        if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
+            messages = OpenAIFormatter(tool_images=formatter.tool_images,
+                                       send_reasoning=formatter.send_reasoning)(list(self.history))
+        else:
+            messages = copy.deepcopy(formatter(list(self.history)))
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
         return messages
@@ -549,7 +600,10 @@ class Agent:
             except queue.Full:
                 pass
             self._wakeup.set()
-            thread.join(timeout_seconds)
+            if self._inside():  # from a tool or hook of this agent: the thread cannot be joined from here
+                logger.warning("shutdown() called from inside the agent; the thread stops after this run")
+            else:
+                thread.join(timeout_seconds)
             if thread.is_alive():
                 logger.warning("agent thread still running after %.1fs", timeout_seconds)
         self._closed = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .messages import ImageContent, Message, ToolResultMessage, to_openai
+from .messages import AssistantMessage, ImageContent, Message, ReasoningContent, ToolResultMessage, to_openai
 
 __all__ = ["OpenAIFormatter"]
 
@@ -24,14 +24,22 @@ class OpenAIFormatter:
     must not be changed after they were added to the history, and ``llm_call``
     must not change the dicts it receives.
 
+    Reasoning (``reasoning_content`` / ``reasoning``, also what was read from
+    ``<think>`` tags) is sent back under its key, as vLLM, llama.cpp and
+    DeepSeek's tool loops want; ``send_reasoning=False`` leaves it out, for
+    servers that reject the key in input messages.
+
     OpenAI tool messages carry text only: an image in a tool result is a short
     placeholder in the tool message and, with ``tool_images="user_message"``,
     the images of a batch follow its tool messages in one user message
     (``"placeholder"`` sends the placeholders only).
     """
 
-    def __init__(self, *, tool_images: Literal["user_message", "placeholder"] = "user_message") -> None:
+    def __init__(
+        self, *, tool_images: Literal["user_message", "placeholder"] = "user_message", send_reasoning: bool = True
+    ) -> None:
         self.tool_images = tool_images
+        self.send_reasoning = send_reasoning
         self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
         self._prev: tuple[int, Message, list[dict[str, Any]]] | None = None
 
@@ -70,7 +78,12 @@ class OpenAIFormatter:
                 has_images = isinstance(message, ToolResultMessage) and any(
                     isinstance(c, ImageContent) for c in message.content
                 )
-                hit = (message, to_openai(message), has_images)
+                converted = to_openai(message)
+                if not self.send_reasoning and isinstance(message, AssistantMessage):
+                    for part in message.content:
+                        if isinstance(part, ReasoningContent):
+                            converted.pop(part.field, None)
+                hit = (message, converted, has_images)
                 cache[id(message)] = hit
             out.append(hit[1])
             if hit[2] and self.tool_images == "user_message":

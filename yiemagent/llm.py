@@ -170,6 +170,8 @@ class OpenAIChat:
     def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON body for one call."""
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.extra_body}
+        if body.get("stream") and "stream_options" not in body:
+            body["stream_options"] = {"include_usage": True}  # token usage arrives in the last chunk
         if tools:
             body["tools"] = tools
         else:

@@ -51,7 +51,7 @@ from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
 from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage
 from .tool_calls import parse_response
-from .tools import AgentToolResult, ToolRegistry, _progress_reporter, to_result
+from .tools import AgentToolResult, ToolRegistry, _progress_reporter, cap_result, to_result
 
 __all__ = ["LoopConfig", "RunResult", "run_turns"]
 
@@ -87,6 +87,8 @@ class LoopConfig:
     tool_execution: Literal["parallel", "sequential"] = "parallel"
     """Parallel: a batch runs at once (a batch holding a ``sequential`` tool runs one by one)."""
     max_parallel_tools: int = 8
+    max_result_chars: int | None = 100_000
+    """Characters of one tool result the model sees; longer ones are cut with a note (``cap_result``)."""
     before_model_call: Callable[[], None] | None = None
     """Called before each model call (MCP tool refresh); may raise, reported as an error event."""
     poll_steering: Steering | None = None
@@ -118,6 +120,16 @@ def _add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
     for key, value in usage.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             total[key] = total.get(key, 0) + value
+
+
+def _closing_answer(reply: AssistantMessage, results: list[AgentToolResult], fallback: str) -> AssistantMessage:
+    """The answer of a run that ended on a tool batch.
+
+    The model's text, else the results' text, else ``fallback``; without tool
+    calls (those are answered in the history).
+    """
+    text = reply.text or "\n".join(r.text for r in results if r.text) or fallback
+    return AssistantMessage([TextContent(text)] if text else [], usage=reply.usage, finish_reason=reply.finish_reason)
 
 
 class _Aborted(Exception):
@@ -283,9 +295,11 @@ class _Run:
         )
         try:
             with report:
-                result = to_result(found.execute(call.id, call.arguments, self.abort_event))
+                result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
+                                    self.config.max_result_chars)
         except Exception as exc:
             logger.info("tool %s raised: %r", call.name, exc)
+            self.updates.put(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
             result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
             )
@@ -297,6 +311,9 @@ class _Run:
         if ran:
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result)
             result = run_after_hook(self.config.after_tool_call, ctx)
+        hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
+        if isinstance(hook_error, BaseException):
+            self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))
         self.emit(
             ev.ToolExecutionEndEvent(
                 tool_call=call, result=result, is_error=result.is_error,
@@ -438,6 +455,7 @@ class _Run:
                     raise _Aborted()
                 if last:
                     status = "max_turns"
+                    answer = _closing_answer(reply, [], "The turn limit was reached before a final answer.")
                     if error is None:
                         error = MaxTurnsExceeded(self.config.max_turns)
                         self.error("max_turns", error)
@@ -450,6 +468,7 @@ class _Run:
                     break
                 if results and all(r.terminate for r in results):
                     status = "terminated"
+                    answer = _closing_answer(reply, results, "")
                     break
                 self.steer()
         except _Aborted:

@@ -17,10 +17,12 @@ JSON Schema 2020-12 (``jsonschema`` picks the draft from ``$schema``).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import inspect
 import json
 import logging
+import math
 import re
 import threading
 import types
@@ -36,11 +38,13 @@ import jsonschema.validators
 from .exceptions import ConfigError, ToolArgumentsError, ToolExecutionError, ToolNotFoundError
 from .messages import ImageContent, TextContent
 
-__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "report_progress", "to_result", "tool"]
+__all__ = ["AgentTool", "AgentToolResult", "ToolRegistry", "cap_result", "report_progress", "to_result", "tool"]
 
 logger = logging.getLogger("yiemagent.tools")
 
 Execute = Callable[[str, dict[str, Any], threading.Event], Any]
+
+_VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 @dataclass
@@ -122,7 +126,78 @@ def to_result(value: Any) -> AgentToolResult:
         return AgentToolResult([value])
     if isinstance(value, list) and value and all(isinstance(v, (TextContent, ImageContent)) for v in value):
         return AgentToolResult(list(value))
-    return AgentToolResult([TextContent(json.dumps(value, ensure_ascii=False, default=str))])
+    if isinstance(value, (bytes, bytearray)):
+        return AgentToolResult([TextContent(_bytes_text(bytes(value)))])
+    return AgentToolResult([TextContent(json.dumps(_jsonable(value), ensure_ascii=False, allow_nan=False))])
+
+
+def _bytes_text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"[{len(data)} bytes of binary data]"
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` made plain for JSON.
+
+    Sets and tuples become lists, bytes text, enums their value, dataclasses
+    dicts, NaN and infinity None, other objects ``str``.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [_jsonable(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(value, (bytes, bytearray)):
+        return _bytes_text(bytes(value))
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    return str(value)
+
+
+def cap_result(result: AgentToolResult, max_chars: int | None) -> AgentToolResult:
+    """``result`` cut to ``max_chars`` characters (text plus image data), with a visible note.
+
+    Beyond the cap, text is cut, images are replaced by their placeholder, and
+    a last text part says ``[truncated: the tool result has N characters; the
+    first M are shown]``; ``details`` gets ``{"truncated": {"chars": N,
+    "max_chars": M}}`` when it is a dict or None. None: no cap.
+    """
+    if max_chars is None:
+        return result
+    parts = result.content
+    total = sum(len(p.text) if isinstance(p, TextContent) else len(p.data or p.url) for p in parts)
+    if total <= max_chars:
+        return result
+    budget = max(0, max_chars)
+    kept: list[TextContent | ImageContent] = []
+    for part in parts:
+        if isinstance(part, TextContent):
+            if budget > 0:
+                kept.append(TextContent(part.text[:budget]))
+            budget -= len(part.text)
+        else:
+            size = len(part.data or part.url)
+            kept.append(part if size <= budget else TextContent(f"{part.placeholder()} (left out: over the size cap)"))
+            budget -= size
+    note = f"[truncated: the tool result has {total:,} characters; the first {max_chars:,} are shown]"
+    kept.append(TextContent(note))
+    details = result.details
+    if details is None or isinstance(details, dict):
+        details = {**(details or {}), "truncated": {"chars": total, "max_chars": max_chars}}
+    return AgentToolResult(kept, is_error=result.is_error, terminate=result.terminate, details=details)
 
 
 @dataclass
@@ -146,8 +221,11 @@ class AgentTool:
     """True when this tool must not run at the same time as other tools."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigError("a tool needs a non-empty name")
+        if not isinstance(self.name, str) or not _VALID_NAME.match(self.name):
+            raise ConfigError(
+                f"tool name {self.name!r} is not accepted by OpenAI-compatible servers: use 1-64 of "
+                "a-z, A-Z, 0-9, _ and - (for @tool on a lambda, pass name=...)"
+            )
         if self.input_schema is None:
             self.input_schema = {"type": "object", "properties": {}}
         if not isinstance(self.input_schema, dict):
@@ -345,17 +423,40 @@ def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return description, params
 
 
-class _FunctionExecutor:
-    """``execute`` of a ``@tool`` function; equal when it wraps the same function."""
+def _converter(annotation: Any) -> Callable[[Any], Any] | None:
+    """How to turn a validated JSON value into what the annotation promises (Enum members, int)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _converter(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _converter(options[0]) if len(options) == 1 else None
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return lambda value: annotation(value) if value is not None else None
+    if annotation is int:  # JSON Schema counts 1.0 as an integer
+        return lambda value: int(value) if isinstance(value, float) and value.is_integer() else value
+    return None
 
-    def __init__(self, func: Callable[..., Any], wants_abort: bool) -> None:
+
+class _FunctionExecutor:
+    """``execute`` of a ``@tool`` function; equal when it wraps the same function.
+
+    Validated arguments are passed as keyword arguments, converted where the
+    annotation asks (an ``Enum`` parameter gets the member, an ``int`` one an int).
+    """
+
+    def __init__(
+        self, func: Callable[..., Any], wants_abort: bool, converters: dict[str, Callable[[Any], Any]] | None = None
+    ) -> None:
         self.func = func
         self.wants_abort = wants_abort
+        self.converters = converters or {}
 
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> Any:
+        kwargs = {k: self.converters[k](v) if k in self.converters else v for k, v in arguments.items()}
         if self.wants_abort:
-            return self.func(**arguments, abort_event=abort_event)
-        return self.func(**arguments)
+            kwargs["abort_event"] = abort_event
+        return self.func(**kwargs)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _FunctionExecutor) and other.func is self.func
@@ -413,15 +514,20 @@ def tool(
             elif param.default is None or isinstance(param.default, (str, int, float, bool)):
                 schema.setdefault("default", param.default)
             properties[pname] = schema
-        input_schema: dict[str, Any] = {"type": "object", "properties": properties}
+        input_schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
         if required:
             input_schema["required"] = required
+        converters = {}
+        for pname in properties:
+            convert = _converter(hints.get(pname, signature.parameters[pname].annotation))
+            if convert is not None:
+                converters[pname] = convert
 
         return AgentTool(
             name=name or func.__name__,
             description=description if description is not None else text,
             input_schema=input_schema,
-            execute=_FunctionExecutor(func, wants_abort),
+            execute=_FunctionExecutor(func, wants_abort, converters),
             sequential=sequential,
         )
 

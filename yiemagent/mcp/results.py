@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from ..messages import ImageContent, TextContent
-from ..tools import AgentToolResult
+from ..tools import AgentToolResult, cap_result
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "result_to_tool_result"]
 
@@ -57,31 +57,6 @@ def _content_part(block: Any) -> TextContent | ImageContent:
     return TextContent(f"[unsupported content type {kind!r}]")
 
 
-def _cap(parts: list[TextContent | ImageContent], max_chars: int) -> tuple[list[TextContent | ImageContent], int]:
-    """Parts cut to ``max_chars`` characters (text, and image data); returns them and the full size."""
-    total = sum(len(p.text) if isinstance(p, TextContent) else len(p.data or p.url) for p in parts)
-    if total <= max_chars:
-        return parts, total
-    budget = max_chars
-    kept: list[TextContent | ImageContent] = []
-    for part in parts:
-        if isinstance(part, TextContent):
-            if budget > 0:
-                kept.append(TextContent(part.text[:budget]))
-            budget -= len(part.text)
-        else:
-            size = len(part.data or part.url)
-            if size <= budget:
-                kept.append(part)
-            else:
-                kept.append(TextContent(f"{part.placeholder()} (left out: over the size cap)"))
-            budget -= size
-    kept.append(TextContent(
-        f"[truncated: the tool result has {total:,} characters; the first {max_chars:,} are shown]"
-    ))
-    return kept, total
-
-
 def result_to_tool_result(
     result: dict[str, Any], *, max_chars: int | None = DEFAULT_MAX_RESULT_CHARS
 ) -> AgentToolResult:
@@ -114,9 +89,5 @@ def result_to_tool_result(
     ):
         parts = [TextContent(json.dumps(structured, ensure_ascii=False))]
     details = {k: result[k] for k in ("structuredContent", "_meta") if k in result}
-    if max_chars is not None:
-        capped, total = _cap(parts, max(0, max_chars))
-        if capped is not parts:
-            parts = capped
-            details["truncated"] = {"chars": total, "max_chars": max_chars}
-    return AgentToolResult(parts, is_error=bool(result.get("isError")), details=details or None)
+    converted = AgentToolResult(parts, is_error=bool(result.get("isError")), details=details or None)
+    return cap_result(converted, max_chars)
