@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import PYTHON, TESTS
+from tests.servers.raw_http_peer import Reply
 from yiemagent.cli import main
 
 
@@ -87,3 +88,57 @@ def test_call_with_arguments_that_are_not_a_json_object_exits_2(capsys):
     assert main(["call", "yiemagent-no-such-server-xyz", "tool", "{not json"]) == 2
     assert main(["call", "yiemagent-no-such-server-xyz", "tool", "[1, 2]"]) == 2
     assert "must be a JSON object" in capsys.readouterr().err
+
+
+def test_tools_refuses_a_url_together_with_stdio_and_starts_nothing(capsys):
+    """``tools URL --stdio COMMAND`` used to list the stdio server and silently ignore the URL: now exit 2
+    (argparse usage error) saying the two cannot be combined, before any server is started.
+    """
+    with pytest.raises(SystemExit) as caught:
+        main(["tools", "http://127.0.0.1:9/mcp", "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"])])
+    assert caught.value.code == 2
+    captured = capsys.readouterr()
+    assert "not both" in captured.err and "http://127.0.0.1:9/mcp" in captured.err
+    assert captured.out == ""
+
+
+def test_tools_refuses_a_command_given_as_the_url_and_env_for_an_http_server(capsys):
+    """A stdio command in the URL's place, or ``--env`` for an HTTP server, is a usage error (exit 2)."""
+    with pytest.raises(SystemExit) as caught:
+        main(["tools", "mcp-server-time"])
+    assert caught.value.code == 2
+    assert "--stdio" in capsys.readouterr().err
+    for argv in (["tools", "http://127.0.0.1:9/mcp", "--env", "A=1"],
+                 ["call", "--env", "A=1", "http://127.0.0.1:9/mcp", "echo"]):
+        with pytest.raises(SystemExit) as caught:
+            main(argv)
+        assert caught.value.code == 2
+        assert "--env is for stdio servers" in capsys.readouterr().err
+
+
+@pytest.mark.node
+def test_a_wrong_path_gives_one_short_line_not_the_html_page(everything_server):
+    """server-everything (Express) answers a wrong path with an HTML 404 page: the error is one line naming
+    the status and the page's text, without its markup.
+    """
+    done = run_cli("tools", everything_server.rsplit("/", 1)[0] + "/wrong")
+    assert done.returncode == 1 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("yiemagent tools: initialize to http://127.0.0.1:")
+    assert "HTTP 404" in line and "Cannot POST /wrong" in line
+    assert "<" not in line and len(line) < 300
+
+
+def test_a_long_error_page_is_cut_to_a_few_hundred_characters(raw_peer, capsys):
+    """Raw peer: a 20 KB HTML error page (what a reverse proxy in front of a server sends; no MCP server
+    does). The message quotes at most 300 characters of its text, on one line, and says it was cut.
+    """
+    page = "<!DOCTYPE html><html><head><title>404 Not Found</title><style>p {color: red}</style></head><body>" \
+           + "<p>upstream failed &amp; gave up</p>\n" * 600 + "</body></html>"
+    peer = raw_peer()
+    peer.script("initialize", Reply(status=404, body=page, headers={"Content-Type": "text/html"}))
+    assert main(["tools", peer.url, "--timeout", "5"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "HTTP 404" in line and "404 Not Found upstream failed & gave up" in line
+    assert "<" not in line and "color" not in line
+    assert len(line) < 500 and "[cut from 2,000 characters]" in line

@@ -8,6 +8,11 @@
     yiemagent call "mcp-server-time" get_current_time '{"timezone": "UTC"}'   # stdio
     yiemagent demo                                   # a real conversation, offline
 
+``tools`` takes a URL or ``--stdio COMMAND``, never both (exit status 2);
+``--env`` is only for stdio servers. Errors are one short message on stderr
+(exit status 1); an HTTP error page quoted in it is cut to a few hundred
+characters.
+
 ``demo`` starts the example MCP server shipped with yiemagent and the embedded
 local model (or uses ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and
 ``YIEMAGENT_MODEL`` when ``OPENAI_BASE_URL`` is set), asks a question that
@@ -17,8 +22,10 @@ needs a tool, and prints the transcript as it happens.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -38,6 +45,40 @@ from .messages import AssistantMessage, ToolResultMessage
 __all__ = ["main"]
 
 DEMO_QUESTION = "What is the weather in Paris?"
+
+ERROR_BODY_CHARS = 300
+"""Characters of a server's answer body quoted in a CLI error message."""
+
+_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|pre|p|h1|div)\b", re.IGNORECASE)
+
+
+def _short_body(body: str, limit: int = ERROR_BODY_CHARS) -> str:
+    """``body`` as one short line: HTML tags dropped, whitespace collapsed, at most ``limit`` characters."""
+    text = body
+    if _HTML.search(text):
+        text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
+        text = html.unescape(re.sub(r"<[^>]*>", " ", text))
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = f"{text[:limit].rstrip()}... [cut from {len(body):,} characters]"
+    return text
+
+
+def _error_text(exc: BaseException) -> str:
+    """The message of ``exc`` for the terminal: a quoted answer body (``exc.body``) is shortened."""
+    message = str(exc)
+    body = getattr(exc, "body", "") or ""
+    if isinstance(body, str) and body.strip():
+        # errors quote the start of the body at the end of their message: find where that quote begins
+        probe = body[:40]
+        start = message.find(probe)
+        while start != -1 and not body.startswith(message[start:]):
+            start = message.find(probe, start + 1)
+        if start != -1:
+            message = message[:start] + _short_body(body)
+    if len(message) > 4 * ERROR_BODY_CHARS and "\n" not in message:
+        message = _short_body(message, 4 * ERROR_BODY_CHARS)
+    return message
 
 
 def _client(target: str, stdio: str | None, timeout_seconds: float, env: Sequence[str] = ()) -> MCPClient:
@@ -224,12 +265,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``yiemagent`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "tools" and not (args.url or args.stdio):
-        parser.error("tools needs a URL or --stdio COMMAND")
+    if args.command == "tools":
+        if args.url and args.stdio:
+            parser.error(f"tools takes a URL or --stdio COMMAND, not both: cannot combine {args.url!r} with "
+                         f"--stdio {args.stdio!r}")
+        if not (args.url or args.stdio):
+            parser.error("tools needs a URL or --stdio COMMAND")
+        if args.url and not args.url.startswith(("http://", "https://")):
+            parser.error(f"{args.url!r} is not an http(s):// URL; for a stdio server use --stdio {args.url!r}")
+        if args.url and args.env:
+            parser.error("--env is for stdio servers; an HTTP server does not take it")
+    if args.command == "call" and args.env and args.server.startswith(("http://", "https://")):
+        parser.error("--env is for stdio servers; an HTTP server does not take it")
     try:
         return int(args.func(args))
     except YiemagentError as exc:
-        print(f"yiemagent {args.command}: {exc}", file=sys.stderr)
+        print(f"yiemagent {args.command}: {_error_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

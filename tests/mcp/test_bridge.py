@@ -525,3 +525,44 @@ def test_an_agent_takes_named_servers_and_the_model_reaches_each_by_its_tool_nam
     assert {"add", "json_add", "list_tools"} <= offered
     assert llm.calls[1]["messages"][-1]["content"] == "42"
     assert [c.name for c in agent.mcp.clients] == ["sse", "json"]
+
+
+# --------------------------------------------------------------------------- default server names
+
+
+@pytest.mark.parametrize(("url", "name"), [
+    ("http://127.0.0.1:3001/mcp", "127_0_0_1_3001"),
+    ("https://tools.example.com/mcp", "tools_example_com"),
+    ("https://user:pw@tools.example.com/weather/mcp?api_key=k#x", "tools_example_com_weather"),
+    ("http://localhost:8000/v1/sse", "localhost_8000_v1"),
+    ("http://[::1]:3001/mcp/", "ipv6_1_3001"),
+    ("http://" + "a" * 80 + ".example/mcp", "a" * 40),
+])
+def test_a_client_made_from_a_url_gets_a_short_valid_default_name(url, name):
+    """yiemagent-defined: host, port and path without a last ``/mcp``; never a password or query value."""
+    from yiemagent.mcp import MCPClient
+
+    client = MCPClient(url)
+    assert client.name == name and VALID_NAME.match(client.name)
+    client.close()
+
+
+def test_an_agent_given_urls_only_prefixes_a_clash_with_a_readable_name(sdk_server, sdk_server_json):
+    """yiemagent-defined: ``Agent(mcp_servers=[url, url])``: the first server keeps ``add``, the second's is
+    ``<host>_<port>_add`` (no URL punctuation, no hash) and the model's call of it runs there.
+    """
+    from yiemagent import Agent
+    from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+    port = sdk_server_json.split(":")[-1].split("/")[0]
+    prefixed = f"127_0_0_1_{port}_add"
+    llm = ScriptedLLM([tool_call_reply(prefixed, {"a": 40, "b": 2}), text_reply("42")])
+    agent = Agent(llm, mcp_servers=[sdk_server, sdk_server_json])
+    try:
+        assert agent.ask("add", timeout_seconds=10)["content"] == "42"
+        servers = {entry["name"]: entry["server"] for entry in agent.mcp.describe()}
+    finally:
+        agent.shutdown()
+    assert servers["add"] == f"127_0_0_1_{sdk_server.split(':')[-1].split('/')[0]}"
+    assert servers[prefixed] == f"127_0_0_1_{port}"
+    assert llm.calls[1]["messages"][-1]["content"] == "42"

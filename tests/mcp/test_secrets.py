@@ -89,8 +89,11 @@ def test_a_malformed_header_value_is_refused_without_echoing_it(open_client):
 
 
 def test_passwords_and_query_values_in_the_url_are_hidden_from_names_and_reprs():
-    """A URL like ``https://user:pw@host/mcp?api_key=...`` is shown as ``user:***@host/mcp?api_key=***``."""
+    """A URL like ``https://user:pw@host/mcp?api_key=...`` is shown as ``user:***@host/mcp?api_key=***``
+    in errors; the client's default name is host and port only.
+    """
     client = MCPClient(f"http://bob:{SECRET}@127.0.0.1:9/mcp?api_key=key-9876543210&x=1")
-    assert client.name == "http://bob:***@127.0.0.1:9/mcp?api_key=***&x=***"
-    assert_clean(client.name, repr(client), repr(client.transport))
+    assert client.name == "127_0_0_1_9"
+    assert client.transport.name == "http://bob:***@127.0.0.1:9/mcp?api_key=***&x=***"
+    assert_clean(client.name, client.transport.name, repr(client), repr(client.transport))
     client.close()

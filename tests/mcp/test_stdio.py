@@ -282,8 +282,11 @@ def test_process_exit_mid_call_fails_every_waiting_call_at_once_with_exit_code_a
         assert error.exit_code == 3
         assert "fatal: database is locked ✗" in error.stderr_tail
     assert "exited with code 3" in str(caught.value)
-    with pytest.raises(MCPTransportError):  # later calls fail at once too
+    process = client.transport.process
+    with pytest.raises(MCPTransportError) as later:  # later calls fail at once too: no restart
         client.call_tool("echo", {"text": "x"})
+    assert later.value.exit_code == 3
+    assert client.transport.process is process and process.poll() == 3
 
 
 def test_a_late_response_to_a_timed_out_request_is_discarded_not_given_to_the_next(stdio_client, caplog):

@@ -22,8 +22,10 @@ Spec: MCP 2025-11-25 (also 2025-06-18 and 2025-03-26), "Lifecycle", "Tools",
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
+import urllib.parse
 import uuid
 import warnings
 from collections.abc import Callable, Mapping
@@ -43,7 +45,7 @@ from . import jsonrpc
 from .http import HTTPTransport
 from .transport import Transport
 
-__all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPClient"]
+__all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPClient", "default_server_name"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -51,6 +53,33 @@ SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+def default_server_name(url: str) -> str:
+    """A short, stable name for the server at ``url``: host, port and path, as ``[a-zA-Z0-9_-]``.
+
+    A last path segment ``mcp`` (or ``sse``) is left out, as are the scheme,
+    user, password, query and fragment; at most 40 characters.
+
+    Example::
+
+        default_server_name("http://127.0.0.1:3001/mcp")                   # '127_0_0_1_3001'
+        default_server_name("https://tools.example.com/weather/mcp?k=1")   # 'tools_example_com_weather'
+    """
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: leave it out
+        port = None
+    segments = [segment for segment in parts.path.split("/") if segment]
+    if segments and segments[-1].lower() in ("mcp", "sse"):
+        segments.pop()
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address: "::1" would become "1"
+        host = "ipv6_" + host.replace(":", "_")
+    pieces = [host, str(port) if port is not None else "", *segments]
+    name = re.sub(r"[^a-zA-Z0-9-]+", "_", "_".join(p for p in pieces if p)).strip("_")
+    return name[:40].rstrip("_") or "mcp"
 
 
 def _safe_to_repeat(exc: BaseException) -> bool:
@@ -78,7 +107,9 @@ class MCPClient:
             (connecting, waiting, reading the whole reply); each method
             takes its own ``timeout_seconds`` too.
         name: a short name for this server (errors, events, tool prefixes);
-            None uses the URL without password or query values.
+            None uses ``default_server_name(url)`` (``"127_0_0_1_3001"`` for
+            ``http://127.0.0.1:3001/mcp``), or the transport's name when a
+            ``transport`` is given. Transport errors name the URL as well.
         transport: a ready ``Transport``; overrides ``url`` and ``headers``.
         max_pages: ``tools/list`` pages followed at most.
         list_deadline_seconds: seconds all pages of one ``list_tools`` may take.
@@ -126,6 +157,7 @@ class MCPClient:
                 raise ValueError("MCPClient needs a url or a transport")
             transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name,
                                       connect_timeout_seconds=connect_timeout_seconds)
+            name = name or default_server_name(url)
         self.transport = transport
         self.name = name or transport.name or "mcp"
         self.timeout_seconds = timeout_seconds
@@ -144,6 +176,7 @@ class MCPClient:
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
         self._in_flight: set[int] = set()
+        self._in_flight_lock = threading.Lock()
         self._cancel_generation = 0
         self._closed = False
 
@@ -176,7 +209,10 @@ class MCPClient:
 
         Returns:
             An unconnected ``MCPClient``; ``close()`` stops the process
-            (close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL).
+            (close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL). A process
+            that exits is not restarted: every later request raises
+            ``MCPTransportError`` (``exit_code``, ``stderr_tail``) and is not
+            retried; make a new client to start the server again.
 
         Example::
 
@@ -246,11 +282,18 @@ class MCPClient:
 
     # ------------------------------------------------------------------ requests
 
-    def _send(self, method: str, params: dict[str, Any] | None, timeout_seconds: float | None) -> dict[str, Any]:
+    def _send(
+        self, method: str, params: dict[str, Any] | None, timeout_seconds: float | None,
+        generation: int | None = None,
+    ) -> dict[str, Any]:
         request = jsonrpc.make_request(method, params, self._ids.next())
         if method != "initialize":  # spec: initialize must not be cancelled
-            self._in_flight.add(request["id"])
+            with self._in_flight_lock:
+                self._in_flight.add(request["id"])
         try:
+            if generation is not None and generation != self._cancel_generation:
+                # cancel_in_flight() ran since this request began: it is not sent
+                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
             response = self.transport.send(
                 request, timeout_seconds=self.timeout_seconds if timeout_seconds is None else timeout_seconds,
                 on_message=self._on_message,
@@ -260,7 +303,8 @@ class MCPClient:
                 self._cancel(request["id"], "timeout")
             raise
         finally:
-            self._in_flight.discard(request["id"])
+            with self._in_flight_lock:
+                self._in_flight.discard(request["id"])
         return jsonrpc.result_of(response, server=self.name)
 
     def _request(
@@ -278,14 +322,16 @@ class MCPClient:
         for attempt in self._retrying(retry_if):
             with attempt:
                 try:
-                    return self._send(method, params, timeout_seconds)
+                    return self._send(method, params, timeout_seconds, generation)
                 except MCPSessionExpiredError as exc:
                     # The server rejected the session before processing the request (HTTP 404, or 400
                     # naming the session), so even tools/call did not run: initialize again, repeat
-                    # once. A second rejection is raised (no loop).
+                    # once. A second rejection is raised (no loop); a cancelled request is not repeated.
+                    if generation != self._cancel_generation:
+                        raise
                     expired = exc.data.get("session_id") if isinstance(exc.data, dict) else None
                     self._reinitialize(expired)
-                    return self._send(method, params, timeout_seconds)
+                    return self._send(method, params, timeout_seconds, generation)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _retrying(self, retry_if: Callable[[BaseException], bool]) -> Any:
@@ -480,10 +526,16 @@ class MCPClient:
     def cancel_in_flight(self, reason: str = "aborted by the user") -> list[int]:
         """Cut every request in flight and send ``notifications/cancelled`` for each (best effort).
 
-        The cut requests raise ``MCPTransportError`` in their threads. Returns
-        their JSON-RPC ids. Safe from any thread; ``Agent.abort()`` calls it.
+        The cut requests raise ``MCPTransportError`` in their threads at once;
+        none is retried, re-sent after a session expiry, or resumed (an SSE
+        stream with event ids is not reopened with ``Last-Event-ID``).
+        Requests sent afterwards are unaffected, and so is the ``listen=True``
+        stream (HTTP: it has its own connection; stdio: the process keeps
+        running). Returns the cut requests' JSON-RPC ids. Safe from any
+        thread; ``Agent.abort()`` calls it.
         """
-        ids = sorted(self._in_flight)
+        with self._in_flight_lock:
+            ids = sorted(self._in_flight)
         if not ids:
             return []
         self._cancel_generation += 1

@@ -10,10 +10,13 @@ requests before the response; a notification is answered ``202 Accepted``
 
 An SSE stream that ends (or breaks) before the response, after the server
 gave it an event id, is resumed with ``GET`` and ``Last-Event-ID`` after the
-stream's ``retry`` delay; the request itself is never sent twice. ``listen()``
-opens the standalone ``GET`` stream on a daemon thread, for server messages
-tied to no request (``tools/list_changed``, server requests such as
-``elicitation/create``).
+stream's ``retry`` delay; the request itself is never sent twice. A request
+cut by ``cancel()`` is never resumed: each ``cancel()`` starts a new cancel
+generation, and a request that sees the generation change fails at once with
+``MCPTransportError``. ``listen()`` opens the standalone ``GET`` stream on a
+daemon thread, for server messages tied to no request (``tools/list_changed``,
+server requests such as ``elicitation/create``); it has a connection of its
+own, which ``cancel()`` leaves open.
 
 Static headers (``Authorization: Bearer ...``) are kept as values whose
 ``repr`` is ``'***'`` and are scrubbed from every error message and log line.
@@ -39,7 +42,13 @@ import urllib3.exceptions
 from ..__version__ import __version__
 from .._http import CancellableSession
 from .._retry import retry_after_seconds
-from ..exceptions import MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from ..exceptions import (
+    MCPError,
+    MCPProtocolError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+)
 from . import jsonrpc
 from ._secrets import Secret, display_url, scrub, secrets_of
 from .sse import SSEParser
@@ -70,6 +79,10 @@ def _is_read_timeout(exc: BaseException) -> bool:
             continue
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+class _Cancelled(Exception):
+    """Internal: ``cancel()`` was called while the request was in flight."""
 
 
 class _StreamEnded(Exception):
@@ -125,6 +138,9 @@ class HTTPTransport(Transport):
         self._session = session or CancellableSession()
         self._sleep = sleep
         self._listener: tuple[threading.Thread, threading.Event, CancellableSession] | None = None
+        self._cancel_generation = 0
+        self._cancelled = threading.Condition()
+        """Notified by ``cancel()``: wakes a request waiting to resume its SSE stream."""
         self.listening = threading.Event()
         """Set while the standalone GET stream of ``listen()`` is open (the server answered 200)."""
         self.session_id: str | None = None
@@ -174,6 +190,15 @@ class HTTPTransport(Transport):
             return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
         return MCPTransportError(self._scrub(f"{what} failed: {exc}"), server=self.name)
 
+    def _cancelled_error(self, what: str) -> MCPTransportError:
+        return MCPTransportError(f"{what}: cancelled (cancel() cut the request; it is not resumed or sent again)",
+                                 server=self.name)
+
+    def _check(self, generation: int) -> None:
+        """Raise ``_Cancelled`` if ``cancel()`` was called since ``generation`` was read."""
+        if self._cancel_generation != generation:
+            raise _Cancelled()
+
     # ------------------------------------------------------------------ send
 
     def send(
@@ -188,9 +213,10 @@ class HTTPTransport(Transport):
         Raises:
             MCPTimeoutError: connecting, the answer's headers, or the whole
                 body took longer than ``timeout_seconds``.
-            MCPTransportError: unreachable, the connection broke, or HTTP
-                non-2xx (``.status_code``, ``.body``; ``.retry_after`` in seconds
-                for 429/503 with ``Retry-After``).
+            MCPTransportError: unreachable, the connection broke, ``cancel()``
+                cut the request (never resumed), or HTTP non-2xx
+                (``.status_code``, ``.body``; ``.retry_after`` in seconds for
+                429/503 with ``Retry-After``).
             MCPSessionExpiredError: HTTP 404 (or a 400 naming the session) for
                 a request that carried ``Mcp-Session-Id``; ``.data`` is
                 ``{"session_id": str, "status_code": int}``.
@@ -198,9 +224,24 @@ class HTTPTransport(Transport):
                 no response to the request (``.body``).
         """
         timeout = self.timeout_seconds if timeout_seconds is None else timeout_seconds
-        deadline = time.monotonic() + timeout
         method = str(message.get("method") or ("response" if "id" in message else "message"))
         what = f"{method} to {self.name}"
+        generation = self._cancel_generation
+        try:
+            return self._send(message, method, what, timeout, generation, on_message)
+        except _Cancelled:
+            raise self._cancelled_error(what) from None
+        except MCPError as exc:
+            if self._cancel_generation != generation:
+                # the cut showed as a broken stream, a parse error, a timeout or a rejected session: say so
+                raise self._cancelled_error(what) from exc
+            raise
+
+    def _send(
+        self, message: dict[str, Any], method: str, what: str, timeout: float, generation: int,
+        on_message: MessageHandler | None,
+    ) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
         sent_session = self.session_id
         try:
             response = self._session.post(
@@ -211,8 +252,10 @@ class HTTPTransport(Transport):
                 stream=True,
             )
         except requests.RequestException as exc:
+            self._check(generation)
             raise self._transport_error(what, exc, timeout) from exc
         with response:
+            self._check(generation)  # cut while connecting: the new connection escaped the cut
             if response.status_code >= 400:
                 self._raise_for_status(response, what, sent_session, deadline)
             if method == "initialize":
@@ -224,9 +267,9 @@ class HTTPTransport(Transport):
                 return None
             content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
             if content_type == "text/event-stream":
-                return self._read_sse(response, message["id"], what, deadline, timeout, on_message)
+                return self._read_sse(response, message["id"], what, deadline, timeout, on_message, generation)
             if content_type == "application/json":
-                return self._read_json(response, message["id"], what, deadline, timeout, on_message)
+                return self._read_json(response, message["id"], what, deadline, timeout, on_message, generation)
             body = self._body_text(response, deadline, what, timeout)
             if response.status_code == 202:
                 raise MCPProtocolError(
@@ -249,10 +292,18 @@ class HTTPTransport(Transport):
 
     # ------------------------------------------------------------------ reading
 
-    def _chunks(self, response: requests.Response, deadline: float, what: str, timeout: float) -> Iterator[bytes]:
-        """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds)."""
+    def _chunks(
+        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
+    ) -> Iterator[bytes]:
+        """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds).
+
+        With ``generation``, a ``cancel()`` since it was read raises ``_Cancelled`` (also when the cut
+        shows as a clean end of the body).
+        """
         chunks = response.iter_content(chunk_size=None)
         while True:
+            if generation is not None:
+                self._check(generation)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=self.name)
@@ -260,8 +311,12 @@ class HTTPTransport(Transport):
             try:
                 chunk = next(chunks)
             except StopIteration:
+                if generation is not None:
+                    self._check(generation)
                 return
             except requests.exceptions.ConnectionError as exc:
+                if generation is not None:
+                    self._check(generation)
                 if _is_read_timeout(exc):
                     raise MCPTimeoutError(
                         f"{what}: no complete answer within {timeout:g}s", server=self.name
@@ -332,10 +387,10 @@ class HTTPTransport(Transport):
 
     def _read_json(
         self, response: requests.Response, request_id: Any, what: str, deadline: float, timeout: float,
-        on_message: MessageHandler | None,
+        on_message: MessageHandler | None, generation: int,
     ) -> dict[str, Any]:
         try:
-            raw = b"".join(self._chunks(response, deadline, what, timeout))
+            raw = b"".join(self._chunks(response, deadline, what, timeout, generation))
         except requests.RequestException as exc:
             raise self._transport_error(f"{what}: reading the JSON answer", exc, timeout) from exc
         try:
@@ -359,6 +414,7 @@ class HTTPTransport(Transport):
         deadline: float,
         timeout: float,
         on_message: MessageHandler | None,
+        generation: int,
     ) -> dict[str, Any]:
         last_id: str | None = None
         retry_ms: int | None = None
@@ -366,8 +422,10 @@ class HTTPTransport(Transport):
         while True:
             parser = SSEParser()
             try:
-                return self._read_stream(response, parser, request_id, what, deadline, timeout, on_message)
+                return self._read_stream(response, parser, request_id, what, deadline, timeout, on_message,
+                                         generation)
             except _StreamEnded as ended:
+                self._check(generation)  # a cut stream is not an early end: never resume it
                 last_id = parser.last_event_id or last_id
                 retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
                 if last_id is None or resumes >= _MAX_RESUMES:
@@ -385,8 +443,17 @@ class HTTPTransport(Transport):
                                       f"after {wait:g}s would pass the deadline)", server=self.name)
             logger.debug("%s: SSE stream ended before the response; resuming after event %r in %gs",
                          self.name, last_id, wait)
-            self._sleep(wait)
-            response = self._resume(last_id, what, deadline, timeout)
+            self._pause(wait, generation)
+            self._check(generation)
+            response = self._resume(last_id, what, deadline, timeout, generation)
+
+    def _pause(self, seconds: float, generation: int) -> None:
+        """Wait ``seconds`` before resuming; ``cancel()`` ends the wait at once (unless ``sleep`` was injected)."""
+        if self._sleep is not time.sleep:
+            self._sleep(seconds)
+            return
+        with self._cancelled:
+            self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
 
     def _read_stream(
         self,
@@ -397,10 +464,11 @@ class HTTPTransport(Transport):
         deadline: float,
         timeout: float,
         on_message: MessageHandler | None,
+        generation: int,
     ) -> dict[str, Any]:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         try:
-            for chunk in self._chunks(response, deadline, what, timeout):
+            for chunk in self._chunks(response, deadline, what, timeout, generation):
                 for event in parser.feed(decoder.decode(chunk)):
                     found = self._sse_event(event.data, event.event, request_id, what, on_message)
                     if found is not None:
@@ -413,7 +481,9 @@ class HTTPTransport(Transport):
                 return found
         raise _StreamEnded(None)
 
-    def _resume(self, last_event_id: str, what: str, deadline: float, timeout: float) -> requests.Response:
+    def _resume(
+        self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
+    ) -> requests.Response:
         """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
         headers = self._headers(accept="text/event-stream")
         headers.pop("Content-Type", None)
@@ -425,7 +495,11 @@ class HTTPTransport(Transport):
                 timeout=(min(self.connect_timeout_seconds, remaining), remaining),
             )
         except requests.RequestException as exc:
+            self._check(generation)
             raise self._transport_error(f"{what}: resuming the SSE stream", exc, timeout) from exc
+        if self._cancel_generation != generation:
+            response.close()
+            raise _Cancelled()
         if response.status_code >= 400:
             with response:
                 self._raise_for_status(response, f"{what} (resuming with GET)", self.session_id, deadline)
@@ -461,7 +535,8 @@ class HTTPTransport(Transport):
         that stream (HTTP 405) is left alone; a stream that ends is reopened
         with ``Last-Event-ID`` after its ``retry`` delay, at most 5 times in a
         row without an event. Calling it again replaces the previous listener;
-        ``close()`` stops it. Returns once the server answered the ``GET``
+        ``close()`` stops it; ``cancel()`` does not (the stream has a
+        connection of its own). Returns once the server answered the ``GET``
         (at most ``timeout_seconds``, 5 s at most), so that what the server
         sends from then on is not lost.
 
@@ -545,7 +620,18 @@ class HTTPTransport(Transport):
             stop.wait(wait)
 
     def cancel(self) -> None:
-        """Cut every request in flight (each fails with ``MCPTransportError``)."""
+        """Cut every request in flight: each fails at once with ``MCPTransportError``.
+
+        A cut request is never resumed (``Last-Event-ID``) nor sent again, even
+        when its SSE stream had event ids; requests sent after ``cancel()`` are
+        not affected. The standalone stream of ``listen()`` has a connection
+        of its own and stays open.
+
+        Thread safety: safe from any thread.
+        """
+        with self._cancelled:
+            self._cancel_generation += 1  # first, so that the reading code sees the cut as a cancel
+            self._cancelled.notify_all()
         cancel = getattr(self._session, "cancel", None)
         if cancel is not None:
             cancel()

@@ -13,7 +13,8 @@ Lifecycle::
     first send() / start()   the process starts (stdin, stdout, stderr piped)
     ... sends ...            concurrent sends are fine; writes are serialized
     the process exits        every waiting send fails at once with MCPTransportError
-                             (exit code and the last ~4 KB of stderr); later sends too
+                             (exit code and the last ~4 KB of stderr); later sends too:
+                             the process is never restarted (make a new transport/client)
     close()                  close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL
 
 The child sees only an allow-list of the parent's environment (``HOME``,
@@ -454,6 +455,8 @@ class StdioTransport(Transport):
                 if request_id in self._pending or request_id in self._abandoned:
                     raise ConfigError(f"request id {request_id!r} is already in use on {self.name}")
                 slot = self._pending[request_id] = _Slot()
+        if slot is not None and slot.error is not None:
+            raise slot.error.error(self.name)  # cancelled before it was written: never write it
         try:
             self._write(message)
         except MCPTransportError:
@@ -512,7 +515,11 @@ class StdioTransport(Transport):
     def cancel(self) -> None:
         """Make every waiting send fail at once with ``MCPTransportError``; the process keeps running.
 
-        Responses that arrive later for those requests are discarded.
+        Responses that arrive later for those requests are discarded; nothing
+        is resumed or written again. The process, its stdout reader and the
+        notifications it sends (``tools/list_changed``) are not affected, and
+        later sends work as before. A request cancelled before it was written
+        is not written at all.
         Thread safety: safe from any thread.
         """
         count = self._fail_pending(_Failure(f"{self.name}: cancelled"), final=False)
