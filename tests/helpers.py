@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -165,3 +166,18 @@ class RecordingSession(requests.Session):
     def rpc(self, method: str) -> list[SentRequest]:
         """The recorded POSTs whose JSON-RPC ``method`` is ``method``."""
         return [r for r in self.sent if r.rpc_method == method]
+
+
+def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, list[Any]]:
+    """Start ``fn`` on a thread; the list receives its result or its exception."""
+    out: list[Any] = []
+
+    def target() -> None:
+        try:
+            out.append(fn(*args, **kwargs))
+        except Exception as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread, out

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import RecordingSession
+from tests.helpers import RecordingSession, run_in_thread
 from yiemagent import Agent
 from yiemagent._http import CancellableSession
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
@@ -25,21 +25,6 @@ LONG_CALL = ("trigger-long-running-operation", {"duration": 4, "steps": 4})
 
 class RecordingCancellableSession(CancellableSession, RecordingSession):
     """A ``CancellableSession`` (so ``cancel()`` really cuts) that records every request it sends."""
-
-
-def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, list[Any]]:
-    """Start ``fn`` on a thread; the list receives its result or its exception."""
-    out: list[Any] = []
-
-    def target() -> None:
-        try:
-            out.append(fn(*args, **kwargs))
-        except Exception as exc:
-            out.append(exc)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def resumes(http: RecordingSession) -> list[Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS
+from tests.helpers import PYTHON, SERVERS, run_in_thread
 from yiemagent import Agent
 from yiemagent.exceptions import ConfigError, MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient, StdioTransport
@@ -32,21 +32,6 @@ C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
 def text_of(result: dict[str, Any]) -> str:
     return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
-
-
-def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, list[Any]]:
-    """Start ``fn`` on a thread; the list receives its result or its exception."""
-    out: list[Any] = []
-
-    def target() -> None:
-        try:
-            out.append(fn(*args, **kwargs))
-        except Exception as exc:
-            out.append(exc)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, out
 
 
 # --------------------------------------------------------------------------- npm server-everything
