@@ -45,7 +45,7 @@ from . import events as ev
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
-from .loop import LLMCall, LoopConfig, RunResult, _add_usage, run_turns
+from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .messages import (
@@ -397,7 +397,7 @@ class Agent:
                     self.history, [entry.message], self.config, self.abort_event, self._sink,
                     run_id=run_id, input_ids=[entry.id],
                 )
-                _add_usage(self.usage, result.usage)
+                add_usage(self.usage, result.usage)
                 answer = self._answer(result, result.input_ids, None)
             except Exception as exc:  # run_turns does not raise; belt and braces
                 logger.exception("run failed")
@@ -445,7 +445,7 @@ class Agent:
         """
         if self._closed or self._stop_mode is not None:
             raise AgentClosedError("the agent was shut down")
-        entry = _Input(message=_user_message(message), id=uuid.uuid4().hex[:12], original=message)
+        entry = self._wrap(message)
         entry.future = concurrent.futures.Future()
         entry.future.input_id = entry.id  # type: ignore[attr-defined]
         try:

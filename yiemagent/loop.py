@@ -114,7 +114,8 @@ class RunResult:
     """Ids of every input this run answers (steered inputs included)."""
 
 
-def _add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
+def add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
+    """Add the numeric fields of ``usage`` (token counts) into ``total``."""
     if not usage:
         return
     for key, value in usage.items():
@@ -239,7 +240,7 @@ class _Run:
             reply = parse_response(response, taken_ids=self.taken_ids, tool_names=config.tools.names())
         except YiemagentError as exc:
             raise LLMError(f"llm_call returned an unusable reply: {exc}", response=response) from exc
-        _add_usage(self.usage, reply.usage)
+        add_usage(self.usage, reply.usage)
         logger.debug("run %s turn %d: reply with %d tool calls (finish_reason %s)", self.run_id, self.turns,
                      len(reply.tool_calls), reply.finish_reason)
         for call in reply.tool_calls:
