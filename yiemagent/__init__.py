@@ -17,7 +17,7 @@ import logging
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
-from .events import Event
+from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
@@ -57,6 +57,7 @@ from .messages import (
     from_openai,
     to_openai,
 )
+from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
 
@@ -64,11 +65,13 @@ from_openai_response = parse_response
 
 __all__ = [
     "SHUTDOWN",
+    "SSE_HEADERS",
     "AfterToolCallResult",
     "Agent",
     "AgentBusyError",
     "AgentClosedError",
     "AgentError",
+    "AgentStream",
     "AgentTool",
     "AgentToolResult",
     "AssistantMessage",
@@ -87,6 +90,7 @@ __all__ = [
     "MCPTimeoutError",
     "MCPTransportError",
     "MaxTurnsExceeded",
+    "MessageUpdateEvent",
     "ReasoningContent",
     "RunResult",
     "SystemMessage",
@@ -105,12 +109,14 @@ __all__ = [
     "YiemagentError",
     "YiemagentWarning",
     "__version__",
+    "event_to_dict",
     "extract_tool_calls",
     "from_openai",
     "from_openai_response",
     "openai_chat",
     "parse_response",
     "run_turns",
+    "sse_events",
     "to_openai",
     "tool",
 ]

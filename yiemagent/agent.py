@@ -58,6 +58,7 @@ from .messages import (
     message_to_dict,
     to_openai,
 )
+from .streaming import AgentStream
 from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
@@ -84,6 +85,8 @@ class _Input:
     id: str
     original: Any = None
     future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
+    listener: Callable[[ev.Event], None] | None = field(default=None, repr=False)
+    """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
 
 
 class _WakingQueue(queue.Queue):  # type: ignore[type-arg]
@@ -236,6 +239,8 @@ class Agent:
         self._stop_mode: str | None = None
         self._closed = False
         self._current_run_id: str | None = None
+        self._current_entry: _Input | None = None
+        self._state_lock = threading.Lock()  # current run id/inputs vs. abort of one input's run
         self._run_owner: int | None = None
         self._steered: list[_Input] = []
         self._run_input_ids: list[str] = []
@@ -259,6 +264,17 @@ class Agent:
         if self._current_run_id:
             event.run_id = self._current_run_id
         ev.emit(self.event_sink, event)
+        if self._current_run_id:
+            self._to_listeners(event)
+
+    def _to_listeners(self, event: ev.Event) -> None:
+        """Hand ``event`` to the streams (``Agent.stream``) of the inputs the current run serves."""
+        for entry in (self._current_entry, *self._steered):
+            if entry is not None and entry.listener is not None:
+                try:
+                    entry.listener(event)
+                except Exception:
+                    logger.exception("stream listener raised on %s; ignored", event.type)
 
     def _sink(self, event: ev.Event) -> None:
         """The sink handed to the loop: intermediate output, then the user's sink."""
@@ -271,6 +287,7 @@ class Agent:
                 item.update(intermediate=True, input_ids=list(self._run_input_ids))
                 self._deliver(item)
         ev.emit(self.event_sink, event)
+        self._to_listeners(event)
 
     def _poll_steering(self) -> list[tuple[UserMessage, str]]:
         """Take what waits on ``input_queue`` now (called by the loop after a tool batch)."""
@@ -388,9 +405,11 @@ class Agent:
             self._run_owner = threading.get_ident()
             self.abort_event.clear()
             run_id = uuid.uuid4().hex[:12]
-            self._current_run_id = run_id
-            self._run_input_ids = [entry.id]
-            self._steered = []
+            with self._state_lock:
+                self._current_run_id = run_id
+                self._current_entry = entry
+                self._run_input_ids = [entry.id]
+                self._steered = []
             self._deliver_current = deliver and entry.future is None
             try:
                 result = run_turns(
@@ -403,7 +422,9 @@ class Agent:
                 logger.exception("run failed")
                 answer = self._answer(None, [entry.id, *(e.id for e in self._steered)], exc)
             finally:
-                self._current_run_id = None
+                with self._state_lock:
+                    self._current_run_id = None
+                    self._current_entry = None
                 self._deliver_current = False
                 self._run_owner = None
         to_output = False
@@ -453,6 +474,62 @@ class Agent:
         except queue.Full:
             raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
         return entry.future
+
+    def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue") -> AgentStream:
+        """Send one input; return an iterator of its run's events, ending with its answer dict.
+
+        Works before and after ``start()``: started, the input is queued like
+        ``submit`` (it waits its turn); not started, it runs on a thread of its
+        own. Each item is an ``Event`` (``message_update`` deltas when the
+        ``llm_call`` streams, see ``yiemagent.llm``), in order, and the last is
+        the answer dict ``ask`` would return, also in ``.future``.
+        ``yiemagent.sse_events(agent.stream(text))`` is a Flask/Django
+        streaming response body.
+
+        Args:
+            text: a ``str``, ``UserMessage`` or OpenAI user-message dict.
+            on_close: when the consumer stops early (``close()``, ``break`` then
+                ``close()``, a WSGI server closing the response): ``"continue"``
+                lets the run finish (its answer goes into the history and
+                ``.future``); ``"abort"`` aborts the run serving this input.
+
+        Raises:
+            AgentClosedError: the agent was shut down.
+            AgentError: called from inside this agent's own run.
+            FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
+        """
+        if self._closed or self._stop_mode is not None:
+            raise AgentClosedError("the agent was shut down")
+        if self._inside():
+            raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
+        entry = self._wrap(text)
+        stream = AgentStream(entry.id, lambda: self._abort_input(entry.id), on_close)
+        entry.listener = stream._put
+        if self._thread is None:
+            entry.future = concurrent.futures.Future()
+            stream._attach(entry.future)
+            threading.Thread(target=self._serve_quietly, args=(entry,), name="yiemagent-stream",
+                             daemon=True).start()
+        else:
+            stream._attach(self.submit(entry))
+        return stream
+
+    def _serve_quietly(self, entry: _Input) -> None:
+        """Serve ``entry`` on this thread (``stream`` before ``start``); the answer goes to its future."""
+        try:
+            self._serve(entry, deliver=False)
+        except BaseException as exc:  # _serve does not raise; never leave the future unresolved
+            logger.exception("stream run failed")
+            if entry.future is not None and not entry.future.done():
+                entry.future.set_exception(exc)
+
+    def _abort_input(self, input_id: str) -> bool:
+        """Abort the current run if it serves ``input_id``; return whether it did."""
+        with self._state_lock:
+            if self._current_run_id is None or input_id not in self._run_input_ids:
+                return False
+            self.abort()
+            return True
 
     def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
         """Send one input and wait for its answer (OpenAI assistant message dict).

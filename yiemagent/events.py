@@ -18,6 +18,11 @@ calls::
       turn_end
     agent_end (status "completed")
 
+With a streaming ``llm_call`` (one that takes ``on_delta``, as ``openai_chat(...,
+stream=True)`` does), ``message_update`` events (text, reasoning and tool-call
+argument deltas, in arrival order) come between the assistant's
+``message_start`` and ``message_end``.
+
 ``error`` may appear anywhere (the run goes on or ends with status "error");
 ``aborted`` precedes ``agent_end`` with status "aborted".
 
@@ -44,6 +49,7 @@ __all__ = [
     "EventSink",
     "MessageEndEvent",
     "MessageStartEvent",
+    "MessageUpdateEvent",
     "ToolCallRepairedEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
@@ -110,6 +116,29 @@ class MessageStartEvent(_Base):
 
     role: str = ""
     type: Literal["message_start"] = field(default="message_start", init=False)
+
+
+@dataclass(kw_only=True)
+class MessageUpdateEvent(_Base):
+    """A piece of the assistant message as the model writes it (a streaming ``llm_call``).
+
+    Sent between the assistant's ``message_start`` and ``message_end``, in the
+    order the pieces arrived. Deltas are a preview: the ``message_end``
+    message is what goes into the history (tool calls parsed and checked).
+    """
+
+    delta_type: Literal["text", "reasoning", "tool_call"] = "text"
+    """``text``: answer text; ``reasoning``: thinking text; ``tool_call``: a piece of a call's arguments."""
+    delta: str = ""
+    """The new characters (for ``tool_call``, a piece of the JSON ``arguments``; may be ``""`` when
+    only the call's name or id arrived)."""
+    tool_call_index: int | None = None
+    """For ``tool_call``: the call's ``index`` in the streamed reply (OpenAI ``delta.tool_calls[].index``)."""
+    tool_call_id: str | None = None
+    """For ``tool_call``: the call's id, once the model has sent it."""
+    tool_name: str | None = None
+    """For ``tool_call``: the tool's name, once the model has sent it."""
+    type: Literal["message_update"] = field(default="message_update", init=False)
 
 
 @dataclass(kw_only=True)
@@ -192,6 +221,7 @@ Event = Union[
     TurnStartEvent,
     TurnEndEvent,
     MessageStartEvent,
+    MessageUpdateEvent,
     MessageEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,

@@ -10,15 +10,31 @@ chat-completions reply (or any shape ``yiemagent.tool_calls`` reads). It is
 called on a worker thread, one call at a time per agent. It may raise; the run
 then ends with an error answer. It must not change ``messages``.
 
+Streaming (optional): an ``llm_call`` that has a keyword parameter named
+``on_delta`` gets one from the loop (detected once per callable with
+``inspect.signature``) and may call it, from any thread, while the reply is
+being written::
+
+    on_delta("text", "Hel")                       # answer text
+    on_delta("reasoning", "I should")             # thinking text
+    on_delta("tool_call", '{"city": "Pa', tool_call_index=0, tool_call_id="call_1",
+             tool_name="get_weather")             # a piece of a call's arguments
+
+Each becomes a ``MessageUpdateEvent`` delivered to the event sink on the
+loop's thread, in order, before the assistant's ``message_end``. The return
+value is still the whole reply: deltas are a preview, never the record.
+Callables without ``on_delta`` work as before.
+
 Spec: OpenAI Chat Completions, ``POST /chat/completions``.
 """
 
 from __future__ import annotations
 
 import codecs
+import inspect
 import json
 import logging
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import requests
 
@@ -28,7 +44,7 @@ from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .exceptions import LLMError
 from .mcp.sse import SSEParser
 
-__all__ = ["LLMCall", "OpenAIChat", "openai_chat"]
+__all__ = ["ChunkDeltas", "LLMCall", "OnDelta", "OpenAIChat", "accepts_on_delta", "merge_chunks", "openai_chat"]
 
 logger = logging.getLogger("yiemagent.llm")
 
@@ -39,6 +55,83 @@ class LLMCall(Protocol):
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """Return the model's reply to ``messages`` with ``tools`` offered."""
         ...
+
+
+class OnDelta(Protocol):
+    """``on_delta(delta_type, delta, *, tool_call_index=None, tool_call_id=None, tool_name=None)``.
+
+    The callback a streaming ``llm_call`` reports pieces of its reply to (see
+    the module docstring). Safe to call from any thread; it returns at once.
+    """
+
+    def __call__(
+        self,
+        delta_type: Literal["text", "reasoning", "tool_call"],
+        delta: str,
+        *,
+        tool_call_index: int | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+    ) -> None:
+        """Report one piece of the reply."""
+        ...
+
+
+class ChunkDeltas:
+    """Turns ``chat.completion.chunk`` dicts into ``on_delta`` calls, one chunk at a time.
+
+    Remembers each tool call's id and name by ``index`` so that every
+    ``tool_call`` delta names its call, even when the id and name came only
+    in the call's first chunk (OpenAI) or in every chunk (llama.cpp). Only
+    choice ``index`` 0 is read, as ``_merge_chunks`` does.
+
+    Spec: OpenAI Chat Completions streaming, ``choices[].delta``.
+    """
+
+    def __init__(self, on_delta: OnDelta | None) -> None:
+        self.on_delta = on_delta
+        self._calls: dict[int, tuple[str | None, str | None]] = {}
+
+    def feed(self, chunk: dict[str, Any]) -> None:
+        """Report the deltas in one chunk (nothing when ``on_delta`` is None)."""
+        on_delta = self.on_delta
+        if on_delta is None:
+            return
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            for key in ("reasoning_content", "reasoning"):
+                if isinstance(delta.get(key), str) and delta[key]:
+                    on_delta("reasoning", delta[key])
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                on_delta("text", delta["content"])
+            for call in delta.get("tool_calls") or []:
+                if not isinstance(call, dict):
+                    continue
+                index = call.get("index", len(self._calls))
+                index = index if isinstance(index, int) else len(self._calls)
+                known_id, known_name = self._calls.get(index, (None, None))
+                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else known_id
+                name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else known_name
+                first = index not in self._calls
+                self._calls[index] = (call_id, name)
+                piece = fn.get("arguments") if isinstance(fn.get("arguments"), str) else ""
+                if piece or first:
+                    on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
+
+
+def accepts_on_delta(llm_call: Any) -> bool:
+    """True if ``llm_call`` has a keyword parameter named ``on_delta`` (a streaming ``llm_call``)."""
+    try:
+        parameter = inspect.signature(llm_call).parameters.get("on_delta")
+    except (TypeError, ValueError):  # no signature (some builtins and C callables)
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 class _RetryableStatus(LLMError):
@@ -91,8 +184,21 @@ def _merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return reply
 
 
-def _read_stream(response: requests.Response, url: str) -> dict[str, Any]:
-    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it."""
+def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Assemble ``chat.completion.chunk`` dicts (in order) into one ``chat.completion`` reply dict.
+
+    For adapters of other client libraries that stream; the result has the
+    shape ``parse_response`` reads. Spec: OpenAI Chat Completions streaming.
+    """
+    return _merge_chunks(chunks)
+
+
+def _read_stream(response: requests.Response, url: str, on_delta: OnDelta | None = None) -> dict[str, Any]:
+    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it.
+
+    Each chunk's deltas go to ``on_delta`` as they arrive.
+    """
+    deltas = ChunkDeltas(on_delta)
     parser = SSEParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     chunks: list[dict[str, Any]] = []
@@ -112,6 +218,7 @@ def _read_stream(response: requests.Response, url: str) -> dict[str, Any]:
                                        response=chunk)
                     if isinstance(chunk, dict):
                         chunks.append(chunk)
+                        deltas.feed(chunk)
     except requests.RequestException as exc:
         raise LLMError(f"POST {url}: the stream broke: {exc}") from exc
     if not chunks:
@@ -132,8 +239,10 @@ class OpenAIChat:
             ``max_tokens=256``, ``tool_choice="auto"``. ``tool_choice`` is left
             out of requests that carry no tools. ``stream=True`` reads the reply
             as server-sent events and merges the deltas into one reply (same
-            shape); servers stop generating when ``cancel()`` cuts a stream,
-            which they may not do for a plain request.
+            shape) and reports each delta to ``on_delta`` (the agent turns
+            them into ``message_update`` events); servers stop generating
+            when ``cancel()`` cuts a stream, which they may not do for a plain
+            request.
 
     Connection failures before the request was sent, and HTTP 429/502/503
     (honouring ``Retry-After``), are retried up to 3 times in all.
@@ -179,7 +288,7 @@ class OpenAIChat:
             body.pop("parallel_tool_calls", None)
         return body
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, body: dict[str, Any], on_delta: OnDelta | None = None) -> dict[str, Any]:
         try:
             response = self._session.post(
                 self.url, json=body, headers=self._headers, timeout=self.timeout_seconds,
@@ -196,7 +305,7 @@ class OpenAIChat:
                 raise error
             raise LLMError(message, status_code=response.status_code, response=text)
         if body.get("stream"):
-            return _read_stream(response, self.url)
+            return _read_stream(response, self.url, on_delta)
         try:
             reply = response.json()
         except ValueError as exc:
@@ -207,8 +316,15 @@ class OpenAIChat:
             raise LLMError(f"POST {self.url} answered JSON that is not an object", response=reply)
         return reply
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """POST one chat completion; return the reply dict (raises ``LLMError``)."""
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None
+    ) -> dict[str, Any]:
+        """POST one chat completion; return the reply dict (raises ``LLMError``).
+
+        With ``stream=True``, each text, reasoning and tool-call argument delta
+        goes to ``on_delta`` as it arrives (the agent passes one; see the module
+        docstring). Without streaming, ``on_delta`` is not called.
+        """
         body = self.request_body(messages, tools)
         logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
 
@@ -217,7 +333,7 @@ class OpenAIChat:
 
         for attempt in make_retrying(retryable):
             with attempt:
-                return self._post(body)
+                return self._post(body, on_delta)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def cancel(self) -> None:

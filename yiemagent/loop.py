@@ -35,6 +35,7 @@ Rules (each has a test):
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import logging
 import queue
@@ -49,6 +50,7 @@ from . import events as ev
 from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
+from .llm import accepts_on_delta
 from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage
 from .tool_calls import parse_response
 from .tools import AgentToolResult, ToolRegistry, _progress_reporter, cap_result, to_result
@@ -62,6 +64,7 @@ Status = Literal["completed", "terminated", "max_turns", "repeated_call", "abort
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 _POLL_SECONDS = 0.05  # how often a wait re-checks the abort event
+_WAKE = object()  # put on a run's update queue when a future it waits for is done
 
 
 @dataclass
@@ -95,6 +98,16 @@ class LoopConfig:
     """Returns ``[(message, input_id)]`` that arrived during the run; called after each tool batch."""
     executor: concurrent.futures.Executor | None = None
     """Worker threads for model calls and tools; None makes a pool per run."""
+    _streaming: tuple[Any, bool] | None = field(default=None, init=False, repr=False, compare=False)
+    """Cache: (llm_call, whether it takes ``on_delta``), so the signature is read once per callable."""
+
+    def streams(self) -> bool:
+        """True if ``llm_call`` takes ``on_delta`` (see ``yiemagent.llm``); read once per callable."""
+        cached = self._streaming
+        if cached is None or cached[0] is not self.llm_call:
+            cached = (self.llm_call, accepts_on_delta(self.llm_call))
+            self._streaming = cached
+        return cached[1]
 
 
 @dataclass
@@ -159,7 +172,8 @@ class _Run:
         self.input_ids: list[str] = []
         self.executor = config.executor
         self.own_executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self.updates: queue.SimpleQueue[ev.Event] = queue.SimpleQueue()
+        self.updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        """Events from worker threads (tool progress, model deltas) and ``_WAKE``; emitted by the loop."""
         self.streak: tuple[str, str] | None = None
         self.streak_count = 0
         self.repeated = False
@@ -175,22 +189,44 @@ class _Run:
         """Emit progress reported by tools on worker threads, here on the loop's thread."""
         while True:
             try:
-                self.emit(self.updates.get_nowait())
+                item = self.updates.get_nowait()
             except queue.Empty:
                 return
+            if item is not _WAKE:
+                self.emit(item)
+
+    def on_delta(
+        self, delta_type: Literal["text", "reasoning", "tool_call"], delta: str, *,
+        tool_call_index: int | None = None, tool_call_id: str | None = None, tool_name: str | None = None,
+    ) -> None:
+        """The ``on_delta`` handed to a streaming ``llm_call``: queue a ``message_update`` (any thread)."""
+        if self.abort_event.is_set():
+            return  # the run is ending: late pieces of a cut reply are not news
+        self.updates.put(ev.MessageUpdateEvent(
+            delta_type=delta_type, delta=delta, tool_call_index=tool_call_index,
+            tool_call_id=tool_call_id, tool_name=tool_name,
+        ))
 
     def wait(self, future: concurrent.futures.Future[Any]) -> Any:
-        """Wait for ``future``; raise ``_Aborted`` as soon as the abort event is set."""
+        """Wait for ``future``; raise ``_Aborted`` as soon as the abort event is set.
+
+        Updates (tool progress, model deltas) put by worker threads are emitted
+        here as they arrive, in order; the future's end wakes the wait at once.
+        """
+        future.add_done_callback(lambda _: self.updates.put(_WAKE))
         while True:
             try:
-                result = future.result(timeout=_POLL_SECONDS)
-            except concurrent.futures.TimeoutError:
+                item = self.updates.get(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                item = _WAKE
+            if item is not _WAKE:
+                self.emit(item)
+            if future.done():
                 self.flush_updates()
-                if self.abort_event.is_set():
-                    future.cancel()
-                    raise _Aborted() from None
-                continue
-            return result
+                return future.result()
+            if self.abort_event.is_set():
+                future.cancel()
+                raise _Aborted()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         if self.executor is None:
@@ -225,7 +261,10 @@ class _Run:
         tools = config.tools.to_openai() if tools_enabled else []
         logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
                      len(messages), len(tools))
-        future = self.submit(config.llm_call, messages, tools)
+        call = config.llm_call
+        if self.sink is not None and config.streams():
+            call = functools.partial(call, on_delta=self.on_delta)
+        future = self.submit(call, messages, tools)
         try:
             response = self.wait(future)
         except _Aborted:

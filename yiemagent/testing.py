@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .events import Event
 from .exceptions import LLMError
+from .llm import OnDelta
 
 __all__ = ["EventRecorder", "ScriptedLLM", "text_reply", "tool_call_reply"]
 
@@ -50,18 +52,51 @@ class ScriptedLLM:
     ``calls`` as ``{"messages": [...], "tools": [...]}`` (deep copies, as they
     were at call time).
 
+    With ``delta_chars`` set it also streams: before returning a reply dict it
+    reports the reply's reasoning, text and tool-call arguments to ``on_delta``
+    in pieces of ``delta_chars`` characters, ``delta_delay_seconds`` apart
+    (as a streaming server would; see ``yiemagent.llm``).
+
     Raises (from a call):
         LLMError: the script is exhausted (unless ``repeat_last=True``).
     """
 
-    def __init__(self, responses: Iterable[Any], *, repeat_last: bool = False) -> None:
+    def __init__(
+        self, responses: Iterable[Any], *, repeat_last: bool = False, delta_chars: int | None = None,
+        delta_delay_seconds: float = 0.0,
+    ) -> None:
         self.responses = list(responses)
         self.repeat_last = repeat_last
+        self.delta_chars = delta_chars
+        self.delta_delay_seconds = delta_delay_seconds
         self.calls: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """Record the call and return the next scripted reply."""
+    def _stream(self, reply: dict[str, Any], on_delta: OnDelta) -> None:
+        size = self.delta_chars or 1
+        choices = reply.get("choices") or [{}]
+        message = choices[0].get("message") or {}
+
+        def pieces(text: str) -> list[str]:
+            return [text[i:i + size] for i in range(0, len(text), size)]
+
+        for key, kind in (("reasoning_content", "reasoning"), ("content", "text")):
+            if isinstance(message.get(key), str):
+                for piece in pieces(message[key]):
+                    on_delta(kind, piece)  # type: ignore[arg-type]
+                    time.sleep(self.delta_delay_seconds)
+        for index, call in enumerate(message.get("tool_calls") or []):
+            fn = call.get("function") or {}
+            arguments = fn.get("arguments") if isinstance(fn.get("arguments"), str) else ""
+            for piece in pieces(arguments) or [""]:
+                on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call.get("id"),
+                         tool_name=fn.get("name"))
+                time.sleep(self.delta_delay_seconds)
+
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None
+    ) -> dict[str, Any]:
+        """Record the call and return the next scripted reply (streamed to ``on_delta`` with ``delta_chars``)."""
         with self._lock:
             index = len(self.calls)
             self.calls.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})
@@ -72,9 +107,10 @@ class ScriptedLLM:
             item = self.responses[index]
         if isinstance(item, BaseException):
             raise item
-        if callable(item):
-            return item(messages, tools)  # type: ignore[no-any-return]
-        return copy.deepcopy(item)  # type: ignore[no-any-return]
+        reply = item(messages, tools) if callable(item) else copy.deepcopy(item)
+        if self.delta_chars and on_delta is not None and isinstance(reply, dict):
+            self._stream(reply, on_delta)
+        return reply  # type: ignore[no-any-return]
 
 
 class EventRecorder:
