@@ -43,7 +43,16 @@ from typing import Any
 import pytest
 import requests
 
-from tests.helpers import NODE_SERVERS, PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import (
+    NODE_SERVERS,
+    PYTHON,
+    SERVERS,
+    ensure_npm_packages,
+    free_port,
+    start_process,
+    stop_process,
+    wait_for_port,
+)
 
 # tests/ is a package (tests/__init__.py) so that tests/mcp/ imports as ``tests.mcp`` and never shadows the
 # ``mcp`` SDK; appending tests/ (never prepending) keeps ``import helpers`` working as well.
@@ -52,6 +61,18 @@ sys.path.append(str(Path(__file__).parent))
 EVERYTHING_JS = NODE_SERVERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 _STARTUP_SECONDS = 20
+_NPM_NOTES: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Install the npm servers and the conformance suite when missing (``npm ci``; see helpers)."""
+    if not hasattr(config, "workerinput"):  # once, in the main process
+        _NPM_NOTES.extend(ensure_npm_packages())
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say what the npm step did, so a skip is never a surprise."""
+    return [f"npm: {note}" for note in _NPM_NOTES]
 
 
 # --------------------------------------------------------------------------- no network

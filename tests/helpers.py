@@ -30,6 +30,7 @@ __all__ = [
     "SERVERS",
     "RecordingSession",
     "SentRequest",
+    "ensure_npm_packages",
     "free_port",
     "process_output",
     "start_process",
@@ -181,3 +182,47 @@ def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread,
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread, out
+
+
+NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance")
+"""The npm folders the tests use: real MCP servers and the official conformance suite (each has a lockfile)."""
+
+
+def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: float = 600) -> list[str]:
+    """Install each folder's npm packages with ``npm ci`` when its ``node_modules`` is missing.
+
+    So that ``pip install -e ".[test]" && python -m pytest`` runs the whole suite on a machine with
+    node (issue 11 point 7). An exclusive file lock per folder makes parallel pytest processes wait for
+    one install. Without ``npm`` on PATH, or when ``npm ci`` fails (no registry), nothing is raised:
+    the tests that need the packages skip with a reason, as before.
+
+    Returns:
+        One line per folder saying what happened (printed in the pytest header).
+    """
+    import fcntl
+    import shutil
+
+    npm = shutil.which("npm")
+    notes = []
+    for folder in folders:
+        if (folder / "node_modules").is_dir():
+            continue
+        if npm is None:
+            notes.append(f"{folder.name}: npm not found, tests that need its packages are skipped")
+            continue
+        with open(folder / ".npm-install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (folder / "node_modules").is_dir():
+                continue
+            try:
+                done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
+                                      capture_output=True, text=True, timeout=timeout_seconds)
+            except subprocess.TimeoutExpired:
+                notes.append(f"{folder.name}: npm ci timed out after {timeout_seconds:g}s")
+                continue
+            if done.returncode == 0:
+                notes.append(f"{folder.name}: npm packages installed")
+            else:
+                shutil.rmtree(folder / "node_modules", ignore_errors=True)
+                notes.append(f"{folder.name}: npm ci failed ({done.stderr.strip()[-300:]})")
+    return notes

@@ -59,7 +59,7 @@ from .messages import (
 )
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
-from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
+from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
 
 from_openai_response = parse_response
 
@@ -79,6 +79,7 @@ __all__ = [
     "ConfigError",
     "Event",
     "FormatError",
+    "FunctionTool",
     "ImageContent",
     "LLMError",
     "LoopConfig",

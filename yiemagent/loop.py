@@ -92,7 +92,7 @@ class LoopConfig:
     max_parallel_tools: int = 8
     max_result_chars: int | None = 100_000
     """Characters of one tool result the model sees; longer ones are cut with a note (``cap_result``)."""
-    before_model_call: Callable[[], None] | None = None
+    before_model_call: Callable[[], object] | None = None
     """Called before each model call (MCP tool refresh); may raise, reported as an error event."""
     poll_steering: Steering | None = None
     """Returns ``[(message, input_id)]`` that arrived during the run; called after each tool batch."""
@@ -261,10 +261,10 @@ class _Run:
         tools = config.tools.to_openai() if tools_enabled else []
         logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
                      len(messages), len(tools))
-        call = config.llm_call
+        llm_call: Callable[..., Any] = config.llm_call
         if self.sink is not None and config.streams():
-            call = functools.partial(call, on_delta=self.on_delta)
-        future = self.submit(call, messages, tools)
+            llm_call = functools.partial(llm_call, on_delta=self.on_delta)
+        future = self.submit(llm_call, messages, tools)
         try:
             response = self.wait(future)
         except _Aborted:

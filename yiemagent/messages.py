@@ -35,8 +35,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from dataclasses_json import DataClassJsonMixin, config
 
@@ -206,6 +207,13 @@ class UserMessage(DataClassJsonMixin):
     """OpenAI ``name`` of the participant, or None."""
     role: Literal["user"] = "user"
 
+    if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
+
+        def __init__(
+            self, content: str | Sequence[TextContent | ImageContent] = ..., name: str | None = None,
+            role: Literal["user"] = "user",
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         if isinstance(self.content, str):
             self.content = [TextContent(self.content)]
@@ -229,6 +237,14 @@ class AssistantMessage(DataClassJsonMixin):
     usage: dict[str, Any] | None = field(default=None, compare=False)
     """yiemagent-side: the response's ``usage`` (token counts), if reported."""
     role: Literal["assistant"] = "assistant"
+
+    if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
+
+        def __init__(
+            self, content: str | Sequence[TextContent | ReasoningContent] = ..., tool_calls: list[ToolCall] = ...,
+            extra: dict[str, Any] = ..., finish_reason: str | None = None, usage: dict[str, Any] | None = None,
+            role: Literal["assistant"] = "assistant",
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if isinstance(self.content, str):
@@ -258,6 +274,13 @@ class ToolResultMessage(DataClassJsonMixin):
     details: Any = field(default=None, compare=False, metadata=config(encoder=_jsonable))
     """yiemagent-side: data for the application, never sent to the model (state keeps JSON values)."""
     role: Literal["tool"] = "tool"
+
+    if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
+
+        def __init__(
+            self, tool_call_id: str, content: str | Sequence[TextContent | ImageContent] = ..., tool_name: str = "",
+            is_error: bool = False, details: Any = None, role: Literal["tool"] = "tool",
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if isinstance(self.content, str):

@@ -86,8 +86,8 @@ class ScriptedLLM:
                     on_delta(kind, piece)  # type: ignore[arg-type]
                     time.sleep(self.delta_delay_seconds)
         for index, call in enumerate(message.get("tool_calls") or []):
-            fn = call.get("function") or {}
-            arguments = fn.get("arguments") if isinstance(fn.get("arguments"), str) else ""
+            fn: dict[str, Any] = call.get("function") or {}
+            arguments: str = fn["arguments"] if isinstance(fn.get("arguments"), str) else ""
             for piece in pieces(arguments) or [""]:
                 on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call.get("id"),
                          tool_name=fn.get("name"))
@@ -107,10 +107,10 @@ class ScriptedLLM:
             item = self.responses[index]
         if isinstance(item, BaseException):
             raise item
-        reply = item(messages, tools) if callable(item) else copy.deepcopy(item)
+        reply: dict[str, Any] = item(messages, tools) if callable(item) else copy.deepcopy(item)
         if self.delta_chars and on_delta is not None and isinstance(reply, dict):
             self._stream(reply, on_delta)
-        return reply  # type: ignore[no-any-return]
+        return reply
 
 
 class EventRecorder:

@@ -89,7 +89,8 @@ def parse_arguments_noted(raw: Any, *, repair: bool = True) -> tuple[dict[str, A
         repaired = repair_json_object(text) if repair else None
         if repaired is not None:
             return repaired[0], None, repaired[1]
-        return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})", None
+        where = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return {}, f"arguments are not valid JSON ({where})", None
     if isinstance(value, str):  # double-encoded: "\"{\\\"a\\\": 1}\""
         if value.strip()[:1] == "{":
             return parse_arguments_noted(value, repair=repair)
@@ -150,7 +151,7 @@ def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
         fn = call.get("function")
         call_id = call.get("id") if isinstance(call.get("id"), str) else None
         if isinstance(fn, dict):
-            out.append(TextCall(fn.get("name") if isinstance(fn.get("name"), str) else "", fn.get("arguments"),
+            out.append(TextCall(fn["name"] if isinstance(fn.get("name"), str) else "", fn.get("arguments"),
                                 call_id))
         elif "name" in call:  # flattened {"id", "name", "arguments"}
             out.append(TextCall(str(call.get("name") or ""), call.get("arguments", call.get("input")), call_id))
@@ -169,9 +170,9 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
         elif value not in (None, ""):
             parsed.extra[key] = value
     parsed.calls = _openai_calls(message.get("tool_calls"), raw)
-    fn = message.get("function_call")
-    if not parsed.calls and isinstance(fn, dict):  # legacy OpenAI functions
-        parsed.calls = [TextCall(str(fn.get("name") or ""), fn.get("arguments"))]
+    legacy = message.get("function_call")
+    if not parsed.calls and isinstance(legacy, dict):  # legacy OpenAI functions
+        parsed.calls = [TextCall(str(legacy.get("name") or ""), legacy.get("arguments"))]
     content = message.get("content")
     texts: list[str] = []
     if isinstance(content, str):
@@ -195,7 +196,7 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
             elif kind == "tool_calls":
                 parsed.calls.extend(_openai_calls(block.get("tool_calls"), raw))
             elif kind in ("function_call", "tool_call"):
-                fn = block.get("function") if isinstance(block.get("function"), dict) else block
+                fn: dict[str, Any] = block["function"] if isinstance(block.get("function"), dict) else block
                 parsed.calls.append(TextCall(str(fn.get("name") or ""), fn.get("arguments", fn.get("input")),
                                              block.get("id") or block.get("call_id")))
     elif content is not None:

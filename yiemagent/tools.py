@@ -27,9 +27,9 @@ import re
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, Union, overload
 
 import jsonschema
 import jsonschema.exceptions
@@ -63,6 +63,13 @@ class AgentToolResult:
     """True asks the run to end after this batch (only if every result of the batch asks)."""
     details: Any = None
     """Data for the application (hooks, events, state); never sent to the model."""
+
+    if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
+
+        def __init__(
+            self, content: str | Sequence[TextContent | ImageContent] = ..., is_error: bool = False,
+            terminate: bool = False, details: Any = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if isinstance(self.content, str):
@@ -279,20 +286,19 @@ class ToolRegistry:
 
     def add(self, new: AgentTool | Callable[..., Any], *, replace: bool = False) -> AgentTool:
         """Register a tool (an ``AgentTool`` or a plain function, wrapped with ``@tool``)."""
-        if not isinstance(new, AgentTool):
-            new = tool(new)
+        added: AgentTool = new if isinstance(new, AgentTool) else tool(new)
         with self._lock:
-            old = self._tools.get(new.name)
+            old = self._tools.get(added.name)
             if old is not None and not replace:
-                same = old is new or (
-                    old.description == new.description and old.input_schema == new.input_schema
-                    and old.execute == new.execute
+                same = old is added or (
+                    old.description == added.description and old.input_schema == added.input_schema
+                    and old.execute == added.execute
                 )
                 if same:
                     return old
-                raise ConfigError(f"a different tool named {new.name!r} is already registered")
-            self._tools[new.name] = new
-            return new
+                raise ConfigError(f"a different tool named {added.name!r} is already registered")
+            self._tools[added.name] = added
+            return added
 
     def remove(self, name: str) -> None:
         """Unregister ``name`` (no error when absent)."""
@@ -388,10 +394,10 @@ def _schema_for(annotation: Any) -> dict[str, Any]:
     if origin is typing.Literal:
         return {"enum": list(args)}
     if origin in (list, tuple, set, frozenset, Iterable) or annotation in (tuple, set):
-        schema: dict[str, Any] = {"type": "array"}
+        array: dict[str, Any] = {"type": "array"}
         if args and args[-1] is not Ellipsis:
-            schema["items"] = _schema_for(args[0])
-        return schema
+            array["items"] = _schema_for(args[0])
+        return array
     if origin is dict:
         schema = {"type": "object"}
         if len(args) == 2:
@@ -465,11 +471,42 @@ class _FunctionExecutor:
         return hash(self.func)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class FunctionTool(AgentTool, Generic[_P, _R]):
+    """An ``AgentTool`` made by ``@tool`` from a function; calling it calls the function.
+
+    Type checkers see the function's own signature: ``add(1, 2)`` still type-checks
+    after ``@tool``, and ``add.input_schema`` is there too.
+    """
+
+    fn: Callable[_P, _R]
+    """The decorated function."""
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """Call the decorated function directly (no validation, no hooks)."""
+        return self.fn(*args, **kwargs)
+
+
+@overload
+def tool(
+    fn: Callable[_P, _R], *, name: str | None = None, description: str | None = None, sequential: bool = False,
+) -> FunctionTool[_P, _R]: ...
+
+
+@overload
+def tool(
+    fn: None = None, *, name: str | None = None, description: str | None = None, sequential: bool = False,
+) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
     sequential: bool = False,
 ) -> Any:
-    """Turn a typed, documented function into an ``AgentTool``.
+    """Turn a typed, documented function into an ``AgentTool`` (a ``FunctionTool``).
 
     The name comes from the function, the description from its docstring (the
     part before ``Args:``), and ``input_schema`` from its annotations: ``str``,
@@ -493,7 +530,7 @@ def tool(
         ['a']
     """
 
-    def wrap(func: Callable[..., Any]) -> AgentTool:
+    def wrap(func: Callable[_P, _R]) -> FunctionTool[_P, _R]:
         signature = inspect.signature(func)
         hints = typing.get_type_hints(func, include_extras=True)
         text, param_docs = _split_docstring(func.__doc__ or "")
@@ -523,12 +560,14 @@ def tool(
             if convert is not None:
                 converters[pname] = convert
 
-        return AgentTool(
-            name=name or func.__name__,
+        made: FunctionTool[_P, _R] = FunctionTool(
+            name=name or str(getattr(func, "__name__", "")),
             description=description if description is not None else text,
             input_schema=input_schema,
             execute=_FunctionExecutor(func, wants_abort, converters),
             sequential=sequential,
         )
+        made.fn = func
+        return made
 
     return wrap(fn) if fn is not None else wrap

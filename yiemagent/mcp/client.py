@@ -252,7 +252,7 @@ class MCPClient:
 
     def _on_message(self, message: dict[str, Any]) -> dict[str, Any] | None:
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
         if jsonrpc.is_request(message):
             handler = self.request_handlers.get(str(method))
             if handler is not None:

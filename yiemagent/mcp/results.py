@@ -81,7 +81,7 @@ def result_to_tool_result(
 
     Spec: MCP 2025-11-25, "Tools" ("Tool Result").
     """
-    blocks = result.get("content") if isinstance(result.get("content"), list) else []
+    blocks: list[Any] = result["content"] if isinstance(result.get("content"), list) else []
     parts = [_content_part(b) for b in blocks]
     structured = result.get("structuredContent")
     if structured is not None and not any(

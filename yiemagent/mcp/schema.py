@@ -169,7 +169,8 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
         kind = "object" if "object" in kind else (kind[0] if kind else "object")
     if kind != "object":
         logger.warning("inputSchema: top-level type %r is not 'object'; the tool takes any object", kind)
-        keep = {k: out[k] for k in ("$schema", "$defs", "definitions", "description", "title") if k in out}
+        kept = ("$schema", "$defs", "definitions", "description", "title")
+        keep: dict[str, Any] = {k: out[k] for k in kept if k in out}
         return {**keep, "type": "object", "properties": {}}
     out["type"] = "object"
     if not isinstance(out.get("properties"), dict):
