@@ -19,6 +19,16 @@ The local model (session scope; tests using it are marked ``model``):
     local_model          ``yiemagent.local.LocalModel``: llama.cpp (xllamacpp) + Gemma 3 270M, started once;
                          each model call costs ~2-4 s, so keep such tests few
 
+Conversation stores (issue 10):
+    postgres_dsn         session: a throw-away PostgreSQL (Debian initdb/pg_ctl as user ``postgres``, free port on
+                         127.0.0.1, socket in its own dir, ``helpers.start_postgres``); skipped with the reason when
+                         no initdb is installed (``.ci/run`` installs ``postgresql``)
+    store_factory        parametrized ``sqlite`` / ``postgres``: a picklable zero-argument callable making a new store
+                         object on this test's own database (a tmp file / a fresh table prefix); call it in each
+                         process (``multiprocessing`` children too)
+    sqlite_store_factory, postgres_store_factory   the same for one backend
+    store                ``store_factory()``, closed at teardown
+
 Helpers as fixtures:
     free_port            a TCP port on 127.0.0.1 that nothing listens on (``helpers.free_port()``)
     open_client          ``open_client(url, *, session=None, timeout_seconds=10, name=None) -> MCPClient`` over
@@ -32,6 +42,7 @@ difference before/after.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import subprocess
@@ -49,6 +60,7 @@ from tests.helpers import (
     SERVERS,
     ensure_npm_packages,
     free_port,
+    start_postgres,
     start_process,
     stop_process,
     wait_for_port,
@@ -337,3 +349,57 @@ def no_sleep() -> Iterator[list[float]]:
     Use as ``retry_sleep=no_sleep.append``.
     """
     yield []
+
+
+# --------------------------------------------------------------------------- conversation stores (issue 10)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """DSN of a PostgreSQL server started for this session (skipped when PostgreSQL is not installed)."""
+    try:
+        server = start_postgres()
+    except FileNotFoundError as exc:
+        pytest.skip(f"PostgreSQL is not installed here ({exc}); .ci/run installs Debian's postgresql")
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def sqlite_store_factory(tmp_path: Path) -> Callable[[], Any]:
+    """``factory() -> SQLiteStore`` on a fresh file of this test (picklable)."""
+    from yiemagent.sqlite_store import SQLiteStore
+
+    return functools.partial(SQLiteStore, str(tmp_path / "conversations.db"))
+
+
+_prefixes = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def postgres_store_factory(postgres_dsn: str) -> Callable[[], Any]:
+    """``factory() -> PostgresStore`` on tables of this test only (fresh prefix; picklable)."""
+    import os
+
+    from yiemagent.postgres_store import PostgresStore
+
+    prefix = f"t{os.getpid()}_{next(_prefixes)}_"
+    return functools.partial(PostgresStore, postgres_dsn, table_prefix=prefix)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_factory(request: pytest.FixtureRequest) -> Callable[[], Any]:
+    """Both backends, one after the other."""
+    return request.getfixturevalue(f"{request.param}_store_factory")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def store(store_factory: Callable[[], Any]) -> Iterator[Any]:
+    """A store of each backend for this test; closed at teardown."""
+    made = store_factory()
+    try:
+        yield made
+    finally:
+        made.close()

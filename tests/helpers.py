@@ -4,13 +4,16 @@
 its output captured to a log file (never a pipe nobody reads, which would
 block a chatty server), ``wait_for_port()`` polls until the server accepts
 connections and fails at once, with the server's output, if it exited, and
-``stop_process()`` ends it (terminate, wait 5 s, kill).
+``stop_process()`` ends it (terminate, wait 5 s, kill). ``start_postgres()`` runs a
+throw-away PostgreSQL server (Debian's ``initdb``/``pg_ctl``) on a free loopback port.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -28,11 +31,14 @@ __all__ = [
     "NODE_SERVERS",
     "PYTHON",
     "SERVERS",
+    "PostgresServer",
     "RecordingSession",
     "SentRequest",
     "ensure_npm_packages",
+    "find_postgres_bin",
     "free_port",
     "process_output",
+    "start_postgres",
     "start_process",
     "stop_process",
     "wait_for_port",
@@ -226,3 +232,84 @@ def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: 
                 shutil.rmtree(folder / "node_modules", ignore_errors=True)
                 notes.append(f"{folder.name}: npm ci failed ({done.stderr.strip()[-300:]})")
     return notes
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+def find_postgres_bin() -> Path | None:
+    """The directory holding ``initdb`` and ``pg_ctl`` (newest Debian version first), or None."""
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+                        reverse=True)
+    found = shutil.which("initdb")
+    if found:
+        candidates.append(os.path.realpath(found))
+    for initdb in candidates:
+        folder = Path(initdb).parent
+        if (folder / "pg_ctl").exists():
+            return folder
+    return None
+
+
+@dataclass
+class PostgresServer:
+    """A PostgreSQL server started by ``start_postgres``; ``stop()`` ends it and removes its files."""
+
+    dsn: str
+    """libpq DSN: ``host=127.0.0.1 port=<port> user=postgres dbname=postgres``."""
+    port: int
+    data_dir: Path
+    bin_dir: Path
+    as_postgres: bool
+    """True when the server runs as the ``postgres`` user (we are root)."""
+
+    def _run(self, *args: str, timeout_seconds: float = 60) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin_dir / args[0]), *args[1:]]
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout_seconds, check=False)
+
+    def stop(self) -> None:
+        """Stop the server (immediate mode) and delete its data directory."""
+        try:
+            self._run("pg_ctl", "-D", str(self.data_dir / "data"), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def start_postgres(timeout_seconds: float = 60) -> PostgresServer:
+    """Start a fresh PostgreSQL on a free port of 127.0.0.1 (trust auth, socket in its own dir).
+
+    As root the server runs as user ``postgres`` (``runuser -u postgres --``),
+    which must exist (Debian's ``postgresql`` package makes it).
+
+    Raises:
+        FileNotFoundError: no ``initdb``/``pg_ctl`` (install Debian's ``postgresql``).
+        RuntimeError: ``initdb`` or ``pg_ctl start`` failed (their output is in the message).
+    """
+    bin_dir = find_postgres_bin()
+    if bin_dir is None:
+        raise FileNotFoundError("no initdb/pg_ctl found (apt-get install -y postgresql)")
+    as_postgres = os.geteuid() == 0
+    base = Path(tempfile.mkdtemp(prefix="yiemagent-pg-"))
+    if as_postgres:
+        shutil.chown(base, user="postgres", group="postgres")
+    port = free_port()
+    server = PostgresServer(f"host=127.0.0.1 port={port} user=postgres dbname=postgres", port, base, bin_dir,
+                            as_postgres)
+    data = base / "data"
+    try:
+        done = server._run("initdb", "-D", str(data), "--auth=trust", "-U", "postgres", "--no-sync",
+                           "-E", "UTF8", "--locale=C.UTF-8", timeout_seconds=timeout_seconds)
+        if done.returncode != 0:
+            raise RuntimeError(f"initdb failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=100"
+        done = server._run("pg_ctl", "-D", str(data), "-l", str(base / "server.log"), "-o", options, "-w",
+                           "-t", str(int(timeout_seconds)), "start", timeout_seconds=timeout_seconds + 5)
+        if done.returncode != 0:
+            log = (base / "server.log").read_text(errors="replace") if (base / "server.log").exists() else ""
+            raise RuntimeError(f"pg_ctl start failed ({done.returncode}):\n{done.stdout}\n{done.stderr}\n{log}")
+    except BaseException:
+        server.stop()
+        raise
+    return server

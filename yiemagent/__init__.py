@@ -32,6 +32,8 @@ from .exceptions import (
     MCPSessionExpiredError,
     MCPTimeoutError,
     MCPTransportError,
+    StaleStateError,
+    StoreError,
     ToolArgumentsError,
     ToolBlockedError,
     ToolCallFormatError,
@@ -57,6 +59,9 @@ from .messages import (
     from_openai,
     to_openai,
 )
+from .postgres_store import PostgresStore
+from .sqlite_store import SQLiteStore
+from .store import ConversationStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
@@ -77,6 +82,7 @@ __all__ = [
     "AssistantMessage",
     "BeforeToolCallResult",
     "ConfigError",
+    "ConversationStore",
     "Event",
     "FormatError",
     "FunctionTool",
@@ -92,8 +98,12 @@ __all__ = [
     "MCPTransportError",
     "MaxTurnsExceeded",
     "MessageUpdateEvent",
+    "PostgresStore",
     "ReasoningContent",
     "RunResult",
+    "SQLiteStore",
+    "StaleStateError",
+    "StoreError",
     "SystemMessage",
     "TextContent",
     "ToolArgumentsError",

@@ -19,6 +19,9 @@
     │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
     │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
     │       └── MCPSessionExpiredError              HTTP 404 (or 400 naming it) for our Mcp-Session-Id; .data
+    ├── StoreError                                  a conversation store failed (connection, SQL); original in __cause__
+    │   └── StaleStateError                         a stale or zombie writer: version moved or lease lost;
+    │                                               .conversation_id, .expected_version, .actual_version, .reason
     └── AgentError
         ├── AgentClosedError                        the agent was shut down
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
@@ -177,6 +180,35 @@ class MCPSessionExpiredError(MCPRPCError):
 
     ``code`` is -32001; ``data`` is ``{"session_id": str, "status_code": int}``.
     """
+
+
+class StoreError(YiemagentError):
+    """A conversation store failed (connection, SQL, corrupt row); the original is ``__cause__``."""
+
+
+class StaleStateError(StoreError):
+    """A write was refused: the conversation moved on (version) or the writer lost its lease.
+
+    Nothing was written. The writer is stale (another process served the
+    conversation since it loaded it) or a zombie (its lease expired and was
+    taken); it must reload, not retry blindly.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        conversation_id: str = "",
+        expected_version: int | None = None,
+        actual_version: int | None = None,
+        reason: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+        self.reason = reason
+        """``"version"``, ``"lease"`` or ``"served"`` (an input was already answered)."""
 
 
 class AgentError(YiemagentError):

@@ -1,0 +1,327 @@
+"""The SQL both store backends share: tables, statements, transactions, fencing.
+
+``SQLStoreBase`` implements every ``ConversationStore`` method on a DB-API
+connection; ``SQLiteStore`` and ``PostgresStore`` supply the connection, how a
+write transaction starts (``BEGIN IMMEDIATE`` / ``BEGIN`` + ``FOR UPDATE``),
+the clock used for leases and the driver's error types.
+
+Statements are written with ``?`` placeholders; the Postgres backend turns them
+into ``%s``. Every statement touching a conversation names its id first, so
+the primary keys serve them all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from .exceptions import ConfigError, StaleStateError, StoreError
+from .store import ConversationRecord, InboxEntry, Lease, ReplyTo, ServedInput, StoreBase, normalize_input
+
+__all__ = ["SQLStoreBase"]
+
+logger = logging.getLogger("yiemagent.store")
+
+_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+_INBOX_COLUMNS = "conversation_id, seq, input_id, message, reply_to, enqueued_at, served_at, answer, run_key"
+
+
+class SQLStoreBase(StoreBase):
+    """``ConversationStore`` over SQL; subclasses give the connection and dialect."""
+
+    _for_update = ""
+    """Suffix that locks the selected conversation row inside a write transaction."""
+
+    def __init__(self, table_prefix: str) -> None:
+        if not _PREFIX.match(table_prefix):
+            raise ConfigError(f"table_prefix must match {_PREFIX.pattern}, not {table_prefix!r}")
+        p = table_prefix
+        self.conversations_table = f"{p}conversations"
+        self.inbox_table = f"{p}inbox"
+        self.journal_table = f"{p}journal"
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._pid = os.getpid()
+        self._forked: list[Any] = []  # connections inherited over fork: never used or closed here
+
+    # ------------------------------------------------------------------ dialect (subclasses)
+
+    _errors: tuple[type[BaseException], ...] = ()
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    @contextmanager
+    def _transaction(self, conn: Any) -> Iterator[Any]:
+        """A write transaction; yields a cursor. Rolls back on any exception."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def _now(self, cur: Any) -> float:
+        """Unix seconds by the clock leases are measured with."""
+        return time.time()
+
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def _schema(self) -> list[str]:
+        c, i, j = self.conversations_table, self.inbox_table, self.journal_table
+        return [
+            f"CREATE TABLE IF NOT EXISTS {c} (conversation_id TEXT PRIMARY KEY, "
+            "version BIGINT NOT NULL DEFAULT 0, state TEXT, next_seq BIGINT NOT NULL DEFAULT 1, "
+            "lease_owner TEXT, lease_token BIGINT NOT NULL DEFAULT 0, lease_expires_at DOUBLE PRECISION, "
+            "updated_at DOUBLE PRECISION)",
+            f"CREATE TABLE IF NOT EXISTS {i} (conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, "
+            "input_id TEXT NOT NULL, message TEXT NOT NULL, reply_to TEXT NOT NULL, "
+            "enqueued_at DOUBLE PRECISION NOT NULL, served_at DOUBLE PRECISION, answer TEXT, run_key TEXT, "
+            "PRIMARY KEY (conversation_id, seq), UNIQUE (conversation_id, input_id))",
+            f"CREATE INDEX IF NOT EXISTS {i}_pending ON {i} (enqueued_at) WHERE served_at IS NULL",
+            f"CREATE TABLE IF NOT EXISTS {j} (conversation_id TEXT NOT NULL, run_key TEXT NOT NULL, "
+            "step_key TEXT NOT NULL, value TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
+            "PRIMARY KEY (conversation_id, run_key, step_key))",
+        ]
+
+    # ------------------------------------------------------------------ connection
+
+    @contextmanager
+    def _use(self) -> Iterator[Any]:
+        """The connection, under the lock; driver errors become ``StoreError``."""
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the parent's connection is not ours to use
+                self._forked.append(self._conn)
+                self._conn, self._pid = None, os.getpid()
+            if self._conn is None or self._broken(self._conn):
+                try:
+                    self._conn = self._connect()
+                except self._errors as exc:
+                    raise StoreError(f"cannot open the conversation store: {exc}") from exc
+            try:
+                yield self._conn
+            except self._errors as exc:
+                raise StoreError(f"conversation store failed: {type(exc).__name__}: {exc}") from exc
+
+    def _broken(self, conn: Any) -> bool:
+        return False
+
+    def close(self) -> None:
+        """Close the connection; the store reconnects if used again."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None and self._pid == os.getpid():
+                try:
+                    conn.close()
+                except self._errors:
+                    logger.debug("closing the store connection failed", exc_info=True)
+
+    def __enter__(self) -> SQLStoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._use() as conn:
+            cur = conn.cursor()
+            try:
+                cur.execute(self._sql(statement), tuple(params))
+                return list(cur.fetchall())
+            finally:
+                cur.close()
+
+    def _ensure_row(self, cur: Any, conversation_id: str) -> tuple[Any, ...]:
+        """Create the conversation row if missing, lock it, return it."""
+        c = self.conversations_table
+        cur.execute(self._sql(f"INSERT INTO {c} (conversation_id) VALUES (?) ON CONFLICT (conversation_id) "
+                              "DO NOTHING"), (conversation_id,))
+        cur.execute(self._sql(f"SELECT version, next_seq, lease_owner, lease_token, lease_expires_at FROM {c} "
+                              f"WHERE conversation_id = ?{self._for_update}"), (conversation_id,))
+        row = cur.fetchone()
+        assert row is not None
+        return tuple(row)
+
+    # ------------------------------------------------------------------ state
+
+    def load(self, conversation_id: str) -> ConversationRecord:
+        """The committed state (version 0, state None when unknown)."""
+        rows = self._read(f"SELECT version, state, updated_at FROM {self.conversations_table} "
+                          "WHERE conversation_id = ?", (conversation_id,))
+        if not rows:
+            return ConversationRecord(conversation_id, 0, None, None)
+        version, state, updated_at = rows[0]
+        return ConversationRecord(conversation_id, int(version), state, updated_at)
+
+    # ------------------------------------------------------------------ inbox
+
+    def enqueue(
+        self, conversation_id: str, message: Any, *, input_id: str | None = None, reply_to: ReplyTo = "store"
+    ) -> int:
+        """Append an input; return its seq (see ``ConversationStore.enqueue``)."""
+        data = normalize_input(message)
+        if reply_to not in ("store", "output_queue"):
+            raise ConfigError(f"reply_to must be 'store' or 'output_queue', not {reply_to!r}")
+        text = self._dumps(data)
+        with self._use() as conn, self._transaction(conn) as cur:
+            row = self._ensure_row(cur, conversation_id)
+            if input_id is not None:
+                cur.execute(self._sql(f"SELECT seq FROM {self.inbox_table} WHERE conversation_id = ? AND "
+                                      "input_id = ?"), (conversation_id, input_id))
+                found = cur.fetchone()
+                if found is not None:
+                    return int(found[0])
+            seq = int(row[1])
+            cur.execute(self._sql(f"INSERT INTO {self.inbox_table} (conversation_id, seq, input_id, message, "
+                                  "reply_to, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)"),
+                        (conversation_id, seq, input_id or self._new_input_id(), text, reply_to, time.time()))
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET next_seq = ? WHERE conversation_id = ?"),
+                        (seq + 1, conversation_id))
+            return seq
+
+    def _entry(self, row: Sequence[Any]) -> InboxEntry:
+        cid, seq, input_id, message, reply_to, enqueued_at, served_at, answer, run = row
+        return InboxEntry(cid, int(seq), input_id, json.loads(message), reply_to, enqueued_at, served_at,
+                          json.loads(answer) if answer is not None else None, run)
+
+    def pending(self, conversation_id: str, *, limit: int | None = None) -> list[InboxEntry]:
+        """Inputs not served yet, seq ascending."""
+        statement = (f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
+                     "served_at IS NULL ORDER BY seq")
+        params: list[Any] = [conversation_id]
+        if limit is not None:
+            statement += " LIMIT ?"
+            params.append(int(limit))
+        return [self._entry(r) for r in self._read(statement, params)]
+
+    def get_input(self, conversation_id: str, seq: int) -> InboxEntry | None:
+        """One inbox entry, or None."""
+        rows = self._read(f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND seq = ?",
+                          (conversation_id, int(seq)))
+        return self._entry(rows[0]) if rows else None
+
+    def pending_conversations(self, *, limit: int = 100) -> list[str]:
+        """Ids with pending inputs, oldest pending input first."""
+        rows = self._read(f"SELECT conversation_id FROM {self.inbox_table} WHERE served_at IS NULL "
+                          "GROUP BY conversation_id ORDER BY MIN(enqueued_at), conversation_id LIMIT ?", (int(limit),))
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------------ journal
+
+    def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
+        """Record a step unless present; return the stored value (first write wins)."""
+        text = self._dumps(value)
+        j = self.journal_table
+        with self._use() as conn:
+            cur = conn.cursor()
+            try:
+                cur.execute(self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
+                                      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) "
+                                      "DO NOTHING"), (conversation_id, run, step, text, time.time()))
+                if cur.rowcount != 1:
+                    cur.execute(self._sql(f"SELECT value FROM {j} WHERE conversation_id = ? AND run_key = ? "
+                                          "AND step_key = ?"), (conversation_id, run, step))
+                    row = cur.fetchone()
+                    if row is None:  # deleted by a commit in between: the run is over
+                        raise StaleStateError(
+                            f"run {run!r} of {conversation_id!r} was committed meanwhile",
+                            conversation_id=conversation_id, reason="version")
+                    text = row[0]
+            finally:
+                cur.close()
+        return json.loads(text)
+
+    def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
+        """Every step of ``run``: ``{step key: value}``."""
+        rows = self._read(f"SELECT step_key, value FROM {self.journal_table} WHERE conversation_id = ? AND "
+                          "run_key = ?", (conversation_id, run))
+        return {key: json.loads(value) for key, value in rows}
+
+    # ------------------------------------------------------------------ lease
+
+    def acquire(self, conversation_id: str, owner: str, *, ttl_seconds: float = 30.0) -> Lease | None:
+        """Take the lease if free, expired or ``owner``'s; else None (non-blocking)."""
+        with self._use() as conn, self._transaction(conn) as cur:
+            _, _, holder, token, expires_at = self._ensure_row(cur, conversation_id)
+            now = self._now(cur)
+            if holder == owner:
+                token = int(token)
+            elif holder is None or expires_at is None or expires_at <= now:
+                token = int(token) + 1
+            else:
+                return None
+            expires = now + ttl_seconds
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_owner = ?, lease_token = ?, "
+                                  "lease_expires_at = ? WHERE conversation_id = ?"),
+                        (owner, token, expires, conversation_id))
+            return Lease(conversation_id, owner, token, expires)
+
+    def _check_lease(self, cur: Any, lease: Lease) -> tuple[Any, ...]:
+        c = self.conversations_table
+        cur.execute(self._sql(f"SELECT version, lease_owner, lease_token FROM {c} WHERE conversation_id = ?"
+                              f"{self._for_update}"), (lease.conversation_id,))
+        row = cur.fetchone()
+        if row is None or row[1] != lease.owner or int(row[2]) != lease.token:
+            holder = "nobody" if row is None or row[1] is None else f"{row[1]!r} (token {row[2]})"
+            raise StaleStateError(
+                f"lease of {lease.conversation_id!r} lost by {lease.owner!r} (token {lease.token}); "
+                f"now held by {holder}", conversation_id=lease.conversation_id, reason="lease",
+                actual_version=None if row is None else int(row[0]))
+        return tuple(row)
+
+    def renew(self, lease: Lease, *, ttl_seconds: float = 30.0) -> Lease:
+        """Extend ``lease``; ``StaleStateError`` if someone else holds it now."""
+        with self._use() as conn, self._transaction(conn) as cur:
+            self._check_lease(cur, lease)
+            expires = self._now(cur) + ttl_seconds
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_expires_at = ? "
+                                  "WHERE conversation_id = ?"), (expires, lease.conversation_id))
+            return Lease(lease.conversation_id, lease.owner, lease.token, expires)
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up (no-op if it is no longer ours)."""
+        with self._use() as conn, self._transaction(conn) as cur:
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_owner = NULL, "
+                                  "lease_expires_at = NULL WHERE conversation_id = ? AND lease_owner = ? "
+                                  "AND lease_token = ?"), (lease.conversation_id, lease.owner, lease.token))
+
+    # ------------------------------------------------------------------ commit
+
+    def commit(
+        self,
+        lease: Lease,
+        *,
+        expected_version: int,
+        state: str,
+        served: Sequence[ServedInput] = (),
+        run: str | None = None,
+    ) -> int:
+        """Write the state, answer ``served``, drop the journal of ``run``: atomically, fenced."""
+        cid = lease.conversation_id
+        answers = [(s.seq, self._dumps(s.answer)) for s in served]
+        with self._use() as conn, self._transaction(conn) as cur:
+            version = int(self._check_lease(cur, lease)[0])
+            if version != expected_version:
+                raise StaleStateError(
+                    f"conversation {cid!r} is at version {version}, not {expected_version}: reload it",
+                    conversation_id=cid, expected_version=expected_version, actual_version=version,
+                    reason="version")
+            now = time.time()
+            for seq, answer in answers:
+                cur.execute(self._sql(f"UPDATE {self.inbox_table} SET served_at = ?, answer = ?, run_key = ? "
+                                      "WHERE conversation_id = ? AND seq = ? AND served_at IS NULL"),
+                            (now, answer, run, cid, seq))
+                if cur.rowcount != 1:
+                    raise StaleStateError(
+                        f"input {seq} of {cid!r} is unknown or already served", conversation_id=cid,
+                        expected_version=expected_version, actual_version=version, reason="served")
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET version = ?, state = ?, updated_at = ? "
+                                  "WHERE conversation_id = ?"), (version + 1, state, now, cid))
+            if run is not None:
+                cur.execute(self._sql(f"DELETE FROM {self.journal_table} WHERE conversation_id = ? AND "
+                                      "run_key = ?"), (cid, run))
+            return version + 1

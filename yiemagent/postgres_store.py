@@ -1,0 +1,83 @@
+"""PostgresStore: a conversation store in PostgreSQL, for processes on several hosts.
+
+Needs the extra ``yiemagent[postgres]`` (``psycopg[binary]>=3.1``, the sync
+API). Each store object holds one connection (autocommit, reconnected when
+broken or after ``fork``); every write that must be atomic is one transaction
+that locks the conversation's row (``SELECT ... FOR UPDATE``). Lease expiry is
+measured by the database clock (``clock_timestamp()``), so the hosts' clocks
+do not matter. Tables are created on first use under an advisory lock, so
+several processes may start at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._sql import SQLStoreBase
+from .exceptions import ConfigError
+
+__all__ = ["PostgresStore"]
+
+
+class PostgresStore(SQLStoreBase):
+    """A ``ConversationStore`` in PostgreSQL (psycopg 3).
+
+    Args:
+        dsn: a libpq connection string or URL, e.g.
+            ``"host=127.0.0.1 port=5432 dbname=app user=app"`` or
+            ``"postgresql://app@127.0.0.1/app"``.
+        table_prefix: prefix of the three table names.
+        connect_timeout_seconds: seconds to wait for a connection.
+
+    Raises:
+        ConfigError: psycopg is not installed (``pip install "yiemagent[postgres]"``),
+            or a bad ``table_prefix``.
+        StoreError: the database cannot be reached (on first use).
+    """
+
+    _for_update = " FOR UPDATE"
+
+    def __init__(self, dsn: str, *, table_prefix: str = "yiemagent_", connect_timeout_seconds: float = 10.0) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ConfigError('PostgresStore needs psycopg 3: pip install "yiemagent[postgres]"') from exc
+        super().__init__(table_prefix)
+        self._psycopg = psycopg
+        self._errors = (psycopg.Error,)
+        self.dsn = dsn
+        self.connect_timeout_seconds = connect_timeout_seconds
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(tables {self.conversations_table!r}, ...)"
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    def _connect(self) -> Any:
+        conn = self._psycopg.connect(self.dsn, autocommit=True,
+                                     connect_timeout=max(1, int(self.connect_timeout_seconds)))
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.conversations_table,))
+                for statement in self._schema():
+                    cur.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _broken(self, conn: Any) -> bool:
+        return bool(conn.closed or conn.broken)
+
+    @contextmanager
+    def _transaction(self, conn: Any) -> Iterator[Any]:
+        with conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def _now(self, cur: Any) -> float:
+        cur.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
+        row = cur.fetchone()
+        return float(row[0])

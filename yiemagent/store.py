@@ -1,0 +1,296 @@
+"""Conversation store: the protocol a backend implements, and its records.
+
+A store keeps, per conversation id:
+
+* the **state**: the JSON text of ``Agent.state_to_json()``, and a
+  **version** (0 for a conversation never committed, +1 per commit);
+* an **inbox**: the inputs, each with a sequence number the store assigns
+  (1, 2, 3, ... per conversation, in the order ``enqueue`` returned) and, once
+  served, its **answer** (the dict the agent puts on ``output_queue``);
+* a **journal** of the run in progress: steps keyed by ``(run key, step
+  key)``, first write wins;
+* a **lease**: at most one owner serves a conversation at a time; each new
+  holder gets a larger fencing ``token``, checked by ``commit``.
+
+``commit`` is the only write that moves a conversation forward. It is atomic
+and refused (``StaleStateError``, nothing written) when the version moved or
+the lease was taken by someone else, so a stale or zombie process can never
+overwrite newer state.
+
+Backends: ``yiemagent.SQLiteStore`` (one host, several processes) and
+``yiemagent.PostgresStore`` (several hosts). A third-party backend is any
+object with these methods that passes ``tests/store/contract.py``; deriving
+from ``StoreBase`` gives it ``wait_answer``.
+
+Keys (see ``run_key`` and ``idempotency_key``): a run is named after the
+first inbox seq it serves (``"seq-7"``); its steps are ``model/<turn>``,
+``started/<tool_call_id>``, ``tool/<tool_call_id>`` and ``steer/<turn>``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from .exceptions import FormatError
+
+__all__ = [
+    "ConversationRecord",
+    "ConversationStore",
+    "InboxEntry",
+    "Lease",
+    "ReplyTo",
+    "ServedInput",
+    "StoreBase",
+    "idempotency_key",
+    "normalize_input",
+    "run_key",
+]
+
+ReplyTo = Literal["store", "output_queue"]
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """A conversation's committed state."""
+
+    conversation_id: str
+    version: int
+    """0 when never committed; +1 per ``commit``."""
+    state: str | None
+    """``Agent.state_to_json()`` text of the last commit, None when never committed."""
+    updated_at: float | None = None
+    """Unix seconds of the last commit."""
+
+
+@dataclass(frozen=True)
+class InboxEntry:
+    """One input of a conversation's inbox."""
+
+    conversation_id: str
+    seq: int
+    """1, 2, 3, ... per conversation, assigned by ``enqueue``."""
+    input_id: str
+    """The caller's id (idempotent enqueue) or a random one; in the answer's ``input_ids``."""
+    message: dict[str, Any]
+    """OpenAI user message: ``{"role": "user", "content": str | [parts]}``."""
+    reply_to: str
+    """``"output_queue"`` (a queued input: its answer also goes to the output queue of the
+    agent that serves it after a restart) or ``"store"`` (read it with ``get_input``)."""
+    enqueued_at: float
+    """Unix seconds."""
+    served_at: float | None = None
+    """Unix seconds of the commit that served it; None while pending."""
+    answer: dict[str, Any] | None = None
+    """The answer dict (OpenAI assistant message + ``status``, ``input_ids``, ``seq``), once served."""
+    run_key: str | None = None
+    """The run that served it."""
+
+    @property
+    def served(self) -> bool:
+        """True once a commit answered it."""
+        return self.served_at is not None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The right to serve one conversation until ``expires_at``, fenced by ``token``."""
+
+    conversation_id: str
+    owner: str
+    token: int
+    """Grows with each new holder; ``commit`` refuses a lease whose token is no longer current."""
+    expires_at: float
+    """Unix seconds (PostgresStore: by the database clock)."""
+
+
+@dataclass(frozen=True)
+class ServedInput:
+    """An input a commit answers: its ``seq`` and the ``answer`` dict."""
+
+    seq: int
+    answer: dict[str, Any]
+
+
+def run_key(first_seq: int) -> str:
+    """The run key of the run that serves inbox entry ``first_seq`` first: ``"seq-<n>"``."""
+    return f"seq-{first_seq}"
+
+
+def idempotency_key(conversation_id: str, run: str, tool_call_id: str) -> str:
+    """The stable key of one tool call: ``"<conversation_id>:<run key>:<tool_call_id>"``.
+
+    The same call replayed after a crash, in any process, has the same key;
+    pass it to external APIs that deduplicate (``Idempotency-Key`` headers).
+    """
+    return f"{conversation_id}:{run}:{tool_call_id}"
+
+
+def normalize_input(message: Any) -> dict[str, Any]:
+    """``message`` as an OpenAI user-message dict (what the inbox stores).
+
+    Accepts a ``str``, an OpenAI user-message dict, or a ``UserMessage``.
+
+    Raises:
+        FormatError: anything else, or a dict whose role is not ``user``.
+    """
+    if isinstance(message, str):
+        return {"role": "user", "content": message}
+    to_openai = getattr(message, "role", None) == "user" and getattr(message, "content", None) is not None
+    if to_openai and not isinstance(message, dict):
+        from .messages import to_openai as convert
+
+        return convert(message)
+    if isinstance(message, dict) and message.get("role") == "user" and "content" in message:
+        try:
+            json.dumps(message)
+        except (TypeError, ValueError) as exc:
+            raise FormatError(f"an inbox message must be JSON: {exc}", raw=message) from exc
+        return dict(message)
+    raise FormatError(
+        f"an inbox message must be a str or an OpenAI user-message dict, not {message!r:.100}", raw=message
+    )
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """What the agent needs from a store; every method is sync and thread-safe.
+
+    Errors: backends raise ``StoreError`` (original in ``__cause__``) when the
+    database fails, ``StaleStateError`` where stated, ``FormatError`` for a
+    bad input message.
+    """
+
+    def load(self, conversation_id: str) -> ConversationRecord:
+        """The committed state; version 0 and state None for an unknown id (never raises for it)."""
+        ...
+
+    def enqueue(
+        self, conversation_id: str, message: Any, *, input_id: str | None = None, reply_to: ReplyTo = "store"
+    ) -> int:
+        """Append an input to the inbox; return its seq.
+
+        Args:
+            conversation_id: any string naming the conversation.
+            message: ``str`` or OpenAI user-message dict (see ``normalize_input``).
+            input_id: the same ``(conversation_id, input_id)`` again returns the
+                existing seq and stores nothing; None: a random id.
+            reply_to: ``"store"`` or ``"output_queue"`` (see ``InboxEntry.reply_to``).
+        """
+        ...
+
+    def pending(self, conversation_id: str, *, limit: int | None = None) -> list[InboxEntry]:
+        """Inputs not served yet, seq ascending (at most ``limit``)."""
+        ...
+
+    def get_input(self, conversation_id: str, seq: int) -> InboxEntry | None:
+        """One inbox entry (with its answer once served), or None."""
+        ...
+
+    def pending_conversations(self, *, limit: int = 100) -> list[str]:
+        """Ids having pending inputs, the one with the oldest pending input first."""
+        ...
+
+    def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
+        """Record a journal step unless it exists; return the value stored (the first writer's).
+
+        ``value`` must be JSON-able; callers must go on with the returned value.
+        """
+        ...
+
+    def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
+        """Every journal step of run ``run``: ``{step key: value}``."""
+        ...
+
+    def acquire(self, conversation_id: str, owner: str, *, ttl_seconds: float = 30.0) -> Lease | None:
+        """Take the lease if free, expired or already ``owner``'s (then extended); else None.
+
+        Non-blocking. A new holder gets a larger token than any before it.
+        """
+        ...
+
+    def renew(self, lease: Lease, *, ttl_seconds: float = 30.0) -> Lease:
+        """Extend ``lease`` by ``ttl_seconds`` from now.
+
+        Raises:
+            StaleStateError: someone else holds the lease now (reason ``"lease"``).
+        """
+        ...
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up; nothing happens if it is no longer ours."""
+        ...
+
+    def commit(
+        self,
+        lease: Lease,
+        *,
+        expected_version: int,
+        state: str,
+        served: Sequence[ServedInput] = (),
+        run: str | None = None,
+    ) -> int:
+        """Write ``state``, mark ``served`` inputs answered and drop run ``run``'s journal, atomically.
+
+        Returns:
+            The new version, ``expected_version + 1``.
+
+        Raises:
+            StaleStateError: the lease's token is no longer current (reason
+                ``"lease"``), the version is not ``expected_version``
+                (``"version"``), or a served seq is unknown or already served
+                (``"served"``). Nothing is written.
+        """
+        ...
+
+    def wait_answer(
+        self, conversation_id: str, seq: int, *, timeout_seconds: float | None = None, poll_seconds: float = 0.05
+    ) -> dict[str, Any]:
+        """Block until input ``seq`` is served; return its answer dict.
+
+        Raises:
+            TimeoutError: not served within ``timeout_seconds`` (None: no limit).
+            StoreError: no such input.
+        """
+        ...
+
+    def close(self) -> None:
+        """Close the connection (the object reconnects if used again)."""
+        ...
+
+
+class StoreBase:
+    """Helpers for a backend: ``wait_answer`` on top of ``get_input``, ids, JSON."""
+
+    def get_input(self, conversation_id: str, seq: int) -> InboxEntry | None:  # pragma: no cover - abstract
+        """One inbox entry, or None (backends implement it)."""
+        raise NotImplementedError
+
+    def wait_answer(
+        self, conversation_id: str, seq: int, *, timeout_seconds: float | None = None, poll_seconds: float = 0.05
+    ) -> dict[str, Any]:
+        """Block until input ``seq`` is served; return its answer (see ``ConversationStore``)."""
+        from .exceptions import StoreError
+
+        deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        while True:
+            entry = self.get_input(conversation_id, seq)
+            if entry is None:
+                raise StoreError(f"conversation {conversation_id!r} has no input {seq}")
+            if entry.answer is not None:
+                return entry.answer
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"input {seq} of {conversation_id!r} not served within {timeout_seconds}s")
+            time.sleep(poll_seconds)
+
+    @staticmethod
+    def _new_input_id() -> str:
+        return uuid.uuid4().hex[:12]
+
+    @staticmethod
+    def _dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
