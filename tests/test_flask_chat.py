@@ -1,0 +1,183 @@
+"""The Flask chat example (yiemagent/examples/flask_chat.py): Flask's test client, a real browser.
+
+Scripted models stream with ``ScriptedLLM(delta_chars=...)``; one test uses the real local model.
+The browser test serves the app with werkzeug's threaded server on 127.0.0.1 and drives the page
+in headless Chromium (Debian ``chromium`` + ``chromium-driver``, installed by ``.ci/run``).
+"""
+
+import json
+import shutil
+import threading
+
+import pytest
+
+from yiemagent import Agent, tool
+from yiemagent.examples.flask_chat import create_app
+from yiemagent.mcp.sse import SSEParser
+from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+from .helpers import free_port
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the weather in a city."""
+    return f"Sunny in {city}"
+
+
+def _events(response):
+    text = b"".join(response.response).decode()
+    return [(e.event, json.loads(e.data)) for e in SSEParser().feed(text)]
+
+
+def _scripted_app(delta_chars=4, delta_delay_seconds=0.0):
+    """An app whose conversations each get a scripted, streaming model (``app.llms`` lists them)."""
+    llms = []
+
+    def make_agent():
+        llm = ScriptedLLM([tool_call_reply("get_weather", {"city": "Paris"}), text_reply("It is sunny in Paris."),
+                           text_reply("You are welcome.")], delta_chars=delta_chars,
+                          delta_delay_seconds=delta_delay_seconds)
+        llms.append(llm)
+        return Agent(llm, tools=[get_weather])
+
+    app = create_app(make_agent, secret_key="test")
+    app.llms = llms
+    return app
+
+
+@pytest.fixture
+def scripted_app():
+    """``_scripted_app()``; its agents are shut down after the test."""
+    app = _scripted_app()
+    yield app
+    app.extensions["yiemagent_conversations"].close()
+
+
+def test_post_chat_streams_events_and_ends_with_the_answer(scripted_app):
+    """SSE from the test client: deltas, the tool call and its result, the answer last."""
+    client = scripted_app.test_client()
+    assert client.get("/").status_code == 200
+    response = client.post("/chat", json={"message": "Weather in Paris?"}, buffered=False)
+    assert response.status_code == 200 and response.mimetype == "text/event-stream"
+    assert response.headers["Cache-Control"] == "no-cache"
+    events = _events(response)
+    names = [name for name, _ in events]
+    assert names[-1] == "answer" and names.count("answer") == 1
+    answer = events[-1][1]
+    assert answer["content"] == "It is sunny in Paris." and answer["status"] == "completed"
+    text = "".join(d["delta"] for n, d in events if n == "message_update" and d["delta_type"] == "text")
+    assert text == "It is sunny in Paris."
+    end = next(d for n, d in events if n == "tool_execution_end")
+    assert end["tool_call"]["arguments"] == {"city": "Paris"} and end["result"]["text"] == "Sunny in Paris"
+
+
+def test_one_conversation_per_session(scripted_app):
+    """Two messages in one session share a history; another session starts its own conversation."""
+    alice, bob = scripted_app.test_client(), scripted_app.test_client()
+    for client in (alice, bob):
+        client.get("/")
+    _events(alice.post("/chat", json={"message": "Weather in Paris?"}, buffered=False))
+    second = _events(alice.post("/chat", json={"message": "Thanks!"}, buffered=False))
+    assert second[-1][1]["content"] == "You are welcome."
+    roles = [m["role"] for m in alice.get("/history").get_json()["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert bob.get("/history").get_json()["messages"] == []
+    assert len(scripted_app.llms) == 2  # alice's agent and bob's
+    alice.post("/reset")
+    assert alice.get("/history").get_json()["messages"] == []
+
+
+def test_a_request_without_a_message_is_a_400_with_a_reason(scripted_app):
+    """Bad input gets a clear error, and no run starts."""
+    client = scripted_app.test_client()
+    for body in ({}, {"message": ""}, {"message": 3}):
+        response = client.post("/chat", json=body)
+        assert response.status_code == 400 and "message" in response.get_json()["error"]
+    response = client.post("/chat", data="not json", content_type="text/plain")
+    assert response.status_code == 400
+    assert all(not llm.calls for llm in scripted_app.llms)
+
+
+@pytest.mark.model
+def test_the_flask_example_streams_a_real_local_model_answer(local_model):
+    """The real llama.cpp server through openai_chat(stream=True): many deltas that add up to the answer."""
+    app = create_app(lambda: Agent(local_model.llm_call(max_tokens=24)), secret_key="test")
+    try:
+        client = app.test_client()
+        events = _events(client.post("/chat", json={"message": "Say hello."}, buffered=False))
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+    answer = events[-1][1]
+    assert events[-1][0] == "answer" and answer["status"] == "completed", answer
+    deltas = [d["delta"] for n, d in events if n == "message_update" and d["delta_type"] == "text"]
+    assert len(deltas) >= 3 and "".join(deltas) == answer["content"]
+
+
+# --------------------------------------------------------------------------- the page in a real browser
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=900,700"]
+
+
+@pytest.fixture
+def served_app():
+    """A slowly streaming scripted app on werkzeug's threaded server at http://127.0.0.1:<port>/ (real HTTP)."""
+    from werkzeug.serving import make_server
+
+    app = _scripted_app(delta_chars=2, delta_delay_seconds=0.04)
+    port = free_port()
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}/"
+    server.shutdown()
+    thread.join(10)
+    app.extensions["yiemagent_conversations"].close()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """Headless Chromium through chromedriver (both from Debian), with a fresh profile."""
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("chromium and chromedriver not installed (.ci/run installs Debian chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_answer_streaming_in_headless_chromium(served_app, browser, tmp_path):
+    """Type a question, press Send: the tool line appears, the answer grows delta by delta (first delta
+    and the end are apart in time, so the browser really got a stream) and ends as the final answer.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(served_app)
+    box = browser.find_element(By.ID, "message")
+    box.send_keys("Weather in Paris?")
+    browser.find_element(By.ID, "send").click()
+    wait = WebDriverWait(browser, 30, poll_frequency=0.02)
+    answer = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, ".assistant[data-status]"))
+    assert answer.text == "It is sunny in Paris." and answer.get_attribute("data-status") == "completed"
+    assert int(answer.get_attribute("data-deltas")) == 11  # "It is sunny in Paris." in pieces of 2
+    streamed_ms = float(answer.get_attribute("data-answer-ms")) - float(answer.get_attribute("data-first-delta-ms"))
+    assert streamed_ms >= 200, "the page got the deltas all at once, not as a stream"  # 10 x 40 ms apart
+    tools = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".tool")]
+    assert tools[0] == 'calls get_weather({"city":"Paris"})' and tools[1].startswith("get_weather -> Sunny in Paris")
+    assert browser.find_element(By.CSS_SELECTOR, ".user").text == "Weather in Paris?"
+    shot = tmp_path / "flask_chat.png"
+    browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 1000

