@@ -18,9 +18,9 @@ if not settings.configured:
                        MIDDLEWARE=[], INSTALLED_APPS=[], DATABASES={})
     django.setup()
 
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.test import Client
+from django.urls import path
 
 AGENT = Agent(ScriptedLLM([text_reply("Hello from the agent.")], repeat_last=True, delta_chars=5))
 
