@@ -90,15 +90,15 @@ def test_call_with_arguments_that_are_not_a_json_object_exits_2(capsys):
     assert "must be a JSON object" in capsys.readouterr().err
 
 
-def test_tools_refuses_a_url_together_with_stdio_and_starts_nothing(capsys):
-    """``tools URL --stdio COMMAND`` used to list the stdio server and silently ignore the URL: now exit 2
-    (argparse usage error) saying the two cannot be combined, before any server is started.
+def test_call_refuses_a_url_together_with_stdio_and_starts_nothing(capsys):
+    """``call URL TOOL --stdio COMMAND`` names two servers for one call: exit 2 (argparse usage error) saying
+    the URL would be a second server, before any server is started. (``tools`` lists every server given.)
     """
     with pytest.raises(SystemExit) as caught:
-        main(["tools", "http://127.0.0.1:9/mcp", "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"])])
+        main(["call", "http://127.0.0.1:9/mcp", "echo", "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"])])
     assert caught.value.code == 2
     captured = capsys.readouterr()
-    assert "not both" in captured.err and "http://127.0.0.1:9/mcp" in captured.err
+    assert "call takes one server" in captured.err and "http://127.0.0.1:9/mcp" in captured.err
     assert captured.out == ""
 
 
@@ -142,3 +142,70 @@ def test_a_long_error_page_is_cut_to_a_few_hundred_characters(raw_peer, capsys):
     assert "HTTP 404" in line and "404 Not Found upstream failed & gave up" in line
     assert "<" not in line and "color" not in line
     assert len(line) < 500 and "[cut from 2,000 characters]" in line
+
+
+# --------------------------------------------------------------------------- servers as data (issue 11 point 3)
+
+
+def write_config(tmp_path, servers: dict[str, Any]) -> str:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return str(path)
+
+
+TIME_SERVER = {"command": PYTHON, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+PROBE_SERVER = {"command": PYTHON, "args": [str(TESTS / "servers" / "probe_server.py"), "a b"],
+                "env": {"PROBE_TOKEN": "${YIEMAGENT_TEST_TOKEN}"}}
+
+
+def test_tools_with_config_lists_every_server_of_the_file(tmp_path):
+    """``tools --config FILE`` with Claude Desktop's format: one header and tool list per server, in order."""
+    done = run_cli("tools", "--config", write_config(tmp_path, {"time": TIME_SERVER, "probe": PROBE_SERVER}),
+                   env={"YIEMAGENT_TEST_TOKEN": "t"})
+    assert done.returncode == 0, done.stderr
+    headers = [line for line in done.stdout.splitlines() if not line.startswith("  ")]
+    assert [h.split()[0] for h in headers] == ["mcp-time", "yiemagent-probe"]
+    assert re.search(r"^  get_current_time ", done.stdout, re.M) and re.search(r"^  argv ", done.stdout, re.M)
+
+
+def test_call_with_config_finds_the_server_that_has_the_tool_or_takes_server_name(tmp_path):
+    """``call --config FILE TOOL ARGS``: the one server with that tool runs it (``${VAR}`` expanded for it);
+    ``--server NAME`` picks one directly; an unknown name is one line, exit 1.
+    """
+    config = write_config(tmp_path, {"time": TIME_SERVER, "probe": PROBE_SERVER})
+    done = run_cli("call", "--config", config, "env", '{"name": "PROBE_TOKEN"}', env={"YIEMAGENT_TEST_TOKEN": "tok"})
+    assert done.returncode == 0, done.stderr
+    assert text_of(json.loads(done.stdout)) == "tok"
+    done = run_cli("call", "--config", config, "--server", "probe", "argv", env={"YIEMAGENT_TEST_TOKEN": "tok"})
+    assert json.loads(text_of(json.loads(done.stdout))) == ["a b"]
+    done = run_cli("call", "--config", config, "--server", "nope", "argv", env={"YIEMAGENT_TEST_TOKEN": "tok"})
+    assert done.returncode == 1 and done.stderr.strip() == (
+        "yiemagent call: no server named 'nope'; the config has 'time', 'probe'")
+
+
+def test_call_with_stdio_option_is_the_same_as_the_positional_command():
+    """One syntax in every verb: ``call --stdio "CMD" TOOL ARGS`` (issue 11: ``call --stdio`` was refused)."""
+    done = run_cli("call", "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"]), "get_current_time",
+                   '{"timezone": "UTC"}')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["structuredContent"]["timezone"] == "UTC"
+
+
+def test_a_bad_config_is_one_line_naming_the_entry_and_an_unset_variable_too(tmp_path, capsys):
+    """A malformed entry or an unset ``${VAR}`` is a ConfigError: one line on stderr, exit 1, nothing started."""
+    config = write_config(tmp_path, {"fs": {"command": "npx", "args": "-y server /tmp"}})
+    assert main(["tools", "--config", config]) == 1
+    assert capsys.readouterr().err == ('yiemagent tools: mcpServers.fs.args: must be a list of strings, one per '
+                                       'argument, not one string; write "args": ["-y", "server", "/tmp"]\n')
+    os.environ.pop("YIEMAGENT_TEST_TOKEN", None)
+    assert main(["tools", "--config", write_config(tmp_path, {"probe": PROBE_SERVER})]) == 1
+    assert capsys.readouterr().err.startswith(
+        "yiemagent tools: mcpServers.probe.env.PROBE_TOKEN: the environment variable YIEMAGENT_TEST_TOKEN is not set")
+
+
+def test_tools_lists_a_url_and_a_stdio_server_together(weather_server):
+    """``tools URL --stdio CMD``: both are listed (nothing is silently ignored)."""
+    done = run_cli("tools", weather_server, "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"]))
+    assert done.returncode == 0, done.stderr
+    headers = [line.split()[0] for line in done.stdout.splitlines() if not line.startswith("  ")]
+    assert headers == ["yiemagent-demo-weather", "mcp-time"]

@@ -17,6 +17,7 @@ import logging
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
+from .config import MCPServerConfig, load_mcp_config
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
@@ -93,6 +94,7 @@ __all__ = [
     "MCPError",
     "MCPProtocolError",
     "MCPRPCError",
+    "MCPServerConfig",
     "MCPSessionExpiredError",
     "MCPTimeoutError",
     "MCPTransportError",
@@ -124,6 +126,7 @@ __all__ = [
     "extract_tool_calls",
     "from_openai",
     "from_openai_response",
+    "load_mcp_config",
     "openai_chat",
     "parse_response",
     "run_turns",

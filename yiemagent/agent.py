@@ -33,6 +33,7 @@ import concurrent.futures
 import copy
 import json
 import logging
+import os
 import queue
 import threading
 import time
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import events as ev
+from .config import mcp_clients
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
@@ -123,11 +125,16 @@ class Agent:
         system_prompt: sent first on every model call; None sends none.
         tools: ``AgentTool`` objects or plain typed functions (wrapped with ``@tool``).
         mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs, or a
-            mapping ``{name: client or URL}`` naming each server (the name
-            prefixes its tool names when they clash with another server's);
-            their tools are listed before the first model call and re-listed
-            after ``notifications/tools/list_changed``. Clients made here from
-            URLs are closed by ``shutdown()``.
+            mapping ``{name: client or URL or entry}`` naming each server (the
+            name prefixes its tool names when they clash with another
+            server's), or servers as data: ``{"mcpServers": {name: {"command",
+            "args", "env", "cwd"} | {"url", "headers"}}}`` (Claude Desktop,
+            Cursor; VS Code's ``{"servers": ...}`` too) or a ``pathlib.Path``
+            of such a file, ``${VAR}`` expanded (see ``yiemagent.config``).
+            Every entry is checked here (``ConfigError`` naming it; a plain
+            string is an error). Their tools are listed before the first model
+            call and re-listed after ``notifications/tools/list_changed``.
+            Clients made here are closed by ``shutdown()``.
         before_tool_call: hook, see ``yiemagent.hooks`` (may block a call).
         after_tool_call: hook, see ``yiemagent.hooks`` (may replace a result).
         event_sink: ``sink(event)``, see ``yiemagent.events``.
@@ -158,7 +165,7 @@ class Agent:
         *,
         system_prompt: str | None = None,
         tools: Iterable[AgentTool | Callable[..., Any]] = (),
-        mcp_servers: Iterable[MCPClient | str] | Mapping[str, MCPClient | str] = (),
+        mcp_servers: Iterable[MCPClient | str | Mapping[str, Any]] | Mapping[str, Any] | os.PathLike[str] | None = (),
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         event_sink: ev.EventSink | None = None,
@@ -190,16 +197,7 @@ class Agent:
         """The conversation (yiemagent messages; no system prompt)."""
         self.tools = ToolRegistry(tools)  # type: ignore[arg-type]
         self.event_sink = event_sink
-        self._own_clients: list[MCPClient] = []
-        clients = []
-        named = mcp_servers.items() if isinstance(mcp_servers, Mapping) else ((None, s) for s in mcp_servers)
-        for server_name, server in named:
-            if isinstance(server, str):
-                server = MCPClient(server, name=server_name)
-                self._own_clients.append(server)
-            elif server_name:
-                server.name = server_name
-            clients.append(server)
+        clients, self._own_clients = mcp_clients(mcp_servers)
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())

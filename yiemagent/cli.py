@@ -4,14 +4,23 @@
 
     yiemagent tools http://127.0.0.1:3001/mcp        # name and first line of each tool
     yiemagent tools --stdio "mcp-server-time --local-timezone UTC"   # a stdio server
+    yiemagent tools --config ~/.cursor/mcp.json      # every server of a config file
     yiemagent call http://127.0.0.1:3001/mcp echo '{"message": "hi"}'
-    yiemagent call "mcp-server-time" get_current_time '{"timezone": "UTC"}'   # stdio
+    yiemagent call --stdio "mcp-server-time" get_current_time '{"timezone": "UTC"}'
+    yiemagent call --config mcp.json --server time get_current_time '{"timezone": "UTC"}'
     yiemagent demo                                   # a real conversation, offline
 
-``tools`` takes a URL or ``--stdio COMMAND``, never both (exit status 2);
-``--env`` is only for stdio servers. Errors are one short message on stderr
-(exit status 1); an HTTP error page quoted in it is cut to a few hundred
-characters.
+Servers are given the same way in every verb: ``URL`` (Streamable HTTP),
+``--stdio "COMMAND ARGS"`` and ``--config FILE`` (the ``mcpServers`` JSON of
+Claude Desktop, Cursor and VS Code; see ``yiemagent.config``), each
+repeatable where the verb takes several servers (``tools``);
+``call`` runs one tool of one server (``--server NAME`` picks one of a
+config; by default the one that has the tool). ``call COMMAND TOOL`` with a
+command line in the server's place is kept as an alias of ``--stdio``.
+``--env KEY=VALUE`` is only for ``--stdio`` servers. Usage errors exit with
+status 2 before any server starts; other errors are one short message on
+stderr (exit status 1); an HTTP error page quoted in it is cut to a few
+hundred characters.
 
 ``demo`` starts the example MCP server shipped with yiemagent and the embedded
 local model (or uses ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and
@@ -37,12 +46,13 @@ from typing import Any
 from . import events as ev
 from .__version__ import __version__
 from .agent import Agent
+from .config import MCPServerConfig, load_mcp_config
 from .exceptions import ConfigError, YiemagentError
 from .llm import openai_chat
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main", "server_configs"]
 
 DEMO_QUESTION = "What is the weather in Paris?"
 
@@ -81,14 +91,12 @@ def _error_text(exc: BaseException) -> str:
     return message
 
 
-def _client(target: str, stdio: str | None, timeout_seconds: float, env: Sequence[str] = ()) -> MCPClient:
-    """An ``MCPClient`` for an http(s) URL, or for a stdio server command line."""
-    if stdio is None:
-        return MCPClient(target, timeout_seconds=timeout_seconds)
+def _stdio_config(line: str, env: Sequence[str]) -> MCPServerConfig:
+    """A stdio server from a command line (``--stdio "CMD ARGS"``) and ``--env KEY=VALUE`` items."""
     try:
-        parts = shlex.split(stdio)
+        parts = shlex.split(line)
     except ValueError as exc:
-        raise ConfigError(f"cannot split the server command line {stdio!r}: {exc}") from exc
+        raise ConfigError(f"cannot split the server command line {line!r}: {exc}") from exc
     if not parts:
         raise ConfigError("the stdio server command line is empty")
     extra = {}
@@ -97,21 +105,92 @@ def _client(target: str, stdio: str | None, timeout_seconds: float, env: Sequenc
         if not sep or not key:
             raise ConfigError(f"--env wants KEY=VALUE, not {item!r}")
         extra[key] = value
-    return MCPClient.stdio(parts[0], parts[1:], env=extra, timeout_seconds=timeout_seconds,
-                           name=os.path.basename(parts[0]))
+    return MCPServerConfig(command=parts[0], args=parts[1:], env=extra)
+
+
+def server_configs(args: argparse.Namespace) -> list[MCPServerConfig]:
+    """The servers named on the command line: URLs, then ``--stdio`` commands, then ``--config`` files.
+
+    Every verb takes the same three: ``URL`` (positional, Streamable HTTP),
+    ``--stdio "CMD ARGS"`` (repeatable; ``--env KEY=VALUE`` applies to these)
+    and ``--config FILE`` (repeatable; the ``mcpServers`` JSON of Claude
+    Desktop, Cursor or VS Code, see ``yiemagent.config``). ``--timeout`` sets
+    the seconds per request of all of them.
+
+    Raises:
+        ConfigError: a malformed command line, file or entry.
+    """
+    servers: list[MCPServerConfig] = []
+    for url in getattr(args, "urls", None) or []:
+        servers.append(MCPServerConfig(url=url))
+    for line in args.stdio or []:
+        servers.append(_stdio_config(line, args.env))
+    for path in args.config or []:
+        servers.extend(load_mcp_config(path))
+    for server in servers:
+        server.timeout_seconds = args.timeout
+    return servers
+
+
+def _check_servers(parser: argparse.ArgumentParser, verb: str, urls: Sequence[str], args: argparse.Namespace) -> None:
+    """Usage errors (exit status 2) shared by every verb, before any server starts."""
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            parser.error(f"{url!r} is not an http(s):// URL; for a stdio server use --stdio {shlex.quote(url)}")
+    if args.env and not args.stdio:
+        parser.error("--env is for stdio servers (--stdio); an HTTP server does not take it")
 
 
 def _cmd_tools(args: argparse.Namespace) -> int:
-    with _client(args.url, args.stdio, args.timeout, args.env) as client:
-        tools = client.list_tools()
-        info = client.server_info
-        print(f"{info.get('name', client.name)} {info.get('version', '')}: {len(tools)} tools "
-              f"(protocol {client.protocol_version})")
-        width = max((len(t["name"]) for t in tools), default=0)
-        for spec in tools:
-            first = (spec.get("description") or "").strip().split("\n", 1)[0]
-            print(f"  {spec['name']:<{width}}  {first}")
-    return 0
+    status = 0
+    for config in server_configs(args):
+        try:
+            with config.client() as client:
+                tools = client.list_tools()
+                info = client.server_info
+                print(f"{info.get('name', client.name)} {info.get('version', '')}: {len(tools)} tools "
+                      f"(protocol {client.protocol_version})")
+                width = max((len(t["name"]) for t in tools), default=0)
+                for spec in tools:
+                    first = (spec.get("description") or "").strip().split("\n", 1)[0]
+                    print(f"  {spec['name']:<{width}}  {first}")
+        except YiemagentError as exc:
+            print(f"yiemagent tools: {_error_text(exc)}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def _pick_server(configs: list[MCPServerConfig], wanted: str | None, tool: str) -> MCPClient:
+    """The client of the one server ``call`` runs ``tool`` on (``--server NAME``, the only one, or the one with it)."""
+    if wanted is not None:
+        named = [c for c in configs if c.name == wanted]
+        if not named:
+            raise ConfigError(f"no server named {wanted!r}; the config has "
+                              f"{', '.join(repr(c.name) for c in configs) or 'none'}")
+        return named[0].client()
+    if len(configs) == 1:
+        return configs[0].client()
+    having = []
+    for config in configs:
+        client = config.client()
+        try:
+            names = [spec["name"] for spec in client.list_tools()]
+        except YiemagentError as exc:
+            client.close()
+            print(f"yiemagent call: {config.name}: {_error_text(exc)}", file=sys.stderr)
+            continue
+        if tool in names:
+            having.append(client)
+        else:
+            client.close()
+    if len(having) == 1:
+        return having[0]
+    for client in having:
+        client.close()
+    if not having:
+        raise ConfigError(f"no server has a tool named {tool!r}")
+    raise ConfigError(f"{len(having)} servers have a tool named {tool!r}: "
+                      f"{', '.join(c.name for c in having)}; choose one with --server NAME")
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
@@ -124,8 +203,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
         print(f"yiemagent call: the arguments must be a JSON object, not {type(arguments).__name__}",
               file=sys.stderr)
         return 2
-    is_url = args.server.startswith(("http://", "https://"))
-    with _client(args.server, None if is_url else args.server, args.timeout, args.env) as client:
+    configs = server_configs(args)
+    with _pick_server(configs, args.server, args.tool) as client:
         result = client.call_tool(args.tool, arguments)
     try:
         print(json.dumps(result, indent=2, ensure_ascii=False))
@@ -229,28 +308,41 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             server.kill()
 
 
+def _server_options(command: argparse.ArgumentParser, timeout_seconds: float) -> None:
+    command.add_argument("--stdio", action="append", metavar="COMMAND",
+                         help='a stdio server\'s command line, e.g. --stdio "mcp-server-time --local-timezone UTC" '
+                              "(repeatable)")
+    command.add_argument("--config", action="append", metavar="FILE",
+                         help='servers from a JSON file: {"mcpServers": {name: {"command", "args", "env", "cwd"} | '
+                              '{"url", "headers"}}} (Claude Desktop, Cursor; VS Code\'s {"servers": ...}); '
+                              "${VAR} is expanded (repeatable)")
+    command.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="a variable for the --stdio servers (repeatable); they see only these and "
+                              "HOME, LOGNAME, PATH, SHELL, TERM, USER")
+    command.add_argument("--timeout", type=float, default=timeout_seconds,
+                         help=f"seconds per request to a server (default {timeout_seconds:g})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``yiemagent`` command."""
     parser = argparse.ArgumentParser(prog="yiemagent", description="yiemagent: sync AI agents with MCP tools.")
     parser.add_argument("--version", action="version", version=f"yiemagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    tools = sub.add_parser("tools", help="list the tools of an MCP server")
-    tools.add_argument("url", nargs="?", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp")
-    tools.add_argument("--stdio", metavar="COMMAND", help='run a stdio server, e.g. --stdio "mcp-server-time"')
-    tools.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    tools.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                       help="a variable for the stdio server (repeatable); it sees only these and "
-                            "HOME, LOGNAME, PATH, SHELL, TERM, USER")
+    tools = sub.add_parser("tools", help="list the tools of MCP servers")
+    tools.add_argument("urls", nargs="*", metavar="URL",
+                       help="Streamable HTTP endpoint, e.g. http://127.0.0.1:3001/mcp")
+    _server_options(tools, 30.0)
     tools.set_defaults(func=_cmd_tools)
 
-    call = sub.add_parser("call", help="run one tool of an MCP server and print the result")
-    call.add_argument("server", help="an http(s):// endpoint, or a stdio server command line")
-    call.add_argument("tool")
-    call.add_argument("arguments", nargs="?", default="{}", help="JSON object")
-    call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
-    call.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                      help="a variable for the stdio server (repeatable)")
+    call = sub.add_parser("call", help="run one tool of an MCP server and print the result",
+                          usage="yiemagent call [URL | COMMAND] TOOL [ARGUMENTS] [--stdio COMMAND] "
+                                "[--config FILE [--server NAME]] [--env KEY=VALUE] [--timeout SECONDS]")
+    call.add_argument("words", nargs="+", metavar="[URL | COMMAND] TOOL [ARGUMENTS]",
+                      help="the server (an http(s):// URL, or a stdio command line: the same as --stdio) unless "
+                           "--stdio or --config gives it; the tool; its arguments as a JSON object")
+    call.add_argument("--server", metavar="NAME", help="which server of --config (default: the one with the tool)")
+    _server_options(call, 60.0)
     call.set_defaults(func=_cmd_call)
 
     demo = sub.add_parser("demo", help="a real conversation: local model + example MCP server")
@@ -261,22 +353,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _call_words(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Split ``call``'s positional words into server, tool and arguments (usage errors exit 2)."""
+    words = list(args.words)
+    given = bool(args.stdio or args.config)
+    if given:
+        if len(words) > 2 or (words and words[0].startswith(("http://", "https://"))):
+            parser.error("call takes one server: with --stdio or --config give only TOOL [ARGUMENTS]; "
+                         f"{words[0]!r} would be a second server")
+    elif len(words) < 2:
+        parser.error("call needs a server (URL, --stdio COMMAND or --config FILE) and a TOOL")
+    elif words[0].startswith(("http://", "https://")):
+        args.urls = [words.pop(0)]
+    else:  # the positional command line: an alias of --stdio
+        args.stdio = [words.pop(0)]
+    if len(words) > 2:
+        parser.error(f"call takes TOOL [ARGUMENTS]; {words[2]!r} is one word too many (quote the JSON)")
+    args.tool = words[0]
+    args.arguments = words[1] if len(words) > 1 else "{}"
+    if len(args.stdio or []) + len(getattr(args, "urls", None) or []) > 1:
+        parser.error("call runs one tool of one server: give one --stdio COMMAND (or a URL, or --config)")
+    if args.server and not args.config:
+        parser.error("--server NAME picks a server of --config FILE")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``yiemagent`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "tools":
-        if args.url and args.stdio:
-            parser.error(f"tools takes a URL or --stdio COMMAND, not both: cannot combine {args.url!r} with "
-                         f"--stdio {args.stdio!r}")
-        if not (args.url or args.stdio):
-            parser.error("tools needs a URL or --stdio COMMAND")
-        if args.url and not args.url.startswith(("http://", "https://")):
-            parser.error(f"{args.url!r} is not an http(s):// URL; for a stdio server use --stdio {args.url!r}")
-        if args.url and args.env:
-            parser.error("--env is for stdio servers; an HTTP server does not take it")
-    if args.command == "call" and args.env and args.server.startswith(("http://", "https://")):
-        parser.error("--env is for stdio servers; an HTTP server does not take it")
+    if args.command == "call":
+        _call_words(parser, args)
+    if args.command in ("tools", "call"):
+        _check_servers(parser, args.command, getattr(args, "urls", None) or [], args)
+    if args.command == "tools" and not (args.urls or args.stdio or args.config):
+        parser.error("tools needs a server: a URL, --stdio COMMAND or --config FILE")
     try:
         return int(args.func(args))
     except YiemagentError as exc:
