@@ -169,7 +169,7 @@ def parse_mcp_servers(
     if servers is None:
         return []
     if isinstance(servers, os.PathLike):
-        return load_mcp_config(servers, environ=environ)
+        return list(load_mcp_config(servers, environ=environ))
     if isinstance(servers, (str, bytes)):
         hint = f"[{servers!r}]" if str(servers).startswith(("http://", "https://")) else "a list or a mapping"
         raise ConfigError(f"mcp_servers is a plain string {servers!r:.80}; give {hint} "
