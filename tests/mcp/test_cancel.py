@@ -127,7 +127,7 @@ def test_cancel_leaves_the_listen_stream_open_and_it_still_delivers(sdk_server):
     try:
         client.connect()
         assert client.transport.listening.is_set()
-        listener = client.transport._listener[0]
+        listener = client.transport._listener
         thread, out = run_in_thread(client.call_tool, "slow", {"seconds": 10})
         deadline = time.monotonic() + 5
         while not client._in_flight and time.monotonic() < deadline:
@@ -137,7 +137,7 @@ def test_cancel_leaves_the_listen_stream_open_and_it_still_delivers(sdk_server):
         assert client.cancel_in_flight()
         thread.join(5)
         assert time.monotonic() - started < 1.0 and type(out[0]) is MCPTransportError
-        assert client.transport._listener[0] is listener and listener.is_alive()
+        assert client.transport._listener is listener and listener.alive
         assert client.transport.listening.is_set()
         client.tools_changed.clear()
         assert client.call_tool("announce_change")["content"][0]["text"] == "announced"

@@ -221,7 +221,7 @@ def test_a_reply_answering_another_id_is_a_protocol_error(raw_peer, open_client)
                                     headers={"Content-Type": "application/json"}))
     with pytest.raises(MCPProtocolError) as caught:
         open_client(peer.url).call_tool("get_time")
-    assert "no response with id" in str(caught.value)
+    assert "a response for id 999, but the pending request is" in str(caught.value)
 
 
 def test_202_accepted_for_a_request_is_a_clear_protocol_error(raw_peer, open_client):
@@ -318,9 +318,9 @@ def test_listen_leaves_a_server_without_a_get_stream_alone(raw_peer):
     client = MCPClient(peer.url, timeout_seconds=5, listen=True)
     try:
         assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
-        thread = client.transport._listener[0]
-        thread.join(timeout=5)
-        assert not thread.is_alive()
+        listener = client.transport._listener
+        listener._thread.join(timeout=5)
+        assert not listener.alive
     finally:
         client.close()
     assert peer.count("GET") == 1

@@ -97,3 +97,69 @@ def test_passwords_and_query_values_in_the_url_are_hidden_from_names_and_reprs()
     assert client.transport.name == "http://bob:***@127.0.0.1:9/mcp?api_key=***&x=***"
     assert_clean(client.name, client.transport.name, repr(client), repr(client.transport))
     client.close()
+
+
+# --------------------------------------------------------------------------- issue 9, point 6
+
+URL_TOKEN = "qtok-5f3a9c1e7b2d4086"
+
+
+def chain_texts(exc: BaseException) -> list[str]:
+    """Everything a traceback or a logger could print about ``exc``: the formatted traceback with its
+    chained causes, and the args (and str) of every exception reachable through args and the chain.
+    """
+    import traceback
+
+    texts = ["".join(traceback.format_exception(exc))]
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        texts += [str(current), repr(current.args)]
+        stack += [a for a in current.args if isinstance(a, BaseException)]
+        stack += [c for c in (current.__cause__, current.__context__) if c is not None]
+    return texts
+
+
+def test_a_url_token_is_scrubbed_from_the_error_its_chained_causes_and_their_args(free_port):
+    """Nothing listens on the port: the ``MCPTransportError`` and every exception chained to it (requests'
+    ``ConnectionError``, urllib3's ``MaxRetryError`` whose message names ``/mcp?token=...``) show ``***``.
+    """
+    client = MCPClient(f"http://127.0.0.1:{free_port}/mcp?token={URL_TOKEN}", timeout_seconds=2, retry_attempts=1)
+    with pytest.raises(MCPTransportError) as caught:
+        client.connect()
+    client.close()
+    texts = chain_texts(caught.value)
+    assert caught.value.__cause__ is not None and "MaxRetryError" in texts[0]  # the chain is kept, not cut
+    assert all(URL_TOKEN not in text for text in texts), next(t for t in texts if URL_TOKEN in t)[:300]
+    assert "token=***" in texts[0]
+
+
+def test_a_url_token_is_scrubbed_from_urllib3_debug_lines_and_a_timeout_chain(raw_peer, caplog):
+    """The token reaches the server in the URL, but urllib3's DEBUG request lines show ``***``, and a
+    timeout's traceback does not show it either (raw peer: it hangs ``tools/call`` on demand).
+    """
+    caplog.set_level(logging.DEBUG)
+    peer = raw_peer()
+    peer.script("tools/call", Reply(hang_seconds=30))
+    with MCPClient(f"{peer.url}?token={URL_TOKEN}", timeout_seconds=5) as client:
+        client.connect()
+        with pytest.raises(MCPTransportError) as caught:
+            client.call_tool("get_time", timeout_seconds=0.5)
+    assert "urllib3.connectionpool" in {r.name for r in caplog.records}
+    assert URL_TOKEN not in caplog.text and "token=***" in caplog.text
+    assert all(URL_TOKEN not in text for text in chain_texts(caught.value))
+
+
+def test_a_url_token_reaches_the_real_server_and_stays_out_of_logs(sdk_server, caplog):
+    """Real SDK server (it ignores the query): the client works with ``?token=`` in its URL and no log line
+    at DEBUG names the token.
+    """
+    caplog.set_level(logging.DEBUG)
+    with MCPClient(f"{sdk_server}?token={URL_TOKEN}", timeout_seconds=10) as client:
+        assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+    assert "POST /mcp?token=***" in caplog.text
+    assert URL_TOKEN not in caplog.text

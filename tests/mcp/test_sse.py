@@ -37,11 +37,14 @@ def test_crlf_terminated_events_are_dispatched_like_lf():
 
 
 def test_cr_alone_ends_a_line():
-    """Spec: a lone CR ends a line; the final CR waits until the stream shows what follows."""
+    """Spec: a lone CR ends a line at once, even at the end of a chunk (a LF that follows in the next chunk
+    is skipped as the rest of a CRLF), so the event ends without waiting for more bytes.
+    """
     parser = SSEParser()
     assert parser.feed("data: one\r\rdata: two\r") == [SSEEvent(data="one")]
-    assert parser.feed("\r") == []  # a CR at the very end of the input might still be half a CRLF
-    assert parser.close() == [SSEEvent(data="two")]
+    assert parser.feed("\r") == [SSEEvent(data="two")]
+    assert parser.feed("\ndata: three\n\n") == [SSEEvent(data="three")]
+    assert parser.close() == []
 
 
 def test_crlf_split_across_two_chunks_is_one_line_ending_not_two():
@@ -49,8 +52,9 @@ def test_crlf_split_across_two_chunks_is_one_line_ending_not_two():
     parser = SSEParser()
     assert parser.feed("data: a\r") == []
     assert parser.feed("\ndata: b\r") == []
-    assert parser.feed("\n\r") == []
-    assert parser.feed("\n") == [SSEEvent(data="a\nb")]
+    assert parser.feed("\n\r") == [SSEEvent(data="a\nb")]  # the blank line ends at its CR
+    assert parser.feed("\n") == []  # ...and its LF is the rest of that CRLF, not another blank line
+    assert parser.feed("data: c\n\n") == [SSEEvent(data="c")]
 
 
 def test_multi_line_data_is_joined_with_lf():

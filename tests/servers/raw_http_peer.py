@@ -63,6 +63,17 @@ class Reply:
     """Close the connection after reading the request, without any answer."""
     hang_seconds: float | None = None
     """Wait this long (cut short by ``stop()``) before answering; with ``drop`` nothing is sent."""
+    framing: str = "auto"
+    """``"auto"`` (``Content-Length``, or chunked with ``split``/``pause_seconds``), ``"length"``,
+    ``"chunked"`` or ``"close"`` (no length: the body ends when the connection closes)."""
+    drip_seconds: float = 0.0
+    """Send the whole answer, status line and headers included, one byte at a time with this pause."""
+    content_length: int | None = None
+    """A ``Content-Length`` to announce instead of the body's real length (a lying peer)."""
+    linger_seconds: float = 0.0
+    """With ``framing``/``drip_seconds``/``content_length``: keep the connection open this long after the
+    body (cut short by ``stop()``), then close it if the framing needs the close (``"close"``, or a
+    ``content_length`` longer than the body)."""
 
 
 @dataclass
@@ -145,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
         record.status = reply.status
         request_id = message.get("id") if isinstance(message, dict) and "id" in message else peer._last_id
         body, content_type = self._body(reply, request_id)
+        if reply.framing != "auto" or reply.drip_seconds or reply.content_length is not None:
+            self._send_raw(reply, body, content_type)
+            return
         self.send_response(reply.status)
         headers = {"Content-Type": content_type, **reply.headers} if content_type else dict(reply.headers)
         for name, value in headers.items():
@@ -165,6 +179,46 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
         self.wfile.flush()
+
+    def _send_raw(self, reply: Reply, body: bytes, content_type: str | None) -> None:
+        """Write the answer by hand: any framing, any announced length, byte by byte if asked."""
+        framing = "length" if reply.framing == "auto" else reply.framing
+        head = [f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('X',))[0]}"]
+        headers = {"Content-Type": content_type, **reply.headers} if content_type else dict(reply.headers)
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        if framing == "length":
+            head.append(f"Content-Length: {reply.content_length if reply.content_length is not None else len(body)}")
+        elif framing == "chunked":
+            head.append("Transfer-Encoding: chunked")
+            size = reply.split or len(body) or 1
+            body = b"".join(f"{len(body[i:i + size]):x}\r\n".encode() + body[i:i + size] + b"\r\n"
+                            for i in range(0, len(body), size)) + b"0\r\n\r\n"
+        else:
+            head.append("Connection: close")
+            self.close_connection = True
+        data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        peer = self.server.peer
+        try:
+            if reply.drip_seconds:
+                for i in range(len(data)):
+                    if peer._stopping.wait(reply.drip_seconds):
+                        return
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+            else:
+                self.wfile.write(data)
+                self.wfile.flush()
+        except OSError:
+            self.close_connection = True
+            return
+        if reply.linger_seconds:
+            peer._stopping.wait(reply.linger_seconds)
+        if framing == "close" or (reply.content_length or 0) > len(body):
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
 
     @staticmethod
     def _body(reply: Reply, request_id: Any) -> tuple[bytes, str | None]:

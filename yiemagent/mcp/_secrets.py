@@ -1,16 +1,23 @@
 """Keeping static header values (tokens) and URL secrets out of reprs, logs and messages.
 
 ``Secret`` is a ``str`` (requests sends it as is) whose ``repr`` is ``'***'``;
-``scrub`` replaces known secret texts in any message; ``display_url`` is a URL
-fit to show (no password, no query values).
+``scrub`` replaces known secret texts in any message; ``scrub_exception`` does
+so in an exception, its ``args`` and every exception chained to it
+(``__cause__``, ``__context__``, exceptions in ``args``: a traceback prints
+them all); ``display_url`` is a URL fit to show (no password, no query
+values). ``register_log_secrets`` hides URL secrets from the log lines of
+urllib3 (its DEBUG line ``"GET /mcp?token=... HTTP/1.1" 200`` names the URL).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-__all__ = ["Secret", "display_url", "scrub", "secrets_of"]
+__all__ = ["Secret", "display_url", "register_log_secrets", "scrub", "scrub_exception", "secrets_of"]
 
 
 class Secret(str):
@@ -67,3 +74,83 @@ def scrub(text: str, secrets: list[Secret]) -> str:
     for secret in secrets:
         text = text.replace(secret, "***")
     return text
+
+
+def scrub_exception(exc: BaseException, secrets: list[Secret]) -> None:
+    """Replace ``secrets`` by ``***`` in place in ``exc`` and every exception reachable from it.
+
+    Covers string ``args``, exceptions inside ``args`` (requests wraps
+    urllib3's that way), string attributes (urllib3's ``url``), and the
+    ``__cause__``/``__context__`` chain, each exception once.
+    """
+    if not secrets:
+        return
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        args = []
+        for arg in current.args:
+            if isinstance(arg, str):
+                arg = scrub(arg, secrets)
+            elif isinstance(arg, BaseException):
+                stack.append(arg)
+            args.append(arg)
+        try:
+            current.args = tuple(args)
+        except (AttributeError, TypeError):
+            pass
+        for name, value in list(getattr(current, "__dict__", {}).items()):
+            if isinstance(value, str) and not isinstance(value, Secret):
+                cleaned = scrub(value, secrets)
+                if cleaned != value:
+                    try:
+                        setattr(current, name, cleaned)
+                    except (AttributeError, TypeError):
+                        pass
+            elif isinstance(value, BaseException):
+                stack.append(value)
+        for chained in (current.__cause__, current.__context__):
+            if chained is not None:
+                stack.append(chained)
+
+
+_LOG_SECRETS: set[str] = set()
+_LOG_LOCK = threading.Lock()
+_LOGGERS = ("urllib3.connectionpool", "urllib3.connection", "urllib3.util.retry", "urllib3.response")
+
+
+class _ScrubFilter(logging.Filter):
+    """Rewrites a record's message with the registered secrets replaced by ``***``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with _LOG_LOCK:
+            secrets = [Secret(s) for s in sorted(_LOG_SECRETS, key=len, reverse=True)]
+        if secrets:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken record is the logging module's business
+                return True
+            cleaned = scrub(message, secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, ()
+        return True
+
+
+_FILTER = _ScrubFilter()
+
+
+def register_log_secrets(secrets: Iterable[str]) -> None:
+    """Hide ``secrets`` (URL query values, passwords) from urllib3's log lines, for the life of the process."""
+    added: Any = [s for s in secrets if s]
+    if not added:
+        return
+    with _LOG_LOCK:
+        _LOG_SECRETS.update(added)
+    for name in _LOGGERS:
+        log = logging.getLogger(name)
+        if _FILTER not in log.filters:
+            log.addFilter(_FILTER)

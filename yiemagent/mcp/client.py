@@ -128,6 +128,11 @@ class MCPClient:
             server messages tied to no request arrive: ``tools/list_changed``
             and server requests such as ``elicitation/create``. Off by default
             (it costs a thread and a connection per client).
+        follow_cross_origin_redirects: HTTP: follow a redirect to another
+            origin without ``headers`` and ``Mcp-Session-Id`` (never for
+            ``tools/call``); False (default) refuses it with
+            ``MCPTransportError`` naming both origins. Same-origin redirects
+            are always followed.
 
     Thread safety: safe to call from several threads; the handshake runs once,
     and an expired session is re-initialized once however many threads meet it.
@@ -151,12 +156,14 @@ class MCPClient:
         capabilities: dict[str, Any] | None = None,
         request_handlers: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         listen: bool = False,
+        follow_cross_origin_redirects: bool = False,
     ) -> None:
         if transport is None:
             if not url:
                 raise ValueError("MCPClient needs a url or a transport")
             transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name,
-                                      connect_timeout_seconds=connect_timeout_seconds)
+                                      connect_timeout_seconds=connect_timeout_seconds,
+                                      follow_cross_origin_redirects=follow_cross_origin_redirects)
             name = name or default_server_name(url)
         self.transport = transport
         self.name = name or transport.name or "mcp"
@@ -175,9 +182,14 @@ class MCPClient:
         self._ids = jsonrpc.IdCounter()
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
-        self._in_flight: set[int] = set()
+        self._in_flight: dict[int, str] = {}
+        """JSON-RPC id -> method of every request in flight, the handshake's too."""
+        self._sending = 0
+        """Sends in flight of any kind (also ``notifications/initialized``)."""
         self._in_flight_lock = threading.Lock()
         self._cancel_generation = 0
+        self._cancelled = threading.Condition()
+        """Notified by ``cancel_in_flight()``: ends a retry's wait at once."""
         self._closed = False
 
     @classmethod
@@ -287,9 +299,9 @@ class MCPClient:
         generation: int | None = None,
     ) -> dict[str, Any]:
         request = jsonrpc.make_request(method, params, self._ids.next())
-        if method != "initialize":  # spec: initialize must not be cancelled
-            with self._in_flight_lock:
-                self._in_flight.add(request["id"])
+        with self._in_flight_lock:  # the handshake too: abort() must cut a hanging initialize
+            self._in_flight[request["id"]] = method
+            self._sending += 1
         try:
             if generation is not None and generation != self._cancel_generation:
                 # cancel_in_flight() ran since this request began: it is not sent
@@ -299,21 +311,34 @@ class MCPClient:
                 on_message=self._on_message,
             )
         except MCPTimeoutError:
-            if method != "initialize":
+            if method != "initialize":  # spec: initialize is never cancelled
                 self._cancel(request["id"], "timeout")
             raise
         finally:
             with self._in_flight_lock:
-                self._in_flight.discard(request["id"])
+                self._in_flight.pop(request["id"], None)
+                self._sending -= 1
         return jsonrpc.result_of(response, server=self.name)
+
+    def _notify(self, method: str, generation: int) -> None:
+        """Send a notification, tracked like a request so that ``cancel_in_flight()`` cuts it."""
+        with self._in_flight_lock:
+            self._sending += 1
+        try:
+            if generation != self._cancel_generation:
+                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
+            self.transport.send(jsonrpc.make_notification(method))
+        finally:
+            with self._in_flight_lock:
+                self._sending -= 1
 
     def _request(
         self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
     ) -> dict[str, Any]:
         if self._closed:
             raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
-        self.connect()
-        generation = self._cancel_generation
+        generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
+        self._connect(generation)
         base = _safe_to_repeat if safe else never_sent
 
         def retry_if(exc: BaseException) -> bool:  # a request cut by cancel_in_flight() is never repeated
@@ -330,21 +355,30 @@ class MCPClient:
                     if generation != self._cancel_generation:
                         raise
                     expired = exc.data.get("session_id") if isinstance(exc.data, dict) else None
-                    self._reinitialize(expired)
+                    self._reinitialize(expired, generation)
                     return self._send(method, params, timeout_seconds, generation)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _retrying(self, retry_if: Callable[[BaseException], bool]) -> Any:
-        return make_retrying(retry_if, attempts=self.retry_attempts, sleep=self.retry_sleep)
+        return make_retrying(retry_if, attempts=self.retry_attempts, sleep=self._retry_pause)
 
-    def _reinitialize(self, expired_session: str | None) -> None:
+    def _retry_pause(self, seconds: float) -> None:
+        """Wait before a retry; ``cancel_in_flight()`` ends the wait at once (unless ``retry_sleep`` was injected)."""
+        if self.retry_sleep is not time.sleep:
+            self.retry_sleep(seconds)
+            return
+        generation = self._cancel_generation
+        with self._cancelled:
+            self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
+
+    def _reinitialize(self, expired_session: str | None, generation: int) -> None:
         """Initialize again unless another thread already replaced ``expired_session``."""
         with self._lock:
             current = getattr(self.transport, "session_id", None)
             if self.initialize_result is not None and expired_session is not None and current != expired_session:
                 return  # another thread met the same expiry and initialized already
             logger.info("%s: the server forgot session %r; initializing again", self.name, expired_session)
-            self._initialize(force=True)
+            self._initialize(force=True, generation=generation)
 
     def connect(self) -> dict[str, Any]:
         """Run the handshake if it has not run; return the ``initialize`` result.
@@ -354,14 +388,19 @@ class MCPClient:
                 does not support (the session is closed first).
             MCPTransportError, MCPTimeoutError, MCPRPCError: the handshake failed.
         """
+        return self._connect(self._cancel_generation)
+
+    def _connect(self, generation: int) -> dict[str, Any]:
         if self.initialize_result is not None:
             return self.initialize_result
-        return self._initialize(force=False)
+        return self._initialize(force=False, generation=generation)
 
-    def _initialize(self, *, force: bool) -> dict[str, Any]:
+    def _initialize(self, *, force: bool, generation: int) -> dict[str, Any]:
         with self._lock:
             if self.initialize_result is not None and not force:
                 return self.initialize_result
+            if generation != self._cancel_generation:  # cancel_in_flight() ran while this thread waited
+                raise MCPTransportError(f"initialize to {self.name}: cancelled before it was sent", server=self.name)
             self.initialize_result = None
             self.transport.reset_session()
             params = {
@@ -369,9 +408,12 @@ class MCPClient:
                 "capabilities": dict(self.capabilities),
                 "clientInfo": {"name": "yiemagent", "version": __version__},
             }
-            for attempt in self._retrying(_safe_to_repeat):
+            def retry_if(exc: BaseException) -> bool:  # a handshake cut by cancel_in_flight() is not repeated
+                return generation == self._cancel_generation and _safe_to_repeat(exc)
+
+            for attempt in self._retrying(retry_if):
                 with attempt:
-                    result = self._send("initialize", params, None)
+                    result = self._send("initialize", params, None, generation)
             version = result.get("protocolVersion")
             if version not in SUPPORTED_PROTOCOL_VERSIONS:
                 # C15: never talk a version we do not know; end the session the server opened
@@ -386,7 +428,7 @@ class MCPClient:
                     body=str(version)[:200],
                 )
             self.transport.set_protocol_version(version)
-            self.transport.send(jsonrpc.make_notification("notifications/initialized"))
+            self._notify("notifications/initialized", generation)
             self.initialize_result = result
             start_listening = getattr(self.transport, "listen", None)
             if self.listen and callable(start_listening):
@@ -514,11 +556,11 @@ class MCPClient:
         result["isError"] = bool(result.get("isError", False))
         return result
 
-    def _cancel(self, request_id: int, reason: str) -> None:
+    def _cancel(self, request_id: int, reason: str, timeout_seconds: float = 2.0) -> None:
         try:
             self.transport.send(
                 jsonrpc.make_notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
-                timeout_seconds=2.0,
+                timeout_seconds=timeout_seconds,
             )
         except MCPError as exc:
             logger.debug("%s: notifications/cancelled failed: %s", self.name, exc)
@@ -526,33 +568,77 @@ class MCPClient:
     def cancel_in_flight(self, reason: str = "aborted by the user") -> list[int]:
         """Cut every request in flight and send ``notifications/cancelled`` for each (best effort).
 
-        The cut requests raise ``MCPTransportError`` in their threads at once;
-        none is retried, re-sent after a session expiry, or resumed (an SSE
-        stream with event ids is not reopened with ``Last-Event-ID``).
-        Requests sent afterwards are unaffected, and so is the ``listen=True``
-        stream (HTTP: it has its own connection; stdio: the process keeps
-        running). Returns the cut requests' JSON-RPC ids. Safe from any
-        thread; ``Agent.abort()`` calls it.
+        Every request counts, the handshake's too (``initialize``,
+        ``notifications/initialized``, ``tools/list``, ``ping``): the cut
+        requests raise ``MCPTransportError`` in their threads at once (within
+        milliseconds, whatever the server does); none is retried, re-sent
+        after a session expiry, or resumed (an SSE stream with event ids is
+        not reopened with ``Last-Event-ID``), and a request waiting to retry
+        or waiting for another thread's handshake ends too. Requests sent
+        afterwards are unaffected, and so is the ``listen=True`` stream (HTTP:
+        it has its own connection; stdio: the process keeps running).
+        ``notifications/cancelled`` goes out for each cut request except
+        ``initialize`` (the spec forbids it), within 1 s in all; so this
+        returns within about 1 s. Returns the cut requests' JSON-RPC ids.
+        Safe from any thread; ``Agent.abort()`` calls it.
         """
+        with self._cancelled:
+            self._cancel_generation += 1
+            self._cancelled.notify_all()
         with self._in_flight_lock:
-            ids = sorted(self._in_flight)
-        if not ids:
+            cut = dict(self._in_flight)
+            sending = self._sending
+        if not cut and not sending:
             return []
-        self._cancel_generation += 1
         self.transport.cancel()
-        for request_id in ids:
-            self._cancel(request_id, reason)
-        return ids
+        self._cut_stragglers(cut)
+        budget = time.monotonic() + 1.0
+        for request_id, method in sorted(cut.items()):
+            remaining = budget - time.monotonic()
+            if method == "initialize" or remaining <= 0.01:
+                continue
+            self._cancel(request_id, reason, remaining)
+        return sorted(cut)
+
+    def _cut_stragglers(self, cut: dict[int, str]) -> None:
+        """Cut again, for up to 50 ms, while a cut request is still in flight.
+
+        A request that passed its cancel check just before ``cancel_in_flight``
+        may reach the transport just after its ``cancel()``; cutting again
+        while it is still in flight ends it too.
+        """
+        deadline = time.monotonic() + 0.05
+        next_cut = time.monotonic() + 0.01
+        while time.monotonic() < deadline:
+            with self._in_flight_lock:
+                if not any(request_id in self._in_flight for request_id in cut):
+                    return
+            if time.monotonic() >= next_cut:
+                self.transport.cancel()
+                next_cut = time.monotonic() + 0.01
+            time.sleep(0.002)
 
     def ping(self, *, timeout_seconds: float | None = None) -> None:
         """Send ``ping``; raise ``MCPError`` if the server does not answer."""
         self._request("ping", None, safe=True, timeout_seconds=timeout_seconds)
 
     def close(self) -> None:
-        """End the session and release the transport. Safe to call twice."""
+        """Cut the requests in flight, end the session and release the transport. Safe to call twice.
+
+        Requests in flight on other threads fail at once with
+        ``MCPTransportError`` (as with ``cancel_in_flight``); later requests
+        raise ``MCPTransportError`` ("closed"). Returns within about 5 s
+        whatever the server does (HTTP: 1 s of ``notifications/cancelled``,
+        2 s for the listener thread, 2 s for the ``DELETE``); never raises.
+        ``Agent.shutdown()`` calls it for the clients the agent owns.
+        """
         if self._closed:
             return
         self._closed = True
+        try:
+            self.cancel_in_flight("the client was closed")
+        except Exception as exc:  # closing must not raise
+            logger.debug("%s: cancelling on close failed: %s", self.name, exc)
         try:
             self.transport.close()
         except Exception as exc:  # closing must not raise

@@ -3,23 +3,36 @@
 Every JSON-RPC message is one ``POST`` to the endpoint with
 ``Accept: application/json, text/event-stream``. The server answers a request
 with a JSON body or an SSE stream that may carry notifications and server
-requests before the response; a notification is answered ``202 Accepted``
-(or an empty ``200``). The ``Mcp-Session-Id`` the server gives at
-``initialize`` is sent on every later request, the negotiated
-``MCP-Protocol-Version`` once known; ``close()`` sends ``DELETE``.
+requests before the response (read by ``http_reply.ReplyReader``, strictly and
+under size limits); a notification is answered ``202 Accepted`` (or an empty
+``200``). The ``Mcp-Session-Id`` the server gives at ``initialize`` is sent on
+every later request, the negotiated ``MCP-Protocol-Version`` once known;
+``close()`` sends ``DELETE``.
+
+Deadlines: ``timeout_seconds`` bounds the whole request (connecting, the
+status line and headers, the whole body) whatever the framing and however
+slowly the bytes come: the session's watchdog cuts the socket at the deadline.
+
+Redirects (yiemagent-defined): same-origin redirects are followed; one to
+another origin (scheme, host or port) fails with ``MCPTransportError`` naming
+both origins, unless ``follow_cross_origin_redirects=True``: then it is
+followed without the static headers, ``Mcp-Session-Id`` or cookies. A
+``tools/call`` is never followed to another origin (it would run the tool on a
+server the caller did not name). A plain ``requests.Session`` passed as
+``session`` follows no redirect at all (a 3xx is an ``MCPTransportError``).
 
 An SSE stream that ends (or breaks) before the response, after the server
 gave it an event id, is resumed with ``GET`` and ``Last-Event-ID`` after the
 stream's ``retry`` delay; the request itself is never sent twice. A request
 cut by ``cancel()`` is never resumed: each ``cancel()`` starts a new cancel
 generation, and a request that sees the generation change fails at once with
-``MCPTransportError``. ``listen()`` opens the standalone ``GET`` stream on a
-daemon thread, for server messages tied to no request (``tools/list_changed``,
-server requests such as ``elicitation/create``); it has a connection of its
-own, which ``cancel()`` leaves open.
+``MCPTransportError``. ``listen()`` opens the standalone ``GET`` stream
+(``http_listen.Listener``).
 
 Static headers (``Authorization: Bearer ...``) are kept as values whose
-``repr`` is ``'***'`` and are scrubbed from every error message and log line.
+``repr`` is ``'***'``; they and URL secrets (``?token=...``) are scrubbed from
+every error message, the exceptions chained to it, and log lines (urllib3's
+too).
 
 Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
 "Streamable HTTP" (incl. "Resumability and Redelivery").
@@ -27,20 +40,20 @@ Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
 
 from __future__ import annotations
 
-import codecs
 import json
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import requests
 import urllib3.exceptions
 
 from ..__version__ import __version__
-from .._http import CancellableSession
+from .._http import CancellableSession, CrossOriginRedirect, body_chunks, origin_of
 from .._retry import retry_after_seconds
 from ..exceptions import (
     MCPError,
@@ -50,8 +63,9 @@ from ..exceptions import (
     MCPTransportError,
 )
 from . import jsonrpc
-from ._secrets import Secret, display_url, scrub, secrets_of
-from .sse import SSEParser
+from ._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
+from .http_listen import Listener
+from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .transport import MessageHandler, Transport
 
 __all__ = ["HTTPTransport"]
@@ -63,6 +77,7 @@ VERSION_HEADER = "MCP-Protocol-Version"
 _ERROR_BODY_CHARS = 2000
 _MAX_RESUMES = 5
 _DEFAULT_RETRY_SECONDS = 1.0
+_CLOSE_SECONDS = 2.0
 
 
 def _is_read_timeout(exc: BaseException) -> bool:
@@ -107,11 +122,20 @@ class HTTPTransport(Transport):
         connect_timeout_seconds: seconds to wait for the TCP (and TLS)
             connection; capped by the request's timeout.
         session: a ``requests.Session`` to use; None makes a
-            ``CancellableSession`` (so ``cancel()`` can cut requests).
+            ``CancellableSession`` (so ``cancel()`` can cut requests and
+            deadlines hold against a slow peer).
         name: label of the server in errors and logs; None uses the URL
             without password or query values.
         sleep: ``sleep(seconds)`` used to wait the SSE ``retry`` delay
             before resuming a stream (tests inject a fake).
+        follow_cross_origin_redirects: follow a redirect to another origin
+            without the static headers and ``Mcp-Session-Id`` (never for
+            ``tools/call``); False refuses it.
+        max_body_bytes: bytes a JSON reply may have (``MAX_BODY_BYTES``).
+        max_event_bytes: characters one SSE event may hold (``MAX_EVENT_BYTES``).
+        max_messages: messages one request may receive before its response
+            (``MAX_MESSAGES``). Past a limit the request fails with
+            ``MCPProtocolError`` and the rest is not read.
 
     Thread safety: ``send`` may be called from several threads at once.
     """
@@ -126,18 +150,27 @@ class HTTPTransport(Transport):
         session: requests.Session | None = None,
         name: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        follow_cross_origin_redirects: bool = False,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_messages: int = MAX_MESSAGES,
     ) -> None:
         self.url = url
         self.display_url = display_url(url)
         self.name = name or self.display_url
         self.timeout_seconds = timeout_seconds
         self.connect_timeout_seconds = connect_timeout_seconds
+        self.follow_cross_origin_redirects = follow_cross_origin_redirects
+        self.max_body_bytes = max_body_bytes
+        self.max_event_bytes = max_event_bytes
+        self.max_messages = max_messages
         self._static_headers = {str(k): Secret(v) for k, v in (headers or {}).items()}
         self._secrets = secrets_of(self._static_headers, url)
         """Texts replaced by ``***`` in messages: header values, their long words, URL secrets."""
-        self._session = session or CancellableSession()
+        register_log_secrets(secrets_of({}, url))
+        self._session = session or CancellableSession(follow_cross_origin_redirects=follow_cross_origin_redirects)
         self._sleep = sleep
-        self._listener: tuple[threading.Thread, threading.Event, CancellableSession] | None = None
+        self._listener: Listener | None = None
         self._cancel_generation = 0
         self._cancelled = threading.Condition()
         """Notified by ``cancel()``: wakes a request waiting to resume its SSE stream."""
@@ -152,9 +185,11 @@ class HTTPTransport(Transport):
         headers = f", headers={sorted(self._static_headers)!r}" if self._static_headers else ""
         return f"HTTPTransport(url={self.display_url!r}{headers})"
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         """``text`` with every static header value (and URL secret) replaced by ``***``."""
         return scrub(text, self._secrets)
+
+    _scrub = scrub
 
     # ------------------------------------------------------------------ state
 
@@ -180,15 +215,34 @@ class HTTPTransport(Transport):
             headers[VERSION_HEADER] = self.protocol_version
         return headers
 
+    def stream_headers(self, last_event_id: str | None = None) -> dict[str, str]:
+        """Headers of a ``GET`` for an SSE stream (with ``Last-Event-ID`` when resuming)."""
+        headers = self._headers(accept="text/event-stream")
+        headers.pop("Content-Type", None)
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        return headers
+
+    def _deadline(self, at: float) -> AbstractContextManager[None]:
+        deadline = getattr(self._session, "deadline", None)
+        return deadline(at) if callable(deadline) else nullcontext()  # type: ignore[no-any-return]
+
+    def _redirect_kwargs(self, method: str) -> dict[str, Any]:
+        if not isinstance(self._session, CancellableSession):
+            return {"allow_redirects": False}  # a plain Session would carry every header to any origin
+        return {"cross_origin": False} if method == "tools/call" else {}
+
     # ------------------------------------------------------------------ errors
 
     def _transport_error(self, what: str, exc: BaseException, timeout: float) -> MCPTransportError:
+        if isinstance(exc, CrossOriginRedirect):
+            return MCPTransportError(f"{what}: {exc}", server=self.name, status_code=exc.status_code)
         if isinstance(exc, requests.exceptions.ConnectTimeout):
             seconds = min(self.connect_timeout_seconds, timeout)
             return MCPTimeoutError(f"{what}: no connection within {seconds:g}s", server=self.name)
         if _is_read_timeout(exc):
             return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
-        return MCPTransportError(self._scrub(f"{what} failed: {exc}"), server=self.name)
+        return MCPTransportError(self.scrub(f"{what} failed: {exc}"), server=self.name)
 
     def _cancelled_error(self, what: str) -> MCPTransportError:
         return MCPTransportError(f"{what}: cancelled (cancel() cut the request; it is not resumed or sent again)",
@@ -214,42 +268,61 @@ class HTTPTransport(Transport):
             MCPTimeoutError: connecting, the answer's headers, or the whole
                 body took longer than ``timeout_seconds``.
             MCPTransportError: unreachable, the connection broke, ``cancel()``
-                cut the request (never resumed), or HTTP non-2xx
-                (``.status_code``, ``.body``; ``.retry_after`` in seconds for
-                429/503 with ``Retry-After``).
+                cut the request (never resumed), a redirect to another origin
+                was refused (both named), or HTTP non-2xx (``.status_code``,
+                ``.body``; ``.retry_after`` in seconds for 429/503 with
+                ``Retry-After``).
             MCPSessionExpiredError: HTTP 404 (or a 400 naming the session) for
                 a request that carried ``Mcp-Session-Id``; ``.data`` is
                 ``{"session_id": str, "status_code": int}``.
-            MCPProtocolError: the body is not JSON/SSE, not JSON-RPC, or has
-                no response to the request (``.body``).
+            MCPProtocolError: the message cannot be encoded (a lone
+                surrogate), or the reply breaks the protocol (see
+                ``http_reply``), passes a size limit, or has no response to
+                the request (``.body``).
         """
         timeout = self.timeout_seconds if timeout_seconds is None else timeout_seconds
         method = str(message.get("method") or ("response" if "id" in message else "message"))
         what = f"{method} to {self.name}"
         generation = self._cancel_generation
+        deadline = time.monotonic() + timeout
         try:
-            return self._send(message, method, what, timeout, generation, on_message)
-        except _Cancelled:
-            raise self._cancelled_error(what) from None
+            try:
+                with self._deadline(deadline):
+                    return self._send(message, method, what, timeout, deadline, generation, on_message)
+            except _Cancelled:
+                raise self._cancelled_error(what) from None
+            except MCPError as exc:
+                if self._cancel_generation != generation:
+                    # the cut showed as a broken stream, a parse error, a timeout or a rejected session: say so
+                    raise self._cancelled_error(what) from exc
+                if not isinstance(exc, MCPTimeoutError) and time.monotonic() >= deadline:
+                    raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s",
+                                          server=self.name) from exc  # the watchdog cut the socket
+                raise
         except MCPError as exc:
-            if self._cancel_generation != generation:
-                # the cut showed as a broken stream, a parse error, a timeout or a rejected session: say so
-                raise self._cancelled_error(what) from exc
+            scrub_exception(exc, self._secrets)  # tracebacks print the chained exceptions too
             raise
 
+    def _encode(self, message: dict[str, Any], what: str) -> bytes:
+        try:
+            return json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
+                                   f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=self.name) from None
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
+                                   server=self.name) from None
+
     def _send(
-        self, message: dict[str, Any], method: str, what: str, timeout: float, generation: int,
+        self, message: dict[str, Any], method: str, what: str, timeout: float, deadline: float, generation: int,
         on_message: MessageHandler | None,
     ) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
+        body = self._encode(message, what)
         sent_session = self.session_id
         try:
             response = self._session.post(
-                self.url,
-                data=json.dumps(message, ensure_ascii=False).encode("utf-8"),
-                headers=self._headers(),
-                timeout=(min(self.connect_timeout_seconds, timeout), timeout),
-                stream=True,
+                self.url, data=body, headers=self._headers(), stream=True,
+                timeout=(min(self.connect_timeout_seconds, timeout), timeout), **self._redirect_kwargs(method),
             )
         except requests.RequestException as exc:
             self._check(generation)
@@ -258,32 +331,67 @@ class HTTPTransport(Transport):
             self._check(generation)  # cut while connecting: the new connection escaped the cut
             if response.status_code >= 400:
                 self._raise_for_status(response, what, sent_session, deadline)
+            if 300 <= response.status_code < 400:
+                self._raise_redirect(response, what)
             if method == "initialize":
                 self._take_session_id(response, what)
             if not jsonrpc.is_request(message):
-                # a notification or our reply to a server request: 202 (or an empty 200); reading the
-                # (empty) body lets the keep-alive connection go back to the pool
-                self._body_text(response, deadline, what, timeout)
+                self._read_accepted(response, what, deadline, timeout)
                 return None
             content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+            reader = ReplyReader(
+                message["id"], what=what, server=self.name, deliver=lambda item: self.answer(item, on_message),
+                max_body_bytes=self.max_body_bytes, max_event_bytes=self.max_event_bytes,
+                max_messages=self.max_messages, scrub=self.scrub,
+            )
             if content_type == "text/event-stream":
-                return self._read_sse(response, message["id"], what, deadline, timeout, on_message, generation)
+                return self._read_sse(response, reader, what, deadline, timeout, generation)
             if content_type == "application/json":
-                return self._read_json(response, message["id"], what, deadline, timeout, on_message, generation)
-            body = self._body_text(response, deadline, what, timeout)
+                return self._read_json(response, reader, what, deadline, timeout, generation)
+            body_text = self._body_text(response, deadline, what, timeout)
             if response.status_code == 202:
                 raise MCPProtocolError(
                     f"{what}: HTTP 202 Accepted without a body, but a request needs a JSON or SSE answer",
-                    server=self.name, body=body,
+                    server=self.name, body=body_text,
                 )
             raise MCPProtocolError(
-                f"{what}: unexpected Content-Type {content_type!r} (HTTP {response.status_code}): {body[:200]}",
-                server=self.name, body=body,
+                f"{what}: unexpected Content-Type {content_type!r} (HTTP {response.status_code}): {body_text[:200]}",
+                server=self.name, body=body_text,
             )
+
+    def _read_accepted(self, response: requests.Response, what: str, deadline: float, timeout: float) -> None:
+        """The answer to a notification or a response: 202 (or 200) with no JSON-RPC message in it.
+
+        Reading the (empty) body lets the keep-alive connection go back to the pool.
+        """
+        text = self._body_text(response, deadline, what, timeout)
+        if not text.strip():
+            return
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            logger.debug("%s: ignoring the body of the answer to a notification: %.200r", self.name, text)
+            return
+        items = payload if isinstance(payload, list) else [payload]
+        if any(jsonrpc.is_response(item) for item in items):
+            raise MCPProtocolError(f"{what}: the server answered a notification (no id) with a JSON-RPC response",
+                                   server=self.name, body=text[:500])
+
+    def _raise_redirect(self, response: requests.Response, what: str) -> None:
+        location = response.headers.get("Location", "")
+        raise MCPTransportError(
+            f"{what} answered HTTP {response.status_code} (a redirect to {origin_of(location) if location else '?'}),"
+            " which this session does not follow (only a CancellableSession follows same-origin redirects)",
+            server=self.name, status_code=response.status_code,
+        )
 
     def _take_session_id(self, response: requests.Response, what: str) -> None:
         session_id = response.headers.get(SESSION_HEADER)
         if session_id is None:
+            return
+        if origin_of(response.url) != origin_of(self.url):
+            logger.warning("%s: ignoring the Mcp-Session-Id given by %s (a redirect's target, another origin)",
+                           self.name, origin_of(response.url))
             return
         if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
             raise MCPProtocolError(f"{what}: the Mcp-Session-Id is not visible ASCII: {session_id!r:.80}",
@@ -298,9 +406,10 @@ class HTTPTransport(Transport):
         """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds).
 
         With ``generation``, a ``cancel()`` since it was read raises ``_Cancelled`` (also when the cut
-        shows as a clean end of the body).
+        shows as a clean end of the body). A body that ends at or after the deadline (the watchdog's
+        cut) raises ``MCPTimeoutError``.
         """
-        chunks = response.iter_content(chunk_size=None)
+        chunks = body_chunks(response)
         while True:
             if generation is not None:
                 self._check(generation)
@@ -313,11 +422,14 @@ class HTTPTransport(Transport):
             except StopIteration:
                 if generation is not None:
                     self._check(generation)
+                if time.monotonic() >= deadline:
+                    raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s",
+                                          server=self.name) from None
                 return
             except requests.exceptions.ConnectionError as exc:
                 if generation is not None:
                     self._check(generation)
-                if _is_read_timeout(exc):
+                if _is_read_timeout(exc) or time.monotonic() >= deadline:
                     raise MCPTimeoutError(
                         f"{what}: no complete answer within {timeout:g}s", server=self.name
                     ) from exc
@@ -326,7 +438,7 @@ class HTTPTransport(Transport):
 
     @staticmethod
     def _set_read_timeout(response: requests.Response, seconds: float) -> None:
-        """Bound the next socket read to ``seconds`` (so the request's total deadline holds)."""
+        """Bound the next socket read to ``seconds`` (the watchdog bounds the whole request)."""
         connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
         sock = getattr(connection, "sock", None)
         if sock is not None:
@@ -345,8 +457,8 @@ class HTTPTransport(Transport):
                 if len(data) >= limit * 4:
                     break
         except (MCPTimeoutError, requests.RequestException) as exc:
-            logger.debug("%s: reading the body failed: %s", self.name, self._scrub(str(exc)))
-        return self._scrub(data.decode("utf-8", errors="replace")[:limit])
+            logger.debug("%s: reading the body failed: %s", self.name, self.scrub(str(exc)))
+        return self.scrub(data.decode("utf-8", errors="replace")[:limit])
 
     def _raise_for_status(
         self, response: requests.Response, what: str, sent_session: str | None, deadline: float
@@ -365,65 +477,48 @@ class HTTPTransport(Transport):
             retry_after=retry_after_seconds(response.headers.get("Retry-After")),
         )
 
-    def _deliver(self, item: Any, request_id: Any, on_message: MessageHandler | None) -> dict[str, Any] | None:
-        """Return ``item`` if it answers ``request_id``; hand anything else to ``on_message``."""
-        if jsonrpc.is_response(item) and item.get("id") == request_id:
-            return item  # type: ignore[no-any-return]
-        if jsonrpc.is_request(item):
-            reply = on_message(item) if on_message else None
-            if reply is None and item.get("method") == "ping":
-                reply = jsonrpc.make_response(item["id"], {})
-            if reply is not None:
-                try:
-                    self.send(reply)
-                except (MCPTransportError, MCPProtocolError) as exc:
-                    logger.warning("%s: answering the server's %s failed: %s", self.name, item.get("method"), exc)
-        elif jsonrpc.is_notification(item):
+    def answer(self, item: dict[str, Any], on_message: MessageHandler | None) -> None:
+        """Hand a server message to ``on_message``; POST the reply to a server request (``ping`` always)."""
+        if "id" not in item:
             if on_message:
                 on_message(item)
-        else:
-            logger.debug("%s: ignoring a message that answers nothing we wait for: %.200r", self.name, item)
-        return None
+            return
+        reply = on_message(item) if on_message else None
+        if reply is None and item.get("method") == "ping":
+            reply = jsonrpc.make_response(item["id"], {})
+        if reply is None:
+            reply = {"jsonrpc": "2.0", "id": item["id"],
+                     "error": {"code": -32601, "message": f"method not supported: {item.get('method')}"}}
+        try:
+            self.send(reply)
+        except MCPError as exc:
+            logger.warning("%s: answering the server's %s failed: %s", self.name, item.get("method"), exc)
 
     def _read_json(
-        self, response: requests.Response, request_id: Any, what: str, deadline: float, timeout: float,
-        on_message: MessageHandler | None, generation: int,
+        self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,
+        generation: int,
     ) -> dict[str, Any]:
+        length = response.headers.get("Content-Length", "")
         try:
-            raw = b"".join(self._chunks(response, deadline, what, timeout, generation))
+            return reader.read_json(self._chunks(response, deadline, what, timeout, generation),
+                                    int(length) if length.isdigit() else None)
         except requests.RequestException as exc:
             raise self._transport_error(f"{what}: reading the JSON answer", exc, timeout) from exc
-        try:
-            payload = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            body = self._scrub(raw[:_ERROR_BODY_CHARS].decode("utf-8", errors="replace"))
-            raise MCPProtocolError(f"{what}: the JSON answer does not parse: {exc}", server=self.name,
-                                   body=body) from exc
-        for item in payload if isinstance(payload, list) else [payload]:
-            found = self._deliver(item, request_id, on_message)
-            if found is not None:
-                return found
-        raise MCPProtocolError(f"{what}: the answer has no response with id {request_id!r}", server=self.name,
-                               body=self._scrub(raw[:_ERROR_BODY_CHARS].decode("utf-8", errors="replace")))
 
     def _read_sse(
-        self,
-        response: requests.Response,
-        request_id: Any,
-        what: str,
-        deadline: float,
-        timeout: float,
-        on_message: MessageHandler | None,
+        self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,
         generation: int,
     ) -> dict[str, Any]:
         last_id: str | None = None
         retry_ms: int | None = None
         resumes = 0
         while True:
-            parser = SSEParser()
+            parser = reader.parser()
             try:
-                return self._read_stream(response, parser, request_id, what, deadline, timeout, on_message,
-                                         generation)
+                found = reader.read_sse(self._sse_chunks(response, deadline, what, timeout, generation), parser)
+                if found is not None:
+                    return found
+                raise _StreamEnded(None)
             except _StreamEnded as ended:
                 self._check(generation)  # a cut stream is not an early end: never resume it
                 last_id = parser.last_event_id or last_id
@@ -447,6 +542,14 @@ class HTTPTransport(Transport):
             self._check(generation)
             response = self._resume(last_id, what, deadline, timeout, generation)
 
+    def _sse_chunks(
+        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int
+    ) -> Iterator[bytes]:
+        try:
+            yield from self._chunks(response, deadline, what, timeout, generation)
+        except requests.RequestException as exc:
+            raise _StreamEnded(exc) from exc
+
     def _pause(self, seconds: float, generation: int) -> None:
         """Wait ``seconds`` before resuming; ``cancel()`` ends the wait at once (unless ``sleep`` was injected)."""
         if self._sleep is not time.sleep:
@@ -455,44 +558,15 @@ class HTTPTransport(Transport):
         with self._cancelled:
             self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
 
-    def _read_stream(
-        self,
-        response: requests.Response,
-        parser: SSEParser,
-        request_id: Any,
-        what: str,
-        deadline: float,
-        timeout: float,
-        on_message: MessageHandler | None,
-        generation: int,
-    ) -> dict[str, Any]:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        try:
-            for chunk in self._chunks(response, deadline, what, timeout, generation):
-                for event in parser.feed(decoder.decode(chunk)):
-                    found = self._sse_event(event.data, event.event, request_id, what, on_message)
-                    if found is not None:
-                        return found
-        except requests.RequestException as exc:
-            raise _StreamEnded(exc) from exc
-        for event in parser.feed(decoder.decode(b"", final=True)) + parser.close():
-            found = self._sse_event(event.data, event.event, request_id, what, on_message)
-            if found is not None:
-                return found
-        raise _StreamEnded(None)
-
     def _resume(
         self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
     ) -> requests.Response:
         """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
-        headers = self._headers(accept="text/event-stream")
-        headers.pop("Content-Type", None)
-        headers["Last-Event-ID"] = last_event_id
         remaining = max(deadline - time.monotonic(), 0.001)
         try:
             response = self._session.get(
-                self.url, headers=headers, stream=True,
-                timeout=(min(self.connect_timeout_seconds, remaining), remaining),
+                self.url, headers=self.stream_headers(last_event_id), stream=True,
+                timeout=(min(self.connect_timeout_seconds, remaining), remaining), **self._redirect_kwargs("GET"),
             )
         except requests.RequestException as exc:
             self._check(generation)
@@ -509,22 +583,6 @@ class HTTPTransport(Transport):
             raise MCPProtocolError(f"{what}: resuming with GET gave Content-Type {content_type!r}", server=self.name)
         return response
 
-    def _sse_event(
-        self, data: str, event: str, request_id: Any, what: str, on_message: MessageHandler | None
-    ) -> dict[str, Any] | None:
-        if event != "message" or not data.strip():
-            return None  # priming events, other event types
-        try:
-            item = json.loads(data)
-        except ValueError as exc:
-            raise MCPProtocolError(f"{what}: an SSE event is not JSON: {exc}", server=self.name,
-                                   body=self._scrub(data[:500])) from exc
-        for each in item if isinstance(item, list) else [item]:
-            found = self._deliver(each, request_id, on_message)
-            if found is not None:
-                return found
-        return None
-
     # ------------------------------------------------------------------ standalone GET stream
 
     def listen(self, on_message: MessageHandler) -> None:
@@ -532,9 +590,8 @@ class HTTPTransport(Transport):
 
         Notifications on it go to ``on_message``; server requests are answered
         with what ``on_message`` returns (``ping`` always). A server without
-        that stream (HTTP 405) is left alone; a stream that ends is reopened
-        with ``Last-Event-ID`` after its ``retry`` delay, at most 5 times in a
-        row without an event. Calling it again replaces the previous listener;
+        that stream (HTTP 405) is left alone; see ``http_listen`` for what
+        reopens it. Calling it again replaces the previous listener;
         ``close()`` stops it; ``cancel()`` does not (the stream has a
         connection of its own). Returns once the server answered the ``GET``
         (at most ``timeout_seconds``, 5 s at most), so that what the server
@@ -547,77 +604,13 @@ class HTTPTransport(Transport):
         Spec: MCP 2025-11-25, "Streamable HTTP", "Listening for Messages from the Server".
         """
         self._stop_listening()
-        stop = threading.Event()
-        session = CancellableSession()
-        settled = threading.Event()
-        thread = threading.Thread(target=self._listen_loop, args=(on_message, stop, session, settled), daemon=True,
-                                  name=f"yiemagent-mcp-listen-{self.name}")
-        self._listener = (thread, stop, session)
-        thread.start()
-        settled.wait(min(self.timeout_seconds, 5.0))
+        self._listener = Listener(self, on_message, self.listening)
+        self._listener.start(min(self.timeout_seconds, 5.0))
 
     def _stop_listening(self) -> None:
         listener, self._listener = self._listener, None
-        if listener is None:
-            return
-        thread, stop, session = listener
-        stop.set()
-        self.listening.clear()
-        session.cancel()
-        if thread is not threading.current_thread():
-            thread.join(timeout=2)
-        session.close()
-
-    def _listen_loop(
-        self, on_message: MessageHandler, stop: threading.Event, session: CancellableSession,
-        settled: threading.Event,
-    ) -> None:
-        try:
-            self._listen(on_message, stop, session, settled)
-        finally:
-            settled.set()
-
-    def _listen(
-        self, on_message: MessageHandler, stop: threading.Event, session: CancellableSession,
-        settled: threading.Event,
-    ) -> None:
-        last_id: str | None = None
-        wait = _DEFAULT_RETRY_SECONDS
-        failures = 0
-        while not stop.is_set() and failures <= _MAX_RESUMES:
-            headers = self._headers(accept="text/event-stream")
-            headers.pop("Content-Type", None)
-            if last_id is not None:
-                headers["Last-Event-ID"] = last_id
-            parser = SSEParser()
-            try:
-                with session.get(self.url, headers=headers, stream=True,
-                                 timeout=(self.connect_timeout_seconds, None)) as response:
-                    if response.status_code == 405:
-                        logger.debug("%s: no standalone SSE stream (HTTP 405)", self.name)
-                        return
-                    if response.status_code >= 400:
-                        logger.info("%s: the standalone SSE stream was refused (HTTP %d)", self.name,
-                                    response.status_code)
-                        return
-                    self.listening.set()
-                    settled.set()
-                    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-                    for chunk in response.iter_content(chunk_size=None):
-                        for event in parser.feed(decoder.decode(chunk)):
-                            failures = 0
-                            self._sse_event(event.data, event.event, object(), "GET stream", on_message)
-            except (requests.RequestException, MCPProtocolError) as exc:
-                if stop.is_set():
-                    return
-                logger.debug("%s: the standalone SSE stream broke: %s", self.name, self._scrub(str(exc)))
-            finally:
-                if not stop.is_set():
-                    self.listening.clear()
-            last_id = parser.last_event_id or last_id
-            wait = parser.retry_ms / 1000 if parser.retry_ms is not None else wait
-            failures += 1
-            stop.wait(wait)
+        if listener is not None:
+            listener.stop()
 
     def cancel(self) -> None:
         """Cut every request in flight: each fails at once with ``MCPTransportError``.
@@ -639,17 +632,24 @@ class HTTPTransport(Transport):
     # ------------------------------------------------------------------ close
 
     def close(self) -> None:
-        """Stop ``listen()``, end the session with ``DELETE`` (best effort, 2 s), close the connections."""
+        """Stop ``listen()``, end the session with ``DELETE`` (best effort), close the connections.
+
+        Returns within about 4 s whatever the server does (2 s for the
+        listener thread, 2 s for the ``DELETE``, whose body is not read).
+        """
         self._stop_listening()
         if self.session_id:
             headers = self._headers()
             headers.pop("Content-Type", None)
             try:
-                answer = self._session.delete(self.url, headers=headers, timeout=(2, 2))
-                answer.close()
+                with self._deadline(time.monotonic() + _CLOSE_SECONDS):
+                    answer = self._session.delete(self.url, headers=headers, stream=True,
+                                                  timeout=(_CLOSE_SECONDS, _CLOSE_SECONDS),
+                                                  **self._redirect_kwargs("DELETE"))
+                    answer.close()
                 if answer.status_code >= 400 and answer.status_code != 405:  # 405: the server keeps sessions
                     logger.debug("DELETE %s answered HTTP %d", self.display_url, answer.status_code)
             except requests.RequestException as exc:
-                logger.debug("DELETE %s failed: %s", self.display_url, self._scrub(str(exc)))
+                logger.debug("DELETE %s failed: %s", self.display_url, self.scrub(str(exc)))
         self.reset_session()
         self._session.close()

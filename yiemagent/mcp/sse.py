@@ -18,9 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from ..exceptions import FormatError
+
 __all__ = ["SSEEvent", "SSEParser"]
+
+_LINE_BREAK = re.compile("[\r\n]")
 
 
 @dataclass
@@ -36,10 +41,26 @@ class SSEEvent:
 
 
 class SSEParser:
-    """Incremental parser; one instance per stream. Not thread-safe."""
+    """Incremental parser; one instance per stream. Not thread-safe.
 
-    def __init__(self) -> None:
-        self._buffer = ""
+    Time and memory are linear in the input however it is chunked: each
+    chunk is scanned once, and a line split across many chunks is joined
+    once, when its end arrives.
+
+    Args:
+        max_event_chars: characters one event may hold (its ``data`` lines
+            plus the line being read); past it ``feed`` raises
+            ``FormatError`` without keeping the rest. None: no limit.
+    """
+
+    def __init__(self, *, max_event_chars: int | None = None) -> None:
+        self.max_event_chars = max_event_chars
+        self._pieces: list[str] = []
+        """The line being read, in pieces (no line break seen yet)."""
+        self._pending = 0
+        """Characters in ``_pieces`` plus ``_data``: what the current event holds."""
+        self._after_cr = False
+        """The last chunk ended with CR: a LF starting the next one belongs to it."""
         self._data: list[str] = []
         self._event = ""
         self._last_id: str | None = None
@@ -57,66 +78,98 @@ class SSEParser:
         return self._retry
 
     def feed(self, chunk: str) -> list[SSEEvent]:
-        """Add text; return the events completed by it, in order."""
+        """Add text; return the events completed by it, in order.
+
+        Raises:
+            FormatError: the current event grew past ``max_event_chars``.
+        """
         if not chunk:
             return []
-        buffer = self._buffer + chunk
         if not self._started:
             self._started = True
-            if buffer.startswith("\ufeff"):  # a byte order mark is ignored once, at the start
-                buffer = buffer[1:]
+            if chunk.startswith("\ufeff"):  # a byte order mark is ignored once, at the start
+                chunk = chunk[1:]
         events: list[SSEEvent] = []
         start = 0
-        length = len(buffer)
-        while True:
-            lf = buffer.find("\n", start)
-            cr = buffer.find("\r", start)
-            if lf == -1 and cr == -1:
+        length = len(chunk)
+        if self._after_cr and length:
+            self._after_cr = False
+            if chunk[0] == "\n":
+                start = 1
+        while start < length:
+            match = _LINE_BREAK.search(chunk, start)
+            if match is None:
+                self._grow(length - start)
+                self._pieces.append(chunk[start:])
                 break
-            if cr != -1 and (lf == -1 or cr < lf):
-                if cr + 1 == length:  # a CR at the end: wait to see whether LF follows
-                    break
-                end, next_start = cr, cr + 2 if buffer[cr + 1] == "\n" else cr + 1
+            end = match.start()
+            self._grow(end - start)
+            if self._pieces:
+                self._pieces.append(chunk[start:end])
+                line = "".join(self._pieces)
+                self._pieces = []
             else:
-                end, next_start = lf, lf + 1
-            event = self._line(buffer[start:end])
+                line = chunk[start:end]
+            if chunk[end] == "\r":
+                if end + 1 == length:
+                    self._after_cr = True
+                    start = length
+                else:
+                    start = end + 2 if chunk[end + 1] == "\n" else end + 1
+            else:
+                start = end + 1
+            event = self._line(line)
             if event is not None:
                 events.append(event)
-            start = next_start
-        self._buffer = buffer[start:]
         return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch a last event that lacked its blank line (lenient)."""
-        events = self.feed("\n") if self._buffer else []
+        events: list[SSEEvent] = []
+        if self._pieces:
+            line, self._pieces = "".join(self._pieces), []
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
         if self._data:
             final = self._line("")
             if final is not None:
                 events.append(final)
         return events
 
+    def _grow(self, chars: int) -> None:
+        self._pending += chars
+        if self.max_event_chars is not None and self._pending > self.max_event_chars:
+            self._pieces, self._data, self._pending = [], [], 0
+            raise FormatError(f"an SSE event is over {self.max_event_chars} characters; the rest is not kept")
+
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
             return self._dispatch()
         if line.startswith(":"):
+            self._pending -= len(line)
             return None
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
             value = value[1:]
         if name == "data":
             self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id":
-            if "\0" not in value:
-                self._last_id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+            self._pending += 1 - (len(line) - len(value))  # the LF joining data lines counts; the field name not
+        else:
+            self._pending -= len(line)
+            if name == "event":
+                self._event = value
+            elif name == "id":
+                if "\0" not in value:
+                    self._last_id = value
+            elif name == "retry" and value.isdigit() and len(value) <= 9:
+                self._retry = int(value)
         return None
 
     def _dispatch(self) -> SSEEvent | None:
         data, self._data = "\n".join(self._data), []
         event, self._event = self._event, ""
+        self._pending = 0
         if not data:  # nothing, or a priming event (``id: 7`` + ``data:``): the id is kept, nothing dispatched
             return None
         return SSEEvent(event=event or "message", data=data, id=self._last_id, retry=self._retry)
