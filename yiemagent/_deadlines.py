@@ -26,7 +26,7 @@ logger = logging.getLogger("yiemagent.http")
 class _Handle:
     __slots__ = ("action", "at", "done")
 
-    def __init__(self, at: float, action: Callable[[], None]) -> None:
+    def __init__(self, at: float, action: Callable[[], object]) -> None:
         self.at = at
         self.action = action
         self.done = False
@@ -45,7 +45,7 @@ class Watchdog:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def arm(self, at: float, action: Callable[[], None]) -> _Handle:
+    def arm(self, at: float, action: Callable[[], object]) -> _Handle:
         """Run ``action()`` on the watchdog thread at monotonic time ``at``; returns the handle for ``disarm``."""
         handle = _Handle(at, action)
         with self._cond:

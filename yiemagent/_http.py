@@ -235,14 +235,13 @@ class CancellableSession(requests.Session):
             self._local.deadline, self._local.armed = previous
 
     def request(  # type: ignore[override]
-        self, method: str | bytes, url: str | bytes, *args: Any, cross_origin: bool | None = None, **kwargs: Any
+        self, method: str | bytes, url: str | bytes, *, cross_origin: bool | None = None, **kwargs: Any
     ) -> requests.Response:
         """``requests.Session.request``, following redirects by the session's rule (see the module).
 
         Args:
             method: the HTTP method.
             url: the URL.
-            *args: passed to ``requests.Session.request``.
             cross_origin: False refuses any redirect to another origin for
                 this request, whatever the session allows; None uses the
                 session's ``follow_cross_origin_redirects``.
@@ -250,7 +249,7 @@ class CancellableSession(requests.Session):
                 (``allow_redirects=False`` follows none).
         """
         follow = kwargs.pop("allow_redirects", True)
-        response = super().request(method, url, *args, allow_redirects=False, **kwargs)
+        response = super().request(method, url, allow_redirects=False, **kwargs)
         if not follow or not response.is_redirect:
             return response
         method = method.decode() if isinstance(method, bytes) else str(method)
@@ -282,7 +281,7 @@ class CancellableSession(requests.Session):
             logger.debug("following a redirect (HTTP %d) from %s to %s", status, origin, to_origin)
             history.append(response)
             if to_origin == origin:
-                response = super().request(method, next_url, *args, allow_redirects=False, **kwargs)
+                response = super().request(method, next_url, allow_redirects=False, **kwargs)
             else:
                 response = self._send_bare(method, next_url, kwargs)
         response.history = history

@@ -225,7 +225,7 @@ class HTTPTransport(Transport):
 
     def _deadline(self, at: float) -> AbstractContextManager[None]:
         deadline = getattr(self._session, "deadline", None)
-        return deadline(at) if callable(deadline) else nullcontext()  # type: ignore[no-any-return]
+        return deadline(at) if callable(deadline) else nullcontext()
 
     def _redirect_kwargs(self, method: str) -> dict[str, Any]:
         if not isinstance(self._session, CancellableSession):
