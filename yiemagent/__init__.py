@@ -16,6 +16,7 @@
 import logging
 
 from .__version__ import __version__
+from .adapters import litellm_chat, openai_client_chat
 from .agent import SHUTDOWN, Agent
 from .config import MCPServerConfig, load_mcp_config
 from .events import Event, MessageUpdateEvent
@@ -126,8 +127,10 @@ __all__ = [
     "extract_tool_calls",
     "from_openai",
     "from_openai_response",
+    "litellm_chat",
     "load_mcp_config",
     "openai_chat",
+    "openai_client_chat",
     "parse_response",
     "run_turns",
     "sse_events",
