@@ -46,6 +46,7 @@ from .exceptions import (
     YiemagentWarning,
 )
 from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext
+from .journal import current_idempotency_key
 from .llm import openai_chat
 from .loop import LoopConfig, RunResult, run_turns
 from .mcp import MCPClient
@@ -123,6 +124,7 @@ __all__ = [
     "YiemagentError",
     "YiemagentWarning",
     "__version__",
+    "current_idempotency_key",
     "event_to_dict",
     "extract_tool_calls",
     "from_openai",

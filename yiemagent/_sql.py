@@ -38,6 +38,8 @@ class SQLStoreBase(StoreBase):
 
     _for_update = ""
     """Suffix that locks the selected conversation row inside a write transaction."""
+    _async_steps = False
+    """True when journal steps other than ``started/`` markers are committed without waiting for the disk."""
 
     def __init__(self, table_prefix: str) -> None:
         if not _PREFIX.match(table_prefix):
@@ -125,6 +127,15 @@ class SQLStoreBase(StoreBase):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def _cursor(self, conn: Any) -> Iterator[Any]:
+        """A cursor for one autocommit statement."""
+        cur = conn.cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
 
     def _read(self, statement: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._use() as conn:
@@ -217,8 +228,9 @@ class SQLStoreBase(StoreBase):
         text = self._dumps(value)
         j = self.journal_table
         with self._use() as conn:
-            cur = conn.cursor()
-            try:
+            # a "started" marker must be on disk before the tool runs: it is what keeps a call from running twice
+            flushed = self._async_steps and step.startswith("started/")
+            with self._transaction(conn) if flushed else self._cursor(conn) as cur:
                 cur.execute(self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
                                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) "
                                       "DO NOTHING"), (conversation_id, run, step, text, time.time()))
@@ -231,8 +243,6 @@ class SQLStoreBase(StoreBase):
                             f"run {run!r} of {conversation_id!r} was committed meanwhile",
                             conversation_id=conversation_id, reason="version")
                     text = row[0]
-            finally:
-                cur.close()
         return json.loads(text)
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:

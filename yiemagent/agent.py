@@ -44,9 +44,11 @@ from typing import Any, Literal
 
 from . import events as ev
 from .config import mcp_clients
+from .durable import DurableConversation
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
+from .journal import Journal
 from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
@@ -60,6 +62,7 @@ from .messages import (
     message_to_dict,
     to_openai,
 )
+from .store import ConversationStore
 from .streaming import AgentStream
 from .tools import AgentTool, ToolRegistry
 
@@ -97,8 +100,12 @@ class _WakingQueue(queue.Queue):  # type: ignore[type-arg]
     def __init__(self, maxsize: int, wakeup: threading.Event) -> None:
         super().__init__(maxsize)
         self._wakeup = wakeup
+        self.accept: Callable[[Any], Any] | None = None
+        """With a store: adds each input to the conversation's inbox as it is put."""
 
     def _put(self, item: Any) -> None:
+        if self.accept is not None:
+            item = self.accept(item)
         super()._put(item)
         self._wakeup.set()
 
@@ -154,6 +161,17 @@ class Agent:
         max_parallel_tools: worker threads for one batch of tool calls.
         max_result_chars: characters of one tool result the model sees; longer
             results are cut with a visible note. None: no cap.
+        store: a ``ConversationStore`` (``SQLiteStore``, ``PostgresStore``)
+            keeping the conversation ``conversation_id``: its history is loaded
+            from there, every input goes through its inbox, each model reply
+            and tool result is journaled as it arrives and each run is
+            committed; a run interrupted by a crash is finished from the
+            journal by the next agent on the conversation, in any process
+            (see ``yiemagent.durable``). None: the conversation lives here only.
+        conversation_id: the conversation's id in ``store`` (required with it).
+        lease_seconds: with a store, how long the conversation's lease lasts
+            without renewal (renewed every third of it while serving): the time
+            a crashed process blocks its conversation before another takes over.
 
     Thread safety: every public method is safe from any thread; runs happen one
     at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
@@ -180,6 +198,9 @@ class Agent:
         final_turn_without_tools: bool = True,
         max_parallel_tools: int = 8,
         max_result_chars: int | None = 100_000,
+        store: ConversationStore | None = None,
+        conversation_id: str | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -187,6 +208,10 @@ class Agent:
             raise ConfigError("max_turns must be at least 1")
         if tool_execution not in ("parallel", "sequential"):
             raise ConfigError("tool_execution must be 'parallel' or 'sequential'")
+        if (store is None) != (conversation_id is None) or (conversation_id is not None and not conversation_id):
+            raise ConfigError("store and conversation_id go together: Agent(..., store=s, conversation_id='c-42')")
+        if store is not None and steering:
+            raise ConfigError("steering is not supported with a store yet")
         self._wakeup = threading.Event()
         self.input_queue: queue.Queue[Any] = _WakingQueue(16, self._wakeup)
         self.follow_up_queue: queue.Queue[Any] = _WakingQueue(32, self._wakeup)
@@ -244,6 +269,12 @@ class Agent:
         self._run_input_ids: list[str] = []
         self._deliver_current = False
         self._stop_after_run = False
+        self._durable: DurableConversation | None = None
+        if store is not None and conversation_id is not None:
+            self._durable = DurableConversation(self, store, conversation_id, lease_seconds=lease_seconds)
+            self._durable.load()
+            for q in (self.input_queue, self.follow_up_queue):
+                q.accept = self._durable.accept
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")
@@ -345,6 +376,11 @@ class Agent:
 
     def _main(self) -> None:
         logger.debug("agent thread started")
+        if self._durable is not None:
+            try:
+                self._durable.recover()  # interrupted runs and inputs left pending, before new inputs
+            except Exception:
+                logger.exception("agent thread: serving the inputs pending in the store failed")
         while True:
             self._wakeup.clear()
             if self._stop_mode in ("after_turn", "now"):
@@ -399,6 +435,21 @@ class Agent:
         except FormatError as exc:
             self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
             return self._deliver_error(None, exc) if deliver else self._answer(None, [], exc)
+        if self._durable is not None:  # the conversation lives in a store: inbox, lease, journal, commit
+            return self._durable.serve(entry, deliver=deliver)
+        answer = self._run_entry(entry, deliver=deliver)
+        to_output = False
+        for each in [entry, *self._steered]:
+            if each.future is not None:
+                each.future.set_result(answer)
+            else:
+                to_output = True
+        if to_output and deliver:
+            self._deliver(answer)
+        return answer
+
+    def _run_entry(self, entry: _Input, *, deliver: bool, journal: Journal | None = None) -> dict[str, Any]:
+        """One run answering ``entry`` (and inputs steered into it); return the answer, delivered nowhere."""
         with self._run_lock:
             self._run_owner = threading.get_ident()
             self.abort_event.clear()
@@ -412,7 +463,7 @@ class Agent:
             try:
                 result = run_turns(
                     self.history, [entry.message], self.config, self.abort_event, self._sink,
-                    run_id=run_id, input_ids=[entry.id],
+                    run_id=run_id, input_ids=[entry.id], journal=journal,
                 )
                 add_usage(self.usage, result.usage)
                 answer = self._answer(result, result.input_ids, None)
@@ -425,14 +476,6 @@ class Agent:
                     self._current_entry = None
                 self._deliver_current = False
                 self._run_owner = None
-        to_output = False
-        for each in [entry, *self._steered]:
-            if each.future is not None:
-                each.future.set_result(answer)
-            else:
-                to_output = True
-        if to_output and deliver:
-            self._deliver(answer)
         return answer
 
     def _deliver(self, answer: dict[str, Any]) -> None:
@@ -528,6 +571,22 @@ class Agent:
                 return False
             self.abort()
             return True
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Serve every input pending in the store's inbox of this conversation; return their answers.
+
+        For workers (``yiemagent.store``: ``pending_conversations()``): runs in
+        the calling thread with the lease held; interrupted runs are finished
+        from the journal first. Returns ``[]`` at once when another process
+        holds the lease (it will serve them).
+
+        Raises:
+            AgentError: the agent has no store.
+            StoreError: the store failed (what was committed stays committed).
+        """
+        if self._durable is None:
+            raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
+        return self._durable.drain()
 
     def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
         """Send one input and wait for its answer (OpenAI assistant message dict).

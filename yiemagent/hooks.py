@@ -56,6 +56,8 @@ class ToolCallContext:
     """The conversation so far (read it, do not change it)."""
     result: AgentToolResult | None = None
     """The tool's result (``after_tool_call`` only)."""
+    idempotency_key: str | None = None
+    """The call's stable key when the agent has a store (``yiemagent.current_idempotency_key``), else None."""
 
 
 @dataclass

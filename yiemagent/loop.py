@@ -29,7 +29,12 @@ Rules (each has a test):
   unanswered;
 * ``finish_reason`` is advisory: only the presence of calls decides;
 * nothing raises out of ``run_turns``: failures become error results, error
-  answers and ``error`` events.
+  answers and ``error`` events;
+* with a ``journal`` (``yiemagent.journal``), each model reply and each tool
+  result is recorded the moment it exists, and a run re-run under the same
+  journal replays them: recorded replies are not requested again, recorded
+  results are not run again, and a call that started without a recorded result
+  gets an "interrupted" error result unless its tool is ``idempotent``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from . import events as ev
 from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
+from .journal import Journal, idempotency_context
 from .llm import accepts_on_delta
 from .messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, UserMessage
 from .tool_calls import parse_response
@@ -160,8 +166,10 @@ class _Run:
         abort_event: threading.Event,
         sink: ev.EventSink | None,
         run_id: str,
+        journal: Journal | None = None,
     ) -> None:
         self.history = history
+        self.journal = journal
         self.config = config
         self.abort_event = abort_event
         self.sink = sink
@@ -248,12 +256,22 @@ class _Run:
     # ------------------------------------------------------------------ model
 
     def call_model(self, tools_enabled: bool) -> AssistantMessage:
-        config = self.config
-        if config.before_model_call is not None:
+        if self.config.before_model_call is not None:
             try:
-                config.before_model_call()
+                self.config.before_model_call()
             except Exception as exc:
                 self.error("before_model_call", exc)
+        if self.journal is None:
+            return self.request_model(tools_enabled)
+        reply = self.journal.replay_model(self.turns)
+        if reply is not None:  # recorded by an interrupted run: the model is not asked again
+            self.taken_ids.update(call.id for call in reply.tool_calls)
+            add_usage(self.usage, reply.usage)
+            return reply
+        return self.journal.record_model(self.turns, self.request_model(tools_enabled))
+
+    def request_model(self, tools_enabled: bool) -> AssistantMessage:
+        config = self.config
         context = self.history if config.prepare_context is None else config.prepare_context(self.history)
         messages = config.format_messages(context)
         if config.system_prompt:
@@ -318,7 +336,7 @@ class _Run:
         repeated = self.repeated_call(call)
         if repeated is not None:
             return repeated
-        ctx = ToolCallContext(call, found, self.history)
+        ctx = ToolCallContext(call, found, self.history, idempotency_key=self.key(call))
         return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
 
     def execute(self, call: ToolCall) -> tuple[AgentToolResult, bool]:
@@ -334,7 +352,7 @@ class _Run:
             lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         try:
-            with report:
+            with report, idempotency_context(self.key(call)):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
         except Exception as exc:
@@ -343,13 +361,16 @@ class _Run:
             result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
             )
+        if self.journal is not None:  # recorded the moment it exists, before the loop sees it
+            result = self.journal.tool_result(call, result)
         return result, self.abort_event.is_set()
 
     def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
         """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
         self.flush_updates()
         if ran:
-            ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result)
+            ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
+                                  idempotency_key=self.key(call))
             result = run_after_hook(self.config.after_tool_call, ctx)
         hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
         if isinstance(hook_error, BaseException):
@@ -362,11 +383,31 @@ class _Run:
         )
         return result
 
-    def start(self, call: ToolCall) -> tuple[float, AgentToolResult | None]:
-        """Emit the start event and check ``call``; return (start time, refusal or None)."""
+    def key(self, call: ToolCall) -> str | None:
+        """The call's idempotency key (None without a journal)."""
+        return None if self.journal is None else self.journal.idempotency_key(call)
+
+    def start(self, call: ToolCall) -> tuple[float, AgentToolResult | None, bool]:
+        """Emit the start event, replay or check ``call``.
+
+        Returns (start time, the result that stands instead of running it or
+        None, whether that result comes from a run of the tool).
+        """
         started = time.monotonic()
         self.emit(ev.ToolExecutionStartEvent(tool_call=call))
-        return started, self.check(call)
+        if self.journal is not None:
+            recorded = self.journal.recorded_result(call)
+            if recorded is not None:  # ran before an interruption: not run again
+                self.repeated_call(call)  # count it as the first run did
+                details = recorded.details
+                return started, recorded, not (isinstance(details, dict) and details.get("interrupted"))
+            lost = self.journal.interrupted_result(call, self.config.tools.get(call.name))
+            if lost is not None:
+                return started, lost, False
+        refusal = self.check(call)
+        if refusal is None and self.journal is not None:
+            self.journal.tool_started(call)
+        return started, refusal, False
 
     def run_batch(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
         """Return one result per call, in order, and whether the batch was aborted.
@@ -385,9 +426,9 @@ class _Run:
             for i, call in enumerate(calls):
                 if self.abort_event.is_set():
                     raise _Aborted()
-                started, refusal = self.start(call)
+                started, refusal, ran = self.start(call)
                 if refusal is not None:
-                    results[i] = self.finish(call, refusal, started, ran=False)
+                    results[i] = self.finish(call, refusal, started, ran=ran)
                     continue
                 future = self.submit(self.execute, call)
                 pending[future] = (i, started)
@@ -548,6 +589,7 @@ def run_turns(
     *,
     run_id: str | None = None,
     input_ids: list[str] | None = None,
+    journal: Journal | None = None,
 ) -> RunResult:
     """Run the agent on ``inputs`` until it answers; append everything to ``history``.
 
@@ -561,10 +603,13 @@ def run_turns(
         emit: event sink (see ``yiemagent.events``); None: no events.
         run_id: id put on every event; None: a new random id.
         input_ids: ids of the inputs, reported in ``agent_start`` and the result.
+        journal: records model replies and tool results and replays those
+            recorded by an interrupted run (``yiemagent.journal.StoreJournal``);
+            None: nothing is recorded.
 
     Returns:
         ``RunResult`` with the final ``answer``, the ``status`` and the new messages.
         It never raises for failures of the model, tools, hooks or sink.
     """
-    run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12])
+    run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12], journal)
     return run.run(inputs, list(input_ids or []))

@@ -7,13 +7,23 @@ that locks the conversation's row (``SELECT ... FOR UPDATE``). Lease expiry is
 measured by the database clock (``clock_timestamp()``), so the hosts' clocks
 do not matter. Tables are created on first use under an advisory lock, so
 several processes may start at once.
+
+Durability (``sync_journal``): commits, inbox writes, leases and the
+"started" marker written before each tool runs always wait for the disk
+(``synchronous_commit = on``). With ``"markers"`` (default) the journal's
+model replies and tool results do not (``synchronous_commit = off``): they
+survive the death of any agent process at once and reach the disk within
+~0.2 s; only a crash of the database server itself within that window can
+lose them, and then the call is reported "interrupted" (its marker is on disk,
+written before it), never run twice. ``"all"`` waits for the disk on every
+step (one fsync per step).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from ._sql import SQLStoreBase
 from .exceptions import ConfigError
@@ -30,6 +40,7 @@ class PostgresStore(SQLStoreBase):
             ``"postgresql://app@127.0.0.1/app"``.
         table_prefix: prefix of the three table names.
         connect_timeout_seconds: seconds to wait for a connection.
+        sync_journal: ``"markers"`` or ``"all"`` (see the module docstring).
 
     Raises:
         ConfigError: psycopg is not installed (``pip install "yiemagent[postgres]"``),
@@ -39,12 +50,23 @@ class PostgresStore(SQLStoreBase):
 
     _for_update = " FOR UPDATE"
 
-    def __init__(self, dsn: str, *, table_prefix: str = "yiemagent_", connect_timeout_seconds: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table_prefix: str = "yiemagent_",
+        connect_timeout_seconds: float = 10.0,
+        sync_journal: Literal["markers", "all"] = "markers",
+    ) -> None:
         try:
             import psycopg
         except ImportError as exc:
             raise ConfigError('PostgresStore needs psycopg 3: pip install "yiemagent[postgres]"') from exc
+        if sync_journal not in ("markers", "all"):
+            raise ConfigError(f"sync_journal must be 'markers' or 'all', not {sync_journal!r}")
         super().__init__(table_prefix)
+        self._async_steps = sync_journal == "markers"
+        self.sync_journal = sync_journal
         self._psycopg = psycopg
         self._errors = (psycopg.Error,)
         self.dsn = dsn
@@ -64,6 +86,8 @@ class PostgresStore(SQLStoreBase):
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.conversations_table,))
                 for statement in self._schema():
                     cur.execute(statement)
+            if self._async_steps:  # the default for single statements: journal replies and results
+                conn.execute("SET synchronous_commit = off")
         except BaseException:
             conn.close()
             raise
@@ -75,6 +99,8 @@ class PostgresStore(SQLStoreBase):
     @contextmanager
     def _transaction(self, conn: Any) -> Iterator[Any]:
         with conn.transaction(), conn.cursor() as cur:
+            if self._async_steps:
+                cur.execute("SET LOCAL synchronous_commit = on")
             yield cur
 
     def _now(self, cur: Any) -> float:

@@ -226,6 +226,9 @@ class AgentTool:
     execute: Execute = field(repr=False, compare=False)
     sequential: bool = False
     """True when this tool must not run at the same time as other tools."""
+    idempotent: bool = False
+    """True when running it again with the same arguments does no harm (a read, an upsert): a call
+    interrupted by a crash is then run again on replay; else the model is told its effect is unknown."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VALID_NAME.match(self.name):
@@ -493,18 +496,20 @@ class FunctionTool(AgentTool, Generic[_P, _R]):
 @overload
 def tool(
     fn: Callable[_P, _R], *, name: str | None = None, description: str | None = None, sequential: bool = False,
+    idempotent: bool = False,
 ) -> FunctionTool[_P, _R]: ...
 
 
 @overload
 def tool(
     fn: None = None, *, name: str | None = None, description: str | None = None, sequential: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
-    sequential: bool = False,
+    sequential: bool = False, idempotent: bool = False,
 ) -> Any:
     """Turn a typed, documented function into an ``AgentTool`` (a ``FunctionTool``).
 
@@ -517,6 +522,8 @@ def tool(
     is not part of the schema.
 
     Usable bare (``@tool``) or with options (``@tool(name="x")``).
+    ``idempotent=True`` marks a tool safe to run again after a crash interrupted
+    it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone.
 
     Raises:
         ConfigError: an annotation has no JSON Schema equivalent.
@@ -566,6 +573,7 @@ def tool(
             input_schema=input_schema,
             execute=_FunctionExecutor(func, wants_abort, converters),
             sequential=sequential,
+            idempotent=idempotent,
         )
         made.fn = func
         return made

@@ -126,7 +126,9 @@ def mcp_tool(
 
     Args:
         client: the server's client.
-        spec: a ``tools/list`` entry, ``{"name", "description"?, "title"?, "inputSchema"?}``.
+        spec: a ``tools/list`` entry, ``{"name", "description"?, "title"?, "inputSchema"?,
+            "annotations"?}``; annotations ``readOnlyHint`` or ``idempotentHint``
+            true make the tool ``idempotent`` (run again after a crash).
         name: the name the model sees; None sanitises ``spec["name"]``.
         timeout_seconds: seconds each call may take; None: the client's default.
         max_result_chars: cap of each result (see ``result_to_tool_result``).
@@ -136,11 +138,14 @@ def mcp_tool(
         and whose ``execute`` sends ``tools/call`` with the original name.
     """
     original = str(spec["name"])
+    annotations = spec.get("annotations")
+    hints = annotations if isinstance(annotations, dict) else {}
     return AgentTool(
         name=name or sanitize_tool_name(original),
         description=str(spec.get("description") or spec.get("title") or ""),
         input_schema=normalize_input_schema(spec.get("inputSchema")),
         execute=MCPToolExecutor(client, original, timeout_seconds, max_result_chars=max_result_chars),
+        idempotent=hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True,
     )
 
 

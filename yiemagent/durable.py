@@ -1,0 +1,253 @@
+"""Durable conversations: an ``Agent`` whose conversation lives in a ``ConversationStore``.
+
+``Agent(llm_call, store=store, conversation_id="c-42")`` hands its runs to a
+``DurableConversation``. The contract:
+
+* every input the agent accepts is first added to the conversation's inbox
+  (``store.enqueue``) and stays there until the run that answers it commits;
+* serving takes the conversation's lease (waiting while another process holds
+  it), loads the committed state if it moved, then serves the pending inputs
+  in inbox order up to the one asked for, each as one run journaled under the
+  run key ``seq-<n>`` (``yiemagent.journal.StoreJournal``): an interrupted run
+  is finished from its journal (recorded replies and results are not redone);
+* after each run, one atomic ``commit`` writes the state, the answer of the
+  inputs it served and drops the run's journal; it is fenced by the lease and
+  the version, so a process that lost its lease writes nothing;
+* the answer goes where it would without a store (the caller's future or the
+  output queue) and is readable from the store by seq. An agent started with
+  ``start()`` first serves what is pending; answers of inputs that were queued
+  (``reply_to="output_queue"``) by an agent that died go to its output queue.
+
+The lease is renewed every third of ``lease_seconds`` by a heartbeat thread
+while the agent serves; if it is lost, the current run is aborted and its
+commit refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .exceptions import AgentClosedError, FormatError, StaleStateError, StoreError
+from .journal import StoreJournal
+from .messages import Message, UserMessage, from_openai, message_from_dict, to_openai
+from .store import ConversationStore, InboxEntry, Lease, ReplyTo, ServedInput, run_key
+
+if TYPE_CHECKING:
+    from .agent import Agent, _Input
+
+__all__ = ["DurableConversation", "parse_state"]
+
+logger = logging.getLogger("yiemagent.durable")
+
+_POLL_SECONDS = 0.05
+
+
+def parse_state(state: str) -> tuple[list[Message], dict[str, Any]]:
+    """``(history, usage)`` of ``Agent.state_to_json()`` text.
+
+    Raises:
+        FormatError: not a saved state.
+    """
+    try:
+        data = json.loads(state)
+        history = [message_from_dict(m) for m in data["history"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
+    return history, dict(data.get("usage") or {})
+
+
+class _Heartbeat:
+    """Renews a lease every ``interval`` seconds on its own thread; calls ``on_lost`` if it is taken."""
+
+    def __init__(self, store: ConversationStore, lease: Lease, ttl_seconds: float,
+                 on_lost: Callable[[], None]) -> None:
+        self.store, self.lease, self.ttl_seconds, self.on_lost = store, lease, ttl_seconds, on_lost
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="yiemagent-lease", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.ttl_seconds / 3):
+            try:
+                self.lease = self.store.renew(self.lease, ttl_seconds=self.ttl_seconds)
+            except StaleStateError:
+                logger.warning("lease of %r lost; aborting the current run", self.lease.conversation_id)
+                self.lost = True
+                self.on_lost()
+                return
+            except StoreError as exc:  # the database hiccupped: try again next beat
+                logger.warning("renewing the lease of %r failed: %s", self.lease.conversation_id, exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class DurableConversation:
+    """The store side of one agent's conversation (made by ``Agent``; see the module docstring).
+
+    Args:
+        agent: the agent whose runs this serves.
+        store: the conversation store.
+        conversation_id: the conversation.
+        lease_seconds: lease time-to-live; renewed every third of it.
+    """
+
+    def __init__(self, agent: Agent, store: ConversationStore, conversation_id: str,
+                 lease_seconds: float = 30.0) -> None:
+        self.agent = agent
+        self.store = store
+        self.conversation_id = conversation_id
+        self.lease_seconds = lease_seconds
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Lease owner name: host, pid and a random part (one per agent)."""
+        self.version = -1
+        """Version of the state in ``agent.history``; -1: not loaded."""
+        self._local: dict[str, tuple[_Input, bool]] = {}  # input id -> (entry, deliver) of our own waiting inputs
+        self._recovered: set[int] = set()  # seqs pending when the agent thread started
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<DurableConversation {self.conversation_id!r} v{self.version} owner {self.owner!r}>"
+
+    # ------------------------------------------------------------------ state
+
+    def load(self) -> None:
+        """Replace the agent's history with the committed state if it moved (or was never loaded)."""
+        record = self.store.load(self.conversation_id)
+        if record.version == self.version:
+            return
+        if record.state is None:
+            self.agent.history, self.agent.usage = [], {}
+        else:
+            self.agent.history, self.agent.usage = parse_state(record.state)
+        logger.debug("%r: loaded version %d (%d messages)", self, record.version, len(self.agent.history))
+        self.version = record.version
+
+    # ------------------------------------------------------------------ serving
+
+    def recover(self) -> list[dict[str, Any]]:
+        """At thread start: serve every pending input, interrupted runs first; return the answers."""
+        self._recovered = {e.seq for e in self.store.pending(self.conversation_id)}
+        while self._recovered and self.agent._stop_mode is None:
+            answers = self._drain(until_seq=None)
+            if answers is not None:
+                return answers
+            time.sleep(_POLL_SECONDS)  # another process holds the lease (or a dead one, until it expires)
+        return []
+
+    def accept(self, item: Any) -> Any:
+        """Add an input put on a queue to the inbox at once (so a crash cannot lose it); return it wrapped.
+
+        Items that are not inputs (the shutdown sentinel, bad inputs answered
+        later with an error) pass through unchanged.
+        """
+        try:
+            entry = self.agent._wrap(item)
+        except FormatError:
+            return item
+        reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
+        self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id, reply_to=reply_to)
+        return entry
+
+    def serve(self, entry: _Input, *, deliver: bool) -> dict[str, Any]:
+        """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer."""
+        self.agent.abort_event.clear()  # as a run without a store does when it starts
+        reply_to: ReplyTo = "output_queue" if deliver and entry.future is None else "store"
+        seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
+                                 reply_to=reply_to)
+        with self._lock:
+            self._local[entry.id] = (entry, deliver)
+        while True:
+            done = self.store.get_input(self.conversation_id, seq)
+            if done is not None and done.answer is not None:  # served, maybe by another process
+                return self._deliver(done, done.answer)
+            if self.agent._stop_mode == "now" or self.agent.abort_event.is_set():
+                with self._lock:
+                    self._local.pop(entry.id, None)
+                exc = AgentClosedError(f"input {seq} was not served yet; it stays in the inbox of "
+                                       f"{self.conversation_id!r} and its answer will be readable there")
+                answer = self.agent._answer(None, [entry.id], exc)
+                answer["status"] = "aborted"
+                if entry.future is not None:
+                    entry.future.set_result(answer)
+                return answer
+            answers = self._drain(until_seq=seq)
+            if answers is None:  # another process holds the lease
+                time.sleep(_POLL_SECONDS)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Serve every pending input (lease held); return their answers; [] if another process serves."""
+        return self._drain(until_seq=None) or []
+
+    def _drain(self, until_seq: int | None) -> list[dict[str, Any]] | None:
+        lease = self.store.acquire(self.conversation_id, self.owner, ttl_seconds=self.lease_seconds)
+        if lease is None:
+            return None
+        answers = []
+        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, self.agent.abort)
+        try:
+            self.load()
+            while not heartbeat.lost:
+                pending = self.store.pending(self.conversation_id, limit=1)
+                if not pending or (until_seq is not None and pending[0].seq > until_seq):
+                    break
+                answers.append(self._serve_one(pending[0], lease))
+        except StaleStateError as exc:
+            logger.warning("%r: commit refused (%s); reloading", self, exc)
+            self.version = -1
+        except BaseException:
+            self.version = -1  # the history in memory may hold half a run: reload next time
+            raise
+        finally:
+            heartbeat.stop()
+            self.store.release(lease)
+        return answers
+
+    def _serve_one(self, inbox: InboxEntry, lease: Lease) -> dict[str, Any]:
+        with self._lock:
+            local, deliver = self._local.get(inbox.input_id, (None, False))
+        entry = local if local is not None else self.agent._wrap(self._message(inbox))
+        entry.id = inbox.input_id
+        run = run_key(inbox.seq)
+        journal = StoreJournal(self.store, self.conversation_id, run)
+        if journal.recorded:
+            logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
+        answer = self.agent._run_entry(entry, deliver=deliver, journal=journal)
+        answer["seq"] = [inbox.seq]
+        try:
+            self.version = self.store.commit(lease, expected_version=self.version, state=self.agent.state_to_json(),
+                                             served=[ServedInput(inbox.seq, answer)], run=run)
+        except StaleStateError:
+            self.version = -1
+            raise
+        return self._deliver(inbox, answer)
+
+    def _message(self, inbox: InboxEntry) -> UserMessage:
+        message = from_openai(inbox.message)
+        if not isinstance(message, UserMessage):
+            raise FormatError(f"inbox entry {inbox.seq} is not a user message", raw=inbox.message)
+        return message
+
+    def _deliver(self, inbox: InboxEntry, answer: dict[str, Any]) -> dict[str, Any]:
+        """Send ``answer`` where the input's original answer would have gone."""
+        with self._lock:
+            local, deliver = self._local.pop(inbox.input_id, (None, False))
+        if local is not None:
+            if local.future is not None:
+                if not local.future.done():
+                    local.future.set_result(answer)
+            elif deliver:
+                self.agent._deliver(answer)
+        elif inbox.seq in self._recovered and inbox.reply_to == "output_queue":
+            self.agent._deliver(answer)
+        return answer
