@@ -1,8 +1,6 @@
 """End to end: Agent + real MCP server (mcp SDK, subprocess) + scripted or real local model."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -122,18 +120,6 @@ def test_openai_chat_reports_connection_refused_as_llm_error(free_port):
     with pytest.raises(LLMError) as info:
         llm_call([{"role": "user", "content": "hi"}], [])
     assert "Connection refused" in str(info.value) or "Max retries" in str(info.value)
-
-
-@pytest.mark.model
-def test_demo_command_shows_a_real_tool_call_and_exits_zero(local_model):
-    """`yiemagent demo`: example MCP server + embedded model; a real call answered by the server."""
-    done = subprocess.run([sys.executable, "-m", "yiemagent.cli", "demo"], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
-    assert "user> What is the weather in Paris?" in out
-    assert "assistant> calls get_weather(" in out
-    assert "tool get_weather> Weather in Paris: Sunny" in out
 
 
 @pytest.mark.model

@@ -66,6 +66,7 @@ from .postgres_store import PostgresStore
 from .sqlite_store import SQLiteStore
 from .store import ConversationStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
+from .constrained import ConstrainedToolCalls
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
 
@@ -85,6 +86,7 @@ __all__ = [
     "AssistantMessage",
     "BeforeToolCallResult",
     "ConfigError",
+    "ConstrainedToolCalls",
     "ConversationStore",
     "Event",
     "FormatError",

@@ -33,24 +33,15 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import os
 import re
 import shlex
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Sequence
-from typing import Any
 
-from . import events as ev
 from .__version__ import __version__
-from .agent import Agent
 from .config import MCPServerConfig, load_mcp_config
 from .exceptions import ConfigError, YiemagentError
-from .llm import openai_chat
 from .mcp.client import MCPClient
-from .messages import AssistantMessage, ToolResultMessage
 
 __all__ = ["build_parser", "main", "server_configs"]
 
@@ -213,99 +204,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
     return 1 if result.get("isError") else 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, timeout_seconds: float, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + timeout_seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise YiemagentError(f"the example MCP server exited with status {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise YiemagentError(f"the example MCP server did not listen on port {port} within {timeout_seconds:g}s")
-
-
-class _Transcript:
-    """Event sink that prints the conversation as it happens."""
-
-    def __init__(self) -> None:
-        self.model_calls = 0
-        self.tool_calls = 0
-
-    def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            self.model_calls += 1
-            message = event.message
-            if message.text.strip() and message.tool_calls:
-                print(f"assistant (text beside the calls)> {message.text.strip()[:200]}")
-            for call in message.tool_calls:
-                arguments = json.dumps(call.arguments, ensure_ascii=False)
-                problem = f"   [not run: {call.error.split(';')[0]}]" if call.error else ""
-                print(f"assistant> calls {call.name}({arguments}){problem}", flush=True)
-        elif isinstance(event, ev.MessageEndEvent) and isinstance(event.message, ToolResultMessage):
-            self.tool_calls += 1
-            mark = " (error)" if event.message.is_error else ""
-            print(f"tool {event.message.tool_name}{mark}> {event.message.text[:300]}", flush=True)
-        elif isinstance(event, ev.ErrorEvent) and event.where != "max_turns":
-            print(f"[error in {event.where}] {event.message}", flush=True)
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
-    started = time.monotonic()
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "yiemagent.examples.weather_server", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    model: Any = None
-    agent: Agent | None = None
-    try:
-        _wait_for_port(port, 30.0, server)
-        url = f"http://127.0.0.1:{port}/mcp"
-        client = MCPClient(url, name="weather")
-        names = [t["name"] for t in client.list_tools()]
-        print(f"MCP server: {url} ({client.server_info.get('name')}), tools: {', '.join(names)}")
-        base_url = os.environ.get("OPENAI_BASE_URL")
-        if base_url:
-            model_name = os.environ.get("YIEMAGENT_MODEL", "gpt-4o-mini")
-            llm_call = openai_chat(base_url, model_name, api_key=os.environ.get("OPENAI_API_KEY"))
-            print(f"model: {model_name} at {base_url}")
-        else:
-            from .local import LocalModel
+    from .demo import main as demo_main
 
-            model = LocalModel()
-            t0 = time.monotonic()
-            model.start()
-            llm_call = model.llm_call(max_tokens=args.max_tokens)
-            print(f"model: embedded gemma3-270m (llama.cpp) at {model.base_url}, "
-                  f"started in {time.monotonic() - t0:.1f}s")
-        transcript = _Transcript()
-        agent = Agent(llm_call, mcp_servers=[client], event_sink=transcript, max_turns=args.max_turns,
-                      builtin_list_tools=False)
-        print(f"user> {args.question}", flush=True)
-        answer = agent.ask(args.question)
-        text = " ".join((answer.get("content") or "").split())  # one line; a tiny model rambles
-        print(f"assistant> {text[:300] if text else '(no text)'}")
-        print(f"done in {time.monotonic() - started:.1f}s: {transcript.model_calls} model calls, "
-              f"{transcript.tool_calls} tool results, status {answer['status']}")
-        return 0 if answer["status"] != "error" else 1
-    finally:
-        if agent is not None:
-            agent.shutdown()
-        if model is not None:
-            model.stop()
-        server.terminate()
-        try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    return demo_main(args.question, model=args.model, max_turns=args.max_turns, max_tokens=args.max_tokens)
 
 
 def _server_options(command: argparse.ArgumentParser, timeout_seconds: float) -> None:
@@ -348,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a real conversation: local model + example MCP server")
     demo.add_argument("--question", default=DEMO_QUESTION)
     demo.add_argument("--max-turns", type=int, default=3)
-    demo.add_argument("--max-tokens", type=int, default=64)
+    demo.add_argument("--max-tokens", type=int, default=96)
+    demo.add_argument("--model", choices=["smollm2-135m", "gemma3-270m"], default="smollm2-135m",
+                      help="the embedded model (default: SmolLM2-135M-Instruct, tool calls constrained by schema)")
     demo.set_defaults(func=_cmd_demo)
     return parser
 

@@ -317,15 +317,20 @@ class OpenAIChat:
         return reply
 
     def __call__(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """POST one chat completion; return the reply dict (raises ``LLMError``).
 
         With ``stream=True``, each text, reasoning and tool-call argument delta
         goes to ``on_delta`` as it arrives (the agent passes one; see the module
         docstring). Without streaming, ``on_delta`` is not called.
+        ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent with
+        this request only (``yiemagent.constrained`` uses it).
         """
         body = self.request_body(messages, tools)
+        if response_format is not None:
+            body["response_format"] = response_format
         logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
 
         def retryable(exc: BaseException) -> bool:

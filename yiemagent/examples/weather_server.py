@@ -1,7 +1,7 @@
 """A small MCP server for the demo, built on the official ``mcp`` SDK.
 
 Tools: ``get_weather(city)`` (a fixed table of demo data, so the demo runs
-offline) and ``get_time(timezone)`` (the real clock).
+offline) and ``get_time(city)`` (the real clock in that city's time zone).
 
 Run it::
 
@@ -14,38 +14,55 @@ from __future__ import annotations
 import argparse
 import datetime
 import zoneinfo
+from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 
+City = Literal["Paris", "London", "Tokyo", "New York", "Lima", "Kyiv", "Sydney", "Cairo", "Berlin", "Toronto"]
+"""The cities the demo knows: an ``enum`` in the schemas, so a model constrained by them names one exactly."""
+
 WEATHER = {
-    "paris": "Sunny, 21 °C, light wind from the west",
-    "london": "Cloudy, 15 °C, drizzle in the evening",
-    "tokyo": "Clear, 24 °C, humid",
-    "new york": "Rain, 12 °C, strong wind",
-    "lima": "Overcast, 18 °C",
-    "kyiv": "Snow, -3 °C",
+    "Paris": "Sunny, 21 °C, light wind from the west",
+    "London": "Cloudy, 15 °C, drizzle in the evening",
+    "Tokyo": "Clear, 24 °C, humid",
+    "New York": "Rain, 12 °C, strong wind",
+    "Lima": "Overcast, 18 °C",
+    "Kyiv": "Snow, -3 °C",
+    "Sydney": "Sunny, 27 °C, sea breeze",
+    "Cairo": "Hot and dry, 33 °C",
+    "Berlin": "Fog, 8 °C",
+    "Toronto": "Light snow, -1 °C",
+}
+ZONES = {
+    "Paris": "Europe/Paris", "London": "Europe/London", "Tokyo": "Asia/Tokyo", "New York": "America/New_York",
+    "Lima": "America/Lima", "Kyiv": "Europe/Kyiv", "Sydney": "Australia/Sydney", "Cairo": "Africa/Cairo",
+    "Berlin": "Europe/Berlin", "Toronto": "America/Toronto",
 }
 
 server = MCPServer("yiemagent-demo-weather", version="1.0")
 
 
+def _known(city: str) -> str | None:
+    return next((name for name in WEATHER if name.lower() == city.strip().lower()), None)
+
+
 @server.tool()
-def get_weather(city: str) -> str:
+def get_weather(city: City) -> str:
     """Get the current weather for a city."""
-    found = WEATHER.get(city.strip().lower())
+    found = _known(city)
     if found is None:
-        return f"No weather data for {city!r}. Known cities: {', '.join(sorted(WEATHER))}."
-    return f"Weather in {city}: {found} (demo data)."
+        return f"No weather data for {city!r}. Known cities: {', '.join(WEATHER)}."
+    return f"Weather in {found}: {WEATHER[found]} (demo data)."
 
 
 @server.tool()
-def get_time(timezone: str = "UTC") -> str:
-    """Get the current time in an IANA timezone such as Europe/Paris."""
-    try:
-        zone = zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return f"Unknown timezone {timezone!r}; use an IANA name such as Europe/Paris."
-    return datetime.datetime.now(zone).strftime("%Y-%m-%d %H:%M:%S %Z")
+def get_time(city: City) -> str:
+    """Get the current local time in a city."""
+    found = _known(city)
+    if found is None:
+        return f"No time zone known for {city!r}. Known cities: {', '.join(ZONES)}."
+    now = datetime.datetime.now(zoneinfo.ZoneInfo(ZONES[found]))
+    return f"Time in {found}: {now.strftime('%H:%M')} ({ZONES[found]}, {now.strftime('%Y-%m-%d')})."
 
 
 def main(argv: list[str] | None = None) -> None:

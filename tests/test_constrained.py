@@ -1,0 +1,154 @@
+"""Constrained tool calls (yiemagent.constrained) and the demo that uses them (issue 11 point 1).
+
+The unit tests drive ``ConstrainedToolCalls`` with a recording ``llm_call`` (what a server would be
+sent is what is asserted); the ``model`` tests run SmolLM2-135M-Instruct in the real llama.cpp server
+against the real example MCP server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests import strict_openai
+from yiemagent import Agent, ConfigError, tool
+from yiemagent.constrained import ANSWER_INSTRUCTION, ConstrainedToolCalls, tool_call_schema
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the weather.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Lima"]}},
+                   "required": ["city"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "Get the time.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+class Recorder:
+    """An ``llm_call`` that records each request (messages, tools, keywords) and answers from a script."""
+
+    def __init__(self, *contents: str) -> None:
+        self.contents = list(contents)
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+        self.requests.append({"messages": messages, "tools": tools, **kwargs})
+        return {"choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": self.contents.pop(0)}}]}
+
+
+def test_schema_offers_exactly_one_call_of_each_tool_with_its_own_parameters():
+    schema = tool_call_schema([WEATHER, TIME])
+    assert [o["properties"]["name"] for o in schema["anyOf"]] == [{"const": "get_weather"}, {"const": "get_time"}]
+    assert schema["anyOf"][0]["properties"]["arguments"] == WEATHER["function"]["parameters"]
+    assert all(o["required"] == ["name", "arguments"] and o["additionalProperties"] is False for o in schema["anyOf"])
+
+
+def test_call_turn_sends_no_tools_but_the_schema_and_the_reply_becomes_tool_calls():
+    inner = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}')
+    llm = ConstrainedToolCalls(inner, examples=[("Time in Rome?", "get_time", {"city": "Rome"})])
+    reply = llm([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather in Lima?"}],
+                [WEATHER, TIME], on_delta=lambda *a, **k: None)
+    sent = inner.requests[0]
+    assert sent["tools"] == [] and "on_delta" not in sent  # the JSON is not streamed to the user as text
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"] == tool_call_schema([WEATHER, TIME])
+    system = sent["messages"][0]["content"]
+    assert system.startswith("Be brief.") and 'Call: {"name": "get_time", "arguments": {"city": "Rome"}}' in system
+    call = reply["choices"][0]["message"]["tool_calls"][0]
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Lima"}
+
+
+def test_after_one_round_the_answer_turn_carries_the_question_with_the_tool_result():
+    inner = Recorder("It is overcast in Lima.")
+    llm = ConstrainedToolCalls(inner)
+    history = [{"role": "user", "content": "Weather in Lima?"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "Overcast, 18 °C"}]
+    deltas: list[Any] = []
+    reply = llm(history, [WEATHER], on_delta=lambda *a, **k: deltas.append(a))
+    sent = inner.requests[0]
+    assert "response_format" not in sent and sent["tools"] == [] and sent["on_delta"] is not None
+    assert sent["messages"] == [
+        {"role": "system", "content": ANSWER_INSTRUCTION},
+        {"role": "user", "content": "Question: Weather in Lima?\nTool get_weather answered: Overcast, 18 °C"}]
+    assert reply["choices"][0]["message"]["content"] == "It is overcast in Lima."
+
+
+def test_max_tool_rounds_two_allows_a_second_call_and_a_reply_that_is_not_json_is_left_to_the_loop():
+    inner = Recorder('{"name": "get_time", "arguments": {"city": "Lima"}}', '{"name": "get_wea')
+    llm = ConstrainedToolCalls(inner, max_tool_rounds=2)
+    first = [{"role": "user", "content": "Weather and time in Lima?"}]
+    assert llm(first, [WEATHER, TIME])["choices"][0]["message"]["tool_calls"]
+    second = [*first, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "10:00"}]
+    cut = llm(second, [WEATHER, TIME])
+    assert "response_format" in inner.requests[1]
+    assert inner.requests[1]["messages"][-1] == {"role": "user", "content": "Tool get_time answered: 10:00"}
+    assert cut["choices"][0]["message"] == {"role": "assistant", "content": '{"name": "get_wea'}
+
+
+@pytest.mark.parametrize("kwargs", [{"max_tool_rounds": 0}, {"max_tool_rounds": True}, {"examples": [("q", "t")]}])
+def test_bad_arguments_are_config_errors(kwargs):
+    with pytest.raises(ConfigError):
+        ConstrainedToolCalls(Recorder(), **kwargs)
+
+
+def test_through_the_agent_one_call_then_a_plain_answer_and_a_valid_history():
+    @tool
+    def get_weather(city: str) -> str:
+        """Get the weather."""
+        return f"Sunny in {city}"
+
+    inner = Recorder('{"name": "get_weather", "arguments": {"city": "Paris"}}', "It is sunny in Paris.")
+    with Agent(ConstrainedToolCalls(inner), tools=[get_weather]) as agent:
+        answer = agent.ask("Weather in Paris?", timeout_seconds=10)
+        messages = agent.openai_messages()
+    assert answer["status"] == "completed" and answer["content"] == "It is sunny in Paris."
+    assert len(inner.requests) == 2 and "response_format" not in inner.requests[1]
+    strict_openai.validate(messages)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+
+
+@pytest.mark.model
+def test_smollm2_picks_the_right_tool_and_city_and_answers_with_the_result():
+    """Real SmolLM2-135M in llama.cpp + the real example MCP server: two demo questions, each one call
+    of the right tool with the right city, and an answer that states the tool's result.
+    """
+    from yiemagent.demo import DEMO_QUESTIONS, demo_model, demo_server, run_demo
+    from yiemagent.mcp import MCPClient
+
+    lines: list[str] = []
+    with demo_server() as url, MCPClient(url, name="weather") as client, \
+            demo_model(out=lines.append) as llm_call:
+        for question, tool_name, city in (DEMO_QUESTIONS[1], DEMO_QUESTIONS[2]):
+            run = run_demo(question, llm_call, client, out=lines.append)
+            assert run.calls == [(tool_name, {"city": city})], lines
+            assert run.status == "completed", lines
+            fact = re.search(r"-?\d+ °C|\d\d:\d\d", run.results[0])
+            assert fact is not None and fact.group(0).split()[0] in run.answer, lines
+
+
+@pytest.mark.model
+def test_demo_command_is_a_correct_conversation():
+    """`yiemagent demo`: one call get_weather({"city": "Paris"}), the real server's result, and a final
+    answer in words that states it (21 °C), exit 0.
+    """
+    done = subprocess.run([sys.executable, "-m", "yiemagent.cli", "demo"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "user> What is the weather in Paris?" in out
+    assert out.count("assistant> calls ") == 1 and 'assistant> calls get_weather({"city": "Paris"})' in out
+    assert "tool get_weather> Weather in Paris: Sunny, 21 °C" in out
+    final = [line for line in out.splitlines() if line.startswith("assistant> ") and "calls" not in line]
+    assert final and "21" in final[-1] and "<" not in final[-1], out
+    assert "status completed" in out

@@ -1,0 +1,265 @@
+"""Constrained tool calls: small local models call tools through a JSON schema, not ``tools``.
+
+Models of a few hundred million parameters (SmolLM2-135M, Gemma 3 270M) ignore
+the ``tools`` field or write broken calls. A server with constrained decoding
+(llama.cpp's ``response_format: {"type": "json_schema", ...}``, also vLLM's)
+can force the reply to be exactly one call of an offered tool, its
+``arguments`` valid for that tool's schema (``enum`` values included).
+``ConstrainedToolCalls`` wraps an ``OpenAIChat`` to do that:
+
+- While tools are offered and fewer than ``max_tool_rounds`` tool rounds
+  followed the last user message, the request carries no ``tools``; the system
+  message lists the tools (and ``examples``), and ``response_format`` is the
+  JSON schema ``{"anyOf": [{"name": <const>, "arguments": <parameters>}, ...]}``.
+  The reply's JSON is turned into an OpenAI ``tool_calls`` reply.
+- Otherwise (the answer turn) the request carries no tools and no schema, and
+  the history is written the way such models answer best: each question with
+  the tool results that followed it in one user turn (``Question: ...`` /
+  ``Tool get_weather answered: ...``). The answer streams through ``on_delta``.
+
+The agent's history stays in OpenAI form: only what is sent changes.
+
+Limits: one call per reply (no parallel calls); ``max_tool_rounds`` rounds per
+user message (default 1: call, then answer); the server must support
+``response_format`` with a JSON schema (llama.cpp, vLLM; OpenAI's own
+structured outputs reject a top-level ``anyOf``). Tool choice of a 135M model
+is poor without ``examples``; with a few it is good (``scripts/demo_score.py``
+measures it).
+
+Spec: OpenAI Chat Completions (``response_format``, ``tool_calls``);
+llama.cpp server README ("JSON schema" constrained output).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .exceptions import ConfigError
+
+__all__ = ["ConstrainedToolCalls", "tool_call_schema"]
+
+logger = logging.getLogger("yiemagent.constrained")
+
+ANSWER_INSTRUCTION = "Answer the user's question in one sentence, using the tool result."
+"""System message of the answer turn (after the tool results)."""
+
+CALL_INSTRUCTION = 'Reply with one tool call as JSON: {"name": ..., "arguments": {...}}.'
+"""Last line of the system message of a call turn."""
+
+
+def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema of one call of one of ``tools`` (OpenAI function tools).
+
+    Returns:
+        ``{"anyOf": [{"type": "object", "properties": {"name": {"const": name},
+        "arguments": parameters}, "required": ["name", "arguments"],
+        "additionalProperties": False}, ...]}``, one option per tool, in order.
+
+    Example:
+        >>> tool_call_schema([{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}])
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'anyOf': [{'type': 'object', 'properties': {'name': {'const': 'now'}, 'arguments': {'type': 'object'}},
+          'required': ['name', 'arguments'], 'additionalProperties': False}]}
+    """
+    options = []
+    for entry in tools:
+        fn = entry.get("function") or {}
+        parameters = fn.get("parameters") or {"type": "object", "properties": {}}
+        options.append({
+            "type": "object",
+            "properties": {"name": {"const": fn.get("name", "")}, "arguments": parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        })
+    return {"anyOf": options}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _tool_lines(tools: Sequence[dict[str, Any]]) -> list[str]:
+    lines = ["Tools:"]
+    for entry in tools:
+        fn = entry.get("function") or {}
+        properties = (fn.get("parameters") or {}).get("properties") or {}
+        arguments = ", ".join(f"{name}: {spec.get('type', 'any')}" for name, spec in properties.items()
+                              if isinstance(spec, dict))
+        lines.append(f"- {fn.get('name')}({arguments}): {' '.join(str(fn.get('description') or '').split())}")
+    return lines
+
+
+class ConstrainedToolCalls:
+    """An ``llm_call`` that makes a small model call tools through a JSON schema (see the module docstring).
+
+    Args:
+        llm_call: an ``OpenAIChat`` (anything whose call accepts ``response_format=`` and ``on_delta=``).
+        examples: ``(question, tool name, arguments)`` triples shown to the model as
+            ``User: <question>`` / ``Call: {"name": ..., "arguments": ...}``.
+        max_tool_rounds: tool rounds per user message before the model must answer in text.
+        describe_tools: list the tools (name, argument names and types, description) in the system message.
+
+    Raises:
+        ConfigError: ``max_tool_rounds`` is not a positive int, or an example is malformed.
+    """
+
+    def __init__(
+        self,
+        llm_call: Callable[..., dict[str, Any]],
+        *,
+        examples: Sequence[tuple[str, str, dict[str, Any]]] = (),
+        max_tool_rounds: int = 1,
+        describe_tools: bool = False,
+    ) -> None:
+        if not callable(llm_call):
+            raise ConfigError(f"llm_call must be callable, not {type(llm_call).__name__}")
+        if isinstance(max_tool_rounds, bool) or not isinstance(max_tool_rounds, int) or max_tool_rounds < 1:
+            raise ConfigError(f"max_tool_rounds must be an int >= 1, not {max_tool_rounds!r}")
+        for example in examples:
+            if not (isinstance(example, tuple) and len(example) == 3 and isinstance(example[0], str)
+                    and isinstance(example[1], str) and isinstance(example[2], dict)):
+                raise ConfigError(f"an example is (question, tool name, arguments dict), not {example!r}")
+        self.llm_call = llm_call
+        self.examples = list(examples)
+        self.max_tool_rounds = max_tool_rounds
+        self.describe_tools = describe_tools
+        self._ids = 0
+
+    def __repr__(self) -> str:
+        return f"ConstrainedToolCalls({self.llm_call!r}, max_tool_rounds={self.max_tool_rounds})"
+
+    def cancel(self) -> None:
+        """Cut the requests in flight (``Agent.abort()`` calls this)."""
+        cancel = getattr(self.llm_call, "cancel", None)
+        if callable(cancel):
+            cancel()
+
+    def close(self) -> None:
+        """Close the wrapped ``llm_call``."""
+        close = getattr(self.llm_call, "close", None)
+        if callable(close):
+            close()
+
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: Any = None
+    ) -> dict[str, Any]:
+        """One model call: a constrained tool call, or the text answer (see the module docstring)."""
+        if tools and _rounds_since_user(messages) < self.max_tool_rounds:
+            return self._call(messages, tools)
+        return self.llm_call(self.answer_messages(messages), [], on_delta=on_delta)
+
+    # ------------------------------------------------------------------ call turns
+
+    def call_messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What is sent for a call turn: a system message with tools and examples, the history as text."""
+        lines = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+        if self.describe_tools:
+            lines += _tool_lines(tools)
+        if self.examples:
+            lines.append("Examples:")
+            for question, name, arguments in self.examples:
+                lines += [f"User: {question}", "Call: " + json.dumps({"name": name, "arguments": arguments})]
+        lines.append(CALL_INSTRUCTION)
+        out: list[dict[str, Any]] = [{"role": "system", "content": "\n".join(line for line in lines if line)}]
+        names = _call_names(messages)
+        for message in messages:
+            role = message.get("role")
+            if role == "user":
+                out.append({"role": "user", "content": _text(message.get("content"))})
+            elif role == "assistant":
+                calls = message.get("tool_calls") or []
+                text = "\n".join(json.dumps({"name": c["function"]["name"],
+                                             "arguments": _arguments(c["function"].get("arguments"))})
+                                 for c in calls) or _text(message.get("content"))
+                out.append({"role": "assistant", "content": text})
+            elif role == "tool":
+                name = names.get(str(message.get("tool_call_id")), "tool")
+                out.append({"role": "user", "content": f"Tool {name} answered: {_text(message.get('content'))}"})
+        return out
+
+    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        schema = tool_call_schema(tools)
+        response_format = {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": schema}}
+        reply = self.llm_call(self.call_messages(messages, tools), [], response_format=response_format)
+        return self.to_tool_calls(reply, tools)
+
+    def to_tool_calls(self, reply: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """Turn a constrained reply (``{"name", "arguments"}`` JSON in ``content``) into a ``tool_calls`` reply.
+
+        A reply that is not such JSON (cut by ``max_tokens``, a server that ignored the schema) is
+        returned unchanged: the loop's own text recognisers and its ``finish_reason`` rules apply.
+        """
+        choices = reply.get("choices")
+        if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+            return reply
+        message = choices[0].get("message") or {}
+        try:
+            call = json.loads(_text(message.get("content")))
+        except ValueError:
+            return reply
+        known = {(t.get("function") or {}).get("name") for t in tools}
+        if not (isinstance(call, dict) and call.get("name") in known and isinstance(call.get("arguments"), dict)):
+            return reply
+        self._ids += 1
+        tool_call = {"id": f"call_c{self._ids}", "type": "function",
+                     "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+        choice = {**choices[0], "finish_reason": "tool_calls",
+                  "message": {"role": "assistant", "content": None, "tool_calls": [tool_call]}}
+        return {**reply, "choices": [choice, *choices[1:]]}
+
+    # ------------------------------------------------------------------ answer turns
+
+    def answer_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What is sent for an answer turn: each question with its tool results in one user turn."""
+        lines = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+        out: list[dict[str, Any]] = [{"role": "system", "content": "\n".join([*filter(None, lines),
+                                                                             ANSWER_INSTRUCTION])}]
+        names = _call_names(messages)
+        for message in messages:
+            role = message.get("role")
+            if role == "user":
+                out.append({"role": "user", "content": _text(message.get("content"))})
+            elif role == "tool":
+                name = names.get(str(message.get("tool_call_id")), "tool")
+                last = out[-1]
+                if last["role"] == "user" and not last["content"].startswith("Question: "):
+                    last["content"] = f"Question: {last['content']}"
+                line = f"Tool {name} answered: {_text(message.get('content'))}"
+                if last["role"] == "user":
+                    last["content"] += "\n" + line
+                else:
+                    out.append({"role": "user", "content": line})
+            elif role == "assistant" and not message.get("tool_calls") and _text(message.get("content")):
+                out.append({"role": "assistant", "content": _text(message.get("content"))})
+        return out
+
+
+def _rounds_since_user(messages: list[dict[str, Any]]) -> int:
+    rounds = 0
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            rounds += 1
+    return rounds
+
+
+def _call_names(messages: list[dict[str, Any]]) -> dict[str, str]:
+    return {str(c.get("id")): str(c["function"]["name"]) for m in messages if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or [] if isinstance(c, dict) and isinstance(c.get("function"), dict)}
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
