@@ -181,3 +181,40 @@ def test_the_page_shows_the_answer_streaming_in_headless_chromium(served_app, br
     shot = tmp_path / "flask_chat.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 1000
+
+
+@pytest.mark.model
+def test_the_documented_command_serves_the_chat_with_servers_from_a_config_file(local_model, weather_server, tmp_path):
+    """`python -m yiemagent.examples.flask_chat --base-url ... --config mcp.json`: a real server process;
+    GET / is the page, POST /chat streams the run (the model is offered the config's MCP tools).
+    """
+    import subprocess
+
+    import requests
+
+    from .helpers import PYTHON, wait_for_port
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"weather": {"url": weather_server}}}))
+    port = free_port()
+    process = subprocess.Popen(
+        [PYTHON, "-m", "yiemagent.examples.flask_chat", "--port", str(port), "--base-url", local_model.base_url,
+         "--model", "gemma3-270m", "--max-tokens", "40", "--temperature", "0", "--config", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, 30)
+        http = requests.Session()
+        page = http.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert page.status_code == 200 and "yiemagent chat" in page.text and http.cookies
+        with http.post(f"http://127.0.0.1:{port}/chat", json={"message": "What is the weather in Paris?"},
+                       stream=True, timeout=120) as response:
+            assert response.headers["Content-Type"].startswith("text/event-stream")
+            text = "".join(response.iter_content(chunk_size=None, decode_unicode=True))
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=10)[0]
+    events = [(e.event, json.loads(e.data)) for e in SSEParser().feed(text)]
+    assert events[-1][0] == "answer" and events[-1][1]["status"] in ("completed", "max_turns"), (events[-1], output)
+    assert any(name == "message_update" for name, _ in events)
+    changed = [d for name, d in events if name == "tools_changed"]
+    assert changed and {"get_weather", "get_time"} <= set(changed[0]["added"])  # the config's server was listed

@@ -403,3 +403,71 @@ def test_openai_chat_streams_real_llamacpp_deltas_that_add_up_to_the_reply(local
     assert calls[-1].tool_call_id  # llama.cpp sends ids
     types = recorder.types()
     assert types.index("message_update") < types.index("message_end", types.index("turn_start"))
+
+
+def test_sse_events_send_keep_alive_comments_while_a_tool_runs_quietly():
+    """A quiet stretch (a slow tool) gets ``: keep-alive`` comments, which SSE clients ignore."""
+    release = threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Waits until released."""
+        release.wait(10)
+        return "done"
+
+    agent = Agent(ScriptedLLM([tool_call_reply("slow", {}), text_reply("ok")]), tools=[slow])
+    chunks = []
+    for chunk in sse_events(agent.stream("go"), heartbeat_seconds=0.01):
+        chunks.append(chunk)
+        if chunk.startswith(": keep-alive") and not release.is_set():
+            release.set()  # one heartbeat seen during the tool: let it finish
+    assert ": keep-alive\n\n" in chunks
+    events = _parse_sse("".join(chunks))
+    assert events[-1][0] == "answer" and events[-1][1]["content"] == "ok"
+    assert all(name != "message" for name, _ in events)  # the comments made no events
+
+
+def test_agent_stream_next_with_a_timeout_raises_timeout_error_and_goes_on():
+    """stream.next(timeout_seconds) waits a bounded time; the stream still ends with the answer."""
+    release = threading.Event()
+
+    def llm_call(messages, tools):
+        release.wait(10)
+        return text_reply("late")
+
+    stream = Agent(llm_call).stream("hi")
+    items = []
+    with pytest.raises(TimeoutError):
+        while True:
+            items.append(stream.next(timeout_seconds=0.05))
+    release.set()
+    assert [i.type for i in items][:1] == ["agent_start"]
+    assert list(stream)[-1]["content"] == "late"
+
+
+def test_a_steered_input_streams_from_where_it_joined_the_run():
+    """steering=True: an input streamed during a run joins it; its stream gets the rest and the shared answer."""
+    release = threading.Event()
+
+    @tool
+    def wait_a_bit() -> str:
+        """Waits until released."""
+        release.wait(10)
+        return "waited"
+
+    llm = ScriptedLLM([tool_call_reply("wait_a_bit", {}), text_reply("both answered")])
+    recorder = EventRecorder()
+    agent = Agent(llm, tools=[wait_a_bit], steering=True, event_sink=recorder).start()
+    try:
+        first = agent.stream("first")
+        next(e for e in first if getattr(e, "type", "") == "tool_execution_start")
+        second = agent.stream("second")
+        release.set()
+        items = list(second)
+        first_items = list(first)
+    finally:
+        agent.shutdown()
+    assert items[-1]["content"] == first_items[-1]["content"] == "both answered"
+    assert sorted(items[-1]["input_ids"]) == sorted([first.input_id, second.input_id])
+    assert items[0].type != "agent_start" and items[-2].type == "agent_end"  # joined mid-run
+    assert "".join(m.role for m in agent.history) == "userassistanttooluserassistant"

@@ -106,9 +106,21 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         return self
 
     def __next__(self) -> ev.Event | dict[str, Any]:
+        return self.next(None)
+
+    def next(self, timeout_seconds: float | None = None) -> ev.Event | dict[str, Any]:
+        """The next item, waiting at most ``timeout_seconds`` (None: no limit).
+
+        Raises:
+            StopIteration: the answer was already returned, or the stream is closed.
+            TimeoutError: nothing arrived in time (the stream goes on; call again).
+        """
         if self._done or self._closed:
             raise StopIteration
-        item = self._queue.get()
+        try:
+            item = self._queue.get(timeout=timeout_seconds)
+        except queue.Empty:
+            raise TimeoutError(f"no event within {timeout_seconds}s") from None
         if item is not _END:
             return item  # type: ignore[no-any-return]
         self._done = True
@@ -174,10 +186,27 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
     return {f.name: _jsonable(getattr(event, f.name)) for f in dataclasses.fields(event)}
 
 
+def _with_heartbeats(
+    items: Iterable[ev.Event | dict[str, Any]], heartbeat_seconds: float | None
+) -> Iterator[ev.Event | dict[str, Any] | None]:
+    """``items``, with None after each ``heartbeat_seconds`` of quiet (only an ``AgentStream`` can wait so)."""
+    if heartbeat_seconds is None or not isinstance(items, AgentStream):
+        yield from items
+        return
+    while True:
+        try:
+            yield items.next(heartbeat_seconds)
+        except TimeoutError:
+            yield None
+        except StopIteration:
+            return
+
+
 def sse_events(
     items: Iterable[ev.Event | dict[str, Any]],
     *,
     types: Iterable[str] | None = None,
+    heartbeat_seconds: float | None = 15.0,
 ) -> Iterator[str]:
     """Server-sent events text for ``items`` (e.g. ``agent.stream(text)``), one string per event.
 
@@ -185,6 +214,11 @@ def sse_events(
     answer dict comes last as ``event: answer``. ``types`` keeps only those
     event types (the answer is always sent). Closing this generator (a WSGI
     server does when the client goes away) closes the ``AgentStream``.
+
+    For an ``AgentStream``, a comment line ``: keep-alive`` is sent after
+    ``heartbeat_seconds`` without an event (None: never), so that proxies do
+    not drop a quiet connection during a long tool call, and a browser that
+    went away is noticed (the write fails) without waiting for the next event.
 
     Example:
         >>> from yiemagent.events import MessageUpdateEvent
@@ -196,7 +230,10 @@ def sse_events(
     """
     wanted = set(types) if types is not None else None
     try:
-        for item in items:
+        for item in _with_heartbeats(items, heartbeat_seconds):
+            if item is None:
+                yield ": keep-alive\n\n"
+                continue
             if isinstance(item, dict):
                 yield f"event: answer\ndata: {json.dumps(_jsonable(item), ensure_ascii=False)}\n\n"
                 continue

