@@ -255,6 +255,12 @@ class SQLStoreBase(StoreBase):
 
     def acquire(self, conversation_id: str, owner: str, *, ttl_seconds: float = 30.0) -> Lease | None:
         """Take the lease if free, expired or ``owner``'s; else None (non-blocking)."""
+        # a read first, so that processes waiting for a busy conversation do not queue for the write lock
+        # (by the local clock: if it is behind, the write below decides; if ahead, we wait up to the skew more)
+        rows = self._read(f"SELECT lease_owner, lease_expires_at FROM {self.conversations_table} "
+                          "WHERE conversation_id = ?", (conversation_id,))
+        if rows and rows[0][0] not in (None, owner) and rows[0][1] is not None and rows[0][1] > time.time():
+            return None
         with self._use() as conn, self._transaction(conn) as cur:
             _, _, holder, token, expires_at = self._ensure_row(cur, conversation_id)
             now = self._now(cur)

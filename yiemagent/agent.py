@@ -210,8 +210,6 @@ class Agent:
             raise ConfigError("tool_execution must be 'parallel' or 'sequential'")
         if (store is None) != (conversation_id is None) or (conversation_id is not None and not conversation_id):
             raise ConfigError("store and conversation_id go together: Agent(..., store=s, conversation_id='c-42')")
-        if store is not None and steering:
-            raise ConfigError("steering is not supported with a store yet")
         self._wakeup = threading.Event()
         self.input_queue: queue.Queue[Any] = _WakingQueue(16, self._wakeup)
         self.follow_up_queue: queue.Queue[Any] = _WakingQueue(32, self._wakeup)
@@ -320,6 +318,8 @@ class Agent:
 
     def _poll_steering(self) -> list[tuple[UserMessage, str]]:
         """Take what waits on ``input_queue`` now (called by the loop after a tool batch)."""
+        if self._durable is not None:  # with a store: what joined the inbox, in seq order
+            return self._durable.poll_steering()
         taken = []
         while True:
             try:

@@ -13,6 +13,9 @@
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
   the version, so a process that lost its lease writes nothing;
+* with ``steering``, the inputs that joined the inbox during a run join it
+  after a tool batch; which ones is journaled (``steer/<n>``) so a replay takes
+  the same, and the commit answers them all with the run's answer;
 * the answer goes where it would without a store (the caller's future or the
   output queue) and is readable from the store by seq. An agent started with
   ``start()`` first serves what is pending; answers of inputs that were queued
@@ -115,6 +118,10 @@ class DurableConversation:
         self._local: dict[str, tuple[_Input, bool]] = {}  # input id -> (entry, deliver) of our own waiting inputs
         self._recovered: set[int] = set()  # seqs pending when the agent thread started
         self._lock = threading.Lock()
+        self._journal: StoreJournal | None = None  # of the run being served
+        self._run_seqs: list[int] = []  # inbox seqs the current run answers (steered ones too)
+        self._polls = 0
+        self._sent: set[tuple[int, ...]] = set()  # answers of several inputs already put on the output queue
 
     def __repr__(self) -> str:
         return f"<DurableConversation {self.conversation_id!r} v{self.version} owner {self.owner!r}>"
@@ -222,15 +229,44 @@ class DurableConversation:
         journal = StoreJournal(self.store, self.conversation_id, run)
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
-        answer = self.agent._run_entry(entry, deliver=deliver, journal=journal)
-        answer["seq"] = [inbox.seq]
+        self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
+        steered: list[InboxEntry] = []
+        try:
+            answer = self.agent._run_entry(entry, deliver=deliver, journal=journal)
+            seqs = list(self._run_seqs)
+            steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
+        finally:
+            self._journal = None
+        answer["seq"] = seqs
         try:
             self.version = self.store.commit(lease, expected_version=self.version, state=self.agent.state_to_json(),
-                                             served=[ServedInput(inbox.seq, answer)], run=run)
+                                             served=[ServedInput(q, answer) for q in seqs], run=run)
         except StaleStateError:
             self.version = -1
             raise
+        for each in steered:
+            self._deliver(each, answer)
         return self._deliver(inbox, answer)
+
+    def poll_steering(self) -> list[tuple[UserMessage, str]]:
+        """Inputs that joined the inbox during the run (``steering=True``), recorded so a replay takes the same."""
+        journal = self._journal
+        if journal is None:
+            return []
+        self._polls += 1
+        key = f"steer/{self._polls}"
+        seqs = journal.recorded.get(key)
+        if seqs is None:
+            fresh = [e.seq for e in self.store.pending(self.conversation_id) if e.seq > self._run_seqs[-1]]
+            seqs = self.store.put_step(self.conversation_id, journal.run, key, fresh)
+        taken = []
+        for seq in seqs:
+            entry = self.store.get_input(self.conversation_id, seq)
+            if entry is None or entry.served:
+                continue
+            self._run_seqs.append(seq)
+            taken.append((self._message(entry), entry.input_id))
+        return taken
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
         message = from_openai(inbox.message)
@@ -247,7 +283,17 @@ class DurableConversation:
                 if not local.future.done():
                     local.future.set_result(answer)
             elif deliver:
-                self.agent._deliver(answer)
+                self._to_output(answer)
         elif inbox.seq in self._recovered and inbox.reply_to == "output_queue":
-            self.agent._deliver(answer)
+            self._to_output(answer)
         return answer
+
+    def _to_output(self, answer: dict[str, Any]) -> None:
+        """Put ``answer`` on the output queue once, even when it answers several queued inputs (steering)."""
+        seqs = tuple(answer.get("seq") or ())
+        if len(seqs) > 1:
+            with self._lock:
+                if seqs in self._sent:
+                    return
+                self._sent.add(seqs)
+        self.agent._deliver(answer)

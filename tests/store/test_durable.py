@@ -456,3 +456,31 @@ def test_agent_tool_result_round_trips_through_the_journal() -> None:
     result = AgentToolResult("ok", is_error=True, terminate=True, details={"n": 1})
     back = result_from_dict(json.loads(json.dumps(result_to_dict(ToolCall("c1", "t", {}), result))))
     assert (back.text, back.is_error, back.terminate, back.details) == ("ok", True, True, {"n": 1})
+
+
+def test_steering_with_a_store_answers_both_inputs_once_and_commits_both(s: Any) -> None:
+    """An input put while a tool runs joins the run after the batch (steering); one answer, both seqs served."""
+    agent_box: list[Agent] = []
+
+    @tool
+    def look() -> str:
+        """Look around."""
+        agent_box[0].input_queue.put("and also this")
+        _wait_for(lambda: len(s.pending("c-s")) == 2, 10)
+        return "looked"
+
+    llm = ScriptedLLM([calls_reply(("call_1", "look", {})), text_reply("both answered")])
+    agent = Agent(llm, tools=[look], store=s, conversation_id="c-s", steering=True)
+    agent_box.append(agent)
+    agent.start()
+    try:
+        agent.input_queue.put("first")
+        answer = agent.output_queue.get(timeout=30)
+        time.sleep(0.3)  # the steered input's queue item is taken and found answered: no second answer
+        assert agent.output_queue.empty()
+    finally:
+        agent.shutdown()
+    assert answer["content"] == "both answered" and answer["seq"] == [1, 2] and len(answer["input_ids"]) == 2
+    assert [s.get_input("c-s", q).answer["seq"] for q in (1, 2)] == [[1, 2], [1, 2]]
+    assert [m["content"] for m in llm.calls[1]["messages"] if m["role"] == "user"] == ["first", "and also this"]
+    assert s.load("c-s").version == 1 and s.pending("c-s") == []
