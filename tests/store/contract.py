@@ -18,8 +18,10 @@ from __future__ import annotations
 import itertools
 import json
 import multiprocessing
+import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -127,6 +129,16 @@ def _child_serve(results: Any, factory: Factory, cid: str, name: str, total: int
         results.put((name, served, stale, windows))
     except BaseException as exc:
         results.put(f"ERROR in {name}: {type(exc).__name__}: {exc}")
+
+
+def _child_inherited(results: Any, store: Any, cid: str) -> None:
+    """Uses the parent's store object as inherited over fork (must open its own connection)."""
+    try:
+        seq = store.enqueue(cid, "from the child")
+        store.put_step(cid, "seq-1", "child", {"pid": os.getpid()})
+        results.put(("child", seq, len(store.pending(cid))))
+    except BaseException as exc:
+        results.put(f"ERROR in child: {type(exc).__name__}: {exc}")
 
 
 # ------------------------------------------------------------------ the contract
@@ -358,4 +370,22 @@ class StoreContract:
             answer = store.get_input("c", seq).answer
             assert answer["content"] == f"answer {seq}" and answer["by"] == log[seq - 1][2]
         assert store.pending("c") == [] and store.steps("c", "seq-1") == {}
+        store.close()
+
+    def test_a_store_object_inherited_over_fork_opens_its_own_connection(self, store_factory: Factory) -> None:
+        store = store_factory()
+        store.enqueue("c", "from the parent")  # the parent's connection is open now
+        ctx = multiprocessing.get_context("fork")
+        results = ctx.Queue()
+        with warnings.catch_warnings():  # Python 3.12+ warns about fork with threads; the child uses none of them
+            warnings.simplefilter("ignore", DeprecationWarning)
+            child = ctx.Process(target=_child_inherited, args=(results, store, "c"))
+            child.start()
+        got = results.get(timeout=_PROCESS_TIMEOUT_SECONDS)
+        child.join(10)
+        assert got == ("child", 2, 2), got
+        assert store.enqueue("c", "parent again") == 3  # the parent's connection still works
+        assert [e.message["content"] for e in store.pending("c")] == ["from the parent", "from the child",
+                                                                      "parent again"]
+        assert store.steps("c", "seq-1")["child"]["pid"] == child.pid
         store.close()
