@@ -123,3 +123,18 @@ def test_server_requests_and_notifications_before_the_response_still_work(raw_pe
         assert client.call_tool("get_time")["content"][0]["text"] == "ok"
     replies = [r.message for r in peer.requests if isinstance(r.message, dict) and r.message.get("id") == "srv-1"]
     assert replies == [{"jsonrpc": "2.0", "id": "srv-1", "result": {}}]
+
+
+def test_an_event_id_outside_latin_1_is_sent_back_as_utf_8_when_resuming(raw_peer):
+    """Found by scripts/fuzz_mcp_wire.py: a stream whose event id is ``"é€-1"`` ended early, and resuming
+    raised ``UnicodeEncodeError`` from http.client (header values are Latin-1) instead of any MCP error. Now
+    ``Last-Event-ID`` carries the id's UTF-8 bytes (WHATWG SSE) and the resumed stream gives the answer.
+    """
+    peer = raw_peer()
+    peer.script("tools/call", Reply(sse=["id: é€-1\nretry: 10\ndata:\n\n"]))
+    peer.script("GET", Reply(sse=[{"jsonrpc": "2.0", "id": REQUEST_ID, "result": {"content": [
+        {"type": "text", "text": "resumed"}]}}]))
+    with MCPClient(peer.url, timeout_seconds=10) as client:
+        assert client.call_tool("get_time")["content"][0]["text"] == "resumed"
+    (resume,) = peer.received("GET")
+    assert resume.headers["last-event-id"].encode("latin-1").decode("utf-8") == "é€-1"

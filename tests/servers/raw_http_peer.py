@@ -46,7 +46,8 @@ class Reply:
     """One scripted HTTP answer."""
 
     status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, Any] = field(default_factory=dict)
+    """Header values; a list sends the header once per item (only with ``framing``/``drip_seconds``)."""
     result: Any = None
     """A JSON-RPC ``result`` sent as ``{"jsonrpc", "id": <request id>, "result"}`` (application/json)."""
     body: bytes | str | None = None
@@ -185,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
         framing = "length" if reply.framing == "auto" else reply.framing
         head = [f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('X',))[0]}"]
         headers = {"Content-Type": content_type, **reply.headers} if content_type else dict(reply.headers)
-        head += [f"{k}: {v}" for k, v in headers.items()]
+        head += [f"{k}: {one}" for k, v in headers.items() for one in (v if isinstance(v, list) else [v])]
         if framing == "length":
             head.append(f"Content-Length: {reply.content_length if reply.content_length is not None else len(body)}")
         elif framing == "chunked":

@@ -220,7 +220,8 @@ class HTTPTransport(Transport):
         headers = self._headers(accept="text/event-stream")
         headers.pop("Content-Type", None)
         if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
+            # the id is the server's text: sent as its UTF-8 bytes (WHATWG SSE), never as an encoding error
+            headers["Last-Event-ID"] = last_event_id.encode("utf-8").decode("latin-1")
         return headers
 
     def _deadline(self, at: float) -> AbstractContextManager[None]:
@@ -386,9 +387,15 @@ class HTTPTransport(Transport):
         )
 
     def _take_session_id(self, response: requests.Response, what: str) -> None:
-        session_id = response.headers.get(SESSION_HEADER)
-        if session_id is None:
+        getlist = getattr(getattr(response.raw, "headers", None), "getlist", None)
+        values = [v.strip() for v in getlist(SESSION_HEADER)] if callable(getlist) else (
+            [response.headers[SESSION_HEADER]] if SESSION_HEADER in response.headers else [])
+        if not values:
             return
+        if len(set(values)) > 1:
+            raise MCPProtocolError(f"{what}: the server sent two different Mcp-Session-Id headers: "
+                                   f"{sorted(set(values))!r:.120}", server=self.name)
+        session_id = values[0]  # the same value twice (a proxy's duplicate) is one id, not "a, a"
         if origin_of(response.url) != origin_of(self.url):
             logger.warning("%s: ignoring the Mcp-Session-Id given by %s (a redirect's target, another origin)",
                            self.name, origin_of(response.url))

@@ -4,7 +4,9 @@ Server messages tied to no request travel here: ``tools/list_changed``,
 server requests such as ``elicitation/create`` or ``ping``. One bad event
 (not JSON, a response nobody waits for, over the event limit) is logged and
 skipped, or ends this connection only, which is reopened: it never stops the
-listener while the server keeps the stream. A stream that ends is reopened
+listener while the server keeps the stream. A ``GET`` answered with an error
+status or anything but ``text/event-stream`` (a web page, JSON) means the
+server has no such stream: the listener stops at once (MCP: SSE or 405). A stream that ends is reopened
 with ``Last-Event-ID`` after its ``retry`` delay, at most 5 times in a row
 without an event. It has a connection of its own, so ``cancel()`` of the
 transport leaves it open; ``stop()`` ends it within 2 s.
@@ -111,6 +113,12 @@ class Listener:
                     if response.status_code >= 400:
                         level = logging.DEBUG if response.status_code == 405 else logging.INFO
                         logger.log(level, "%s: no standalone SSE stream (HTTP %d)", owner.name, response.status_code)
+                        return
+                    content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+                    if content_type != "text/event-stream":
+                        # spec: SSE or 405; a web page or JSON is not a stream to reopen forever
+                        logger.info("%s: no standalone SSE stream (GET answered HTTP %d with Content-Type %r)",
+                                    owner.name, response.status_code, content_type)
                         return
                     self.listening.set()
                     self._settled.set()

@@ -177,6 +177,11 @@ class ReplyReader:
             try:
                 text = decoder.decode(chunk)
             except UnicodeDecodeError as exc:
+                # what came before the bad byte counts, so the outcome never depends on where chunks split
+                found = self._events(parser, bytes(exc.object[:exc.start]).decode("utf-8"))
+                if found is not None:
+                    return found
+                self._events(parser, "")  # an overflow in that text comes first
                 raise self.error(f"the SSE stream is not UTF-8 ({exc.reason})") from None
             found = self._events(parser, text)
             if found is not None:

@@ -66,6 +66,7 @@ class SSEParser:
         self._last_id: str | None = None
         self._retry: int | None = None
         self._started = False
+        self._error: FormatError | None = None
 
     @property
     def last_event_id(self) -> str | None:
@@ -82,14 +83,29 @@ class SSEParser:
 
         Raises:
             FormatError: the current event grew past ``max_event_chars``.
+                The events completed before the overflow are returned first;
+                this call (or the next ``feed``/``close``) raises, so the
+                outcome never depends on where chunks split.
         """
+        if self._error is not None:
+            raise self._error
         if not chunk:
             return []
+        events: list[SSEEvent] = []
+        try:
+            self._feed(chunk, events)
+        except FormatError as exc:
+            self._error = exc  # every later call raises it too: the stream cannot be trusted past it
+            if not events:
+                raise
+            # raised by the next call, after the caller took the events completed before the overflow
+        return events
+
+    def _feed(self, chunk: str, events: list[SSEEvent]) -> None:
         if not self._started:
             self._started = True
             if chunk.startswith("\ufeff"):  # a byte order mark is ignored once, at the start
                 chunk = chunk[1:]
-        events: list[SSEEvent] = []
         start = 0
         length = len(chunk)
         if self._after_cr and length:
@@ -121,10 +137,15 @@ class SSEParser:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        return events
 
     def close(self) -> list[SSEEvent]:
-        """End of stream: dispatch a last event that lacked its blank line (lenient)."""
+        """End of stream: dispatch a last event that lacked its blank line (lenient).
+
+        Raises:
+            FormatError: an overflow seen by the last ``feed`` is still pending.
+        """
+        if self._error is not None:
+            raise self._error
         events: list[SSEEvent] = []
         if self._pieces:
             line, self._pieces = "".join(self._pieces), []
