@@ -298,7 +298,7 @@ def stdio_client() -> Iterator[Callable[..., Any]]:
 
     def make(
         argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-        timeout_seconds: float = 10, name: str | None = None,
+        timeout_seconds: float = 30, name: str | None = None,
     ) -> MCPClient:
         client = MCPClient.stdio(argv[0], argv[1:], env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name)
         clients.append(client)

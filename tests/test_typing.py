@@ -28,12 +28,14 @@ def _mypy(*args: str) -> tuple[str, int]:
     return stdout + stderr, status
 
 
+@pytest.mark.timeout(600)  # a cold mypy cache on a busy 2-core machine
 def test_the_package_is_mypy_strict_clean():
     """``mypy --strict yiemagent/`` reports nothing (CI runs this test)."""
     out, status = _mypy(str(ROOT / "yiemagent"))
     assert status == 0, out
 
 
+@pytest.mark.timeout(600)
 def test_a_user_file_type_checks_and_runs(tmp_path):
     """The documented uses (``UserMessage("hi")``, ``AgentToolResult("text")``, ``@tool(name=...)`` keeping the
     function's signature) type-check against an installed yiemagent, and the file runs.
