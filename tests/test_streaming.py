@@ -471,3 +471,20 @@ def test_a_steered_input_streams_from_where_it_joined_the_run():
     assert sorted(items[-1]["input_ids"]) == sorted([first.input_id, second.input_id])
     assert items[0].type != "agent_start" and items[-2].type == "agent_end"  # joined mid-run
     assert "".join(m.role for m in agent.history) == "userassistanttooluserassistant"
+
+
+def test_litellm_7621_parallel_calls_streamed_at_one_index_keep_their_own_ids_and_names():
+    """BerriAI/litellm#7621 (and #10034): Groq streams each parallel call whole, all at index 0, and
+    stream_chunk_builder glued their arguments into one call. Here each call's deltas carry its own id
+    and name, so a UI keyed by (tool_call_index, tool_call_id) shows three calls.
+    """
+    chunks = [{"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": f"call_{city}", "type": "function",
+         "function": {"name": name, "arguments": f'{{"city": "{city}"}}'}}]}}]}
+        for city, name in (("SF", "get_weather"), ("Tokyo", "get_weather"), ("Paris", "get_time"))]
+    got = []
+    deltas = ChunkDeltas(lambda kind, delta, **kw: got.append((kw["tool_call_id"], kw["tool_name"], delta)))
+    for chunk in chunks:
+        deltas.feed(chunk)
+    assert got == [("call_SF", "get_weather", '{"city": "SF"}'), ("call_Tokyo", "get_weather", '{"city": "Tokyo"}'),
+                   ("call_Paris", "get_time", '{"city": "Paris"}')]

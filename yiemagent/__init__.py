@@ -19,6 +19,7 @@ from .__version__ import __version__
 from .adapters import litellm_chat, openai_client_chat
 from .agent import SHUTDOWN, Agent
 from .config import MCPServerConfig, load_mcp_config
+from .constrained import ConstrainedToolCalls
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
@@ -66,7 +67,6 @@ from .postgres_store import PostgresStore
 from .sqlite_store import SQLiteStore
 from .store import ConversationStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
-from .constrained import ConstrainedToolCalls
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
 

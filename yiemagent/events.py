@@ -135,7 +135,8 @@ class MessageUpdateEvent(_Base):
     tool_call_index: int | None = None
     """For ``tool_call``: the call's ``index`` in the streamed reply (OpenAI ``delta.tool_calls[].index``)."""
     tool_call_id: str | None = None
-    """For ``tool_call``: the call's id, once the model has sent it."""
+    """For ``tool_call``: the call's id, once the model has sent it. Servers that stream parallel calls
+    all at one ``index`` tell them apart by id only: key a call by ``(tool_call_index, tool_call_id)``."""
     tool_name: str | None = None
     """For ``tool_call``: the tool's name, once the model has sent it."""
     type: Literal["message_update"] = field(default="message_update", init=False)

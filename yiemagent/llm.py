@@ -82,8 +82,11 @@ class ChunkDeltas:
 
     Remembers each tool call's id and name by ``index`` so that every
     ``tool_call`` delta names its call, even when the id and name came only
-    in the call's first chunk (OpenAI) or in every chunk (llama.cpp). Only
-    choice ``index`` 0 is read, as ``_merge_chunks`` does.
+    in the call's first chunk (OpenAI) or in every chunk (llama.cpp). A new
+    id at an index already used is a new call (some servers stream every
+    parallel call at ``index`` 0): its deltas carry the new id, so a call is
+    told apart by ``(tool_call_index, tool_call_id)``. Only choice ``index`` 0
+    is read, as ``_merge_chunks`` does.
 
     Spec: OpenAI Chat Completions streaming, ``choices[].delta``.
     """
@@ -117,7 +120,10 @@ class ChunkDeltas:
                 fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
                 call_id = call["id"] if isinstance(call.get("id"), str) and call["id"] else known_id
                 name = fn["name"] if isinstance(fn.get("name"), str) and fn["name"] else known_name
-                first = index not in self._calls
+                new_id = call_id is not None and known_id is not None and call_id != known_id
+                if new_id:  # a new call at a used index (parallel calls all at index 0): its own name
+                    name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else None
+                first = index not in self._calls or new_id
                 self._calls[index] = (call_id, name)
                 piece: str = fn["arguments"] if isinstance(fn.get("arguments"), str) else ""
                 if piece or first:
