@@ -1,6 +1,7 @@
 """Durable runs: what the conversation store costs, on SQLite and PostgreSQL.
 
-    python scripts/bench_durable.py [--steps 2000] [--calls 100] [--dsn DSN] [--part store]
+    python scripts/bench_durable.py [--steps 2000] [--calls 100] [--dsn DSN] [--part store|workers|all]
+        [--workers 1 2 4] [--chats 16] [--messages 10] [--threads 4]
 
 Part ``store`` (this file's first part; targets from issue 10: under 1 ms per
 journaled step on SQLite, under 2 ms on a local PostgreSQL):
@@ -13,6 +14,16 @@ journaled step on SQLite, under 2 ms on a local PostgreSQL):
   reply: model reply, started, result), in ms per step (best of 5 runs each);
 * ``commit``: one run's commit (state of a 200-message history, one answer),
   p50 ms.
+
+Part ``workers``: runs per second and latency with 1, 2 and 4 worker processes
+(``yiemagent.workers.PollingWorker``, ``--threads`` drains at once each) on one
+PostgreSQL. ``--chats`` conversations, each a closed loop in this process:
+enqueue a message, wait for its answer, send the next (``--messages`` each,
+after one warm-up message that is not counted). Every run is a model call
+asking for a no-op tool, the tool, and a second model call (instant model):
+two model replies, a "started" marker and a tool result journaled, one commit.
+Latency is the store's ``served_at - enqueued_at`` of each input (enqueue to
+commit, queueing included); runs/s is inputs answered per wall-clock second.
 
 Without ``--dsn`` a throw-away PostgreSQL is started with Debian's
 initdb/pg_ctl (as the tests do; needs root or the postgres binaries), with its
@@ -27,8 +38,10 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -162,16 +175,118 @@ def store_part(args: argparse.Namespace) -> None:
             server.stop()
 
 
+# --------------------------------------------------------------------------- part "workers"
+
+
+def worker_model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Instant: a no-op tool call after each user message, then a text answer."""
+    from yiemagent.testing import tool_call_reply
+
+    if messages[-1]["role"] == "user":
+        return tool_call_reply("noop", {"i": 0}, call_id=f"call_{len(messages)}")
+    return text_reply("done")
+
+
+def worker_main(dsn: str, prefix: str, threads: int, poll_seconds: float) -> None:
+    """A worker process of the bench (``--worker``): PollingWorker until SIGTERM."""
+    import signal
+
+    from yiemagent.workers import PollingWorker
+
+    store = PostgresStore(dsn, table_prefix=prefix)
+    worker = PollingWorker(store, lambda cid: Agent(worker_model, tools=[NOOP], store=store, conversation_id=cid),
+                           concurrency=threads, poll_seconds=poll_seconds)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
+    print("ready", flush=True)
+    worker.run()
+
+
+def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: int,
+                    poll_seconds: float) -> dict[str, float]:
+    prefix = f"bw{uuid.uuid4().hex[:8]}_"
+    store = PostgresStore(dsn, table_prefix=prefix)
+    store.pending_conversations()  # creates the tables before the workers race to
+    procs = [subprocess.Popen([sys.executable, __file__, "--worker", dsn, prefix, str(threads), str(poll_seconds)],
+                              stdout=subprocess.PIPE) for _ in range(workers)]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+    ids = [f"chat-{i}" for i in range(chats)]
+    warmed = threading.Barrier(chats + 1)
+    go = threading.Event()
+
+    def chat(cid: str) -> None:
+        own = PostgresStore(dsn, table_prefix=prefix)
+        own.wait_answer(cid, own.enqueue(cid, "warm-up"), timeout_seconds=120, poll_seconds=0.01)
+        warmed.wait()
+        go.wait()
+        for k in range(messages):
+            own.wait_answer(cid, own.enqueue(cid, f"message {k}"), timeout_seconds=120, poll_seconds=0.01)
+        own.close()
+
+    clients = [threading.Thread(target=chat, args=(cid,)) for cid in ids]
+    for thread in clients:
+        thread.start()
+    warmed.wait()  # every worker made its agents and connections: measure from here
+    started = time.perf_counter()
+    go.set()
+    for thread in clients:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.wait(10)
+    latencies = [(entry.served_at - entry.enqueued_at) * 1000
+                 for cid in ids for seq in range(2, messages + 2)
+                 for entry in [store.get_input(cid, seq)] if entry is not None and entry.served_at]
+    store.close()
+    runs = chats * messages
+    assert len(latencies) == runs, (len(latencies), runs)
+    return {"runs": runs, "runs_per_second": runs / elapsed, "p50_ms": statistics.median(latencies),
+            "p99_ms": percentile(latencies, 0.99)}
+
+
+def workers_part(args: argparse.Namespace) -> None:
+    server = None
+    dsn = args.dsn
+    if dsn is None:
+        from tests.helpers import start_postgres
+
+        server = start_postgres()
+        dsn = server.dsn
+    try:
+        print(f"\nworkers on one PostgreSQL ({os.cpu_count()} cores here; {args.chats} chats x {args.messages} "
+              f"messages, closed loop; {args.threads} drains per worker; 1 no-op tool call per run)")
+        print(f"{'workers':>7} {'runs':>6} {'runs/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+        for workers in args.workers:
+            row = measure_workers(dsn, workers, args.chats, args.messages, args.threads, args.poll_seconds)
+            print(f"{workers:>7} {row['runs']:>6.0f} {row['runs_per_second']:>8.1f} {row['p50_ms']:>8.1f} "
+                  f"{row['p99_ms']:>8.1f}", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--dsn", default=None, help="an existing PostgreSQL (else a throw-away one is started)")
-    parser.add_argument("--part", choices=["store", "all"], default="all")
+    parser.add_argument("--part", choices=["store", "workers", "all"], default="all")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker process counts")
+    parser.add_argument("--chats", type=int, default=16)
+    parser.add_argument("--messages", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=4, help="drains at once per worker process")
+    parser.add_argument("--poll-seconds", type=float, default=0.01, help="worker poll interval when idle")
     args = parser.parse_args()
     if args.part in ("store", "all"):
         store_part(args)
+    if args.part in ("workers", "all"):
+        workers_part(args)
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    else:
+        main()

@@ -1,0 +1,1 @@
+"""Apps the durable-conversation tests run in other processes (gunicorn, workers); see ``kit``."""

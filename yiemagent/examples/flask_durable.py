@@ -1,0 +1,137 @@
+"""A Flask app serving store-backed conversations from any number of web processes.
+
+Every request may reach any gunicorn worker: the conversation lives in the store, not in the
+process. A message is first put in the conversation's inbox (``store.enqueue``), then served
+*in-process* under the store's lease (``serve_input``), or, with ``"wait": false``, by a
+background drain while the client polls for the answer. Needs ``pip install flask gunicorn``.
+
+Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
+
+* ``POST /conversations/<id>/messages`` ``{"message": str | user-message dict, "input_id": str
+  (optional: a retried request with the same id is stored once), "wait": bool (default true)}``
+  -> 200 ``{"seq": n, "answer": {...}}``, or 202 ``{"seq": n}`` when not waiting or when the
+  answer took longer than ``answer_timeout_seconds`` (it is served later all the same).
+* ``GET /conversations/<id>/messages/<seq>`` -> 200 ``{"seq": n, "answer": {...}}``, 202
+  ``{"seq": n}`` while pending, 404 for an unknown seq.
+
+Run it (a real model behind an OpenAI-compatible endpoint, PostgreSQL for the store)::
+
+    YIEMAGENT_STORE="host=127.0.0.1 port=5432 dbname=chat user=chat" \\
+    OPENAI_BASE_URL=http://127.0.0.1:8080/v1 \\
+    gunicorn -w 3 -b 127.0.0.1:8000 'yiemagent.examples.flask_durable:from_env()'
+
+``YIEMAGENT_STORE`` is a PostgreSQL DSN or URL, else a SQLite file path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+
+from yiemagent import Agent, ConversationStore
+from yiemagent.exceptions import FormatError
+from yiemagent.workers import AgentPool, serve_input
+
+__all__ = ["create_app", "from_env", "open_store"]
+
+StoreFactory = Callable[[], ConversationStore]
+AgentMaker = Callable[[ConversationStore, str], Agent]
+
+
+def create_app(
+    store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0
+) -> Flask:
+    """The Flask app (routes in the module docstring).
+
+    Args:
+        store_factory: ``store_factory() -> ConversationStore``, called once per process on
+            its first request (after gunicorn forked it).
+        make_agent: ``make_agent(store, conversation_id) -> Agent`` with ``store=store`` and
+            ``conversation_id=conversation_id``.
+        answer_timeout_seconds: how long a waiting request waits for its answer.
+    """
+    app = Flask(__name__)
+    lock = threading.Lock()
+    opened: list[ConversationStore] = []
+    agents = AgentPool(lambda conversation_id: make_agent(store(), conversation_id))
+
+    def store() -> ConversationStore:
+        with lock:
+            if not opened:
+                opened.append(store_factory())
+            return opened[0]
+
+    def reply(body: dict[str, Any], status: int) -> tuple[Response, int]:
+        response = jsonify(body)
+        response.headers["X-Served-By"] = str(os.getpid())
+        return response, status
+
+    def drain_in_background(conversation_id: str, seq: int) -> None:
+        def run() -> None:
+            try:
+                serve_input(agents, store(), conversation_id, seq, timeout_seconds=None)
+            except Exception:
+                app.logger.exception("background drain of %s failed; the input stays in the inbox", conversation_id)
+
+        threading.Thread(target=run, name=f"drain-{conversation_id}", daemon=True).start()
+
+    @app.post("/conversations/<conversation_id>/messages")
+    def post_message(conversation_id: str) -> tuple[Response, int]:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or "message" not in body:
+            return reply({"error": 'the body must be a JSON object with "message"'}, 400)
+        input_id = body.get("input_id")
+        if input_id is not None and not isinstance(input_id, str):
+            return reply({"error": '"input_id" must be a string'}, 400)
+        try:
+            seq = store().enqueue(conversation_id, body["message"], input_id=input_id)
+        except FormatError as exc:
+            return reply({"error": str(exc)}, 400)
+        if body.get("wait", True) is False:
+            drain_in_background(conversation_id, seq)
+            return reply({"seq": seq}, 202)
+        try:
+            answer = serve_input(agents, store(), conversation_id, seq, timeout_seconds=answer_timeout_seconds)
+        except TimeoutError:
+            drain_in_background(conversation_id, seq)
+            return reply({"seq": seq}, 202)
+        return reply({"seq": seq, "answer": answer}, 200)
+
+    @app.get("/conversations/<conversation_id>/messages/<int:seq>")
+    def get_answer(conversation_id: str, seq: int) -> tuple[Response, int]:
+        entry = store().get_input(conversation_id, seq)
+        if entry is None:
+            return reply({"error": f"no input {seq} in conversation {conversation_id!r}"}, 404)
+        if entry.answer is None:
+            return reply({"seq": seq}, 202)
+        return reply({"seq": seq, "answer": entry.answer}, 200)
+
+    return app
+
+
+def open_store(spec: str) -> ConversationStore:
+    """A PostgreSQL store for a DSN or ``postgresql://`` URL, else a SQLite store on that path."""
+    if spec.startswith(("postgres://", "postgresql://")) or "host=" in spec or "dbname=" in spec:
+        from yiemagent import PostgresStore
+
+        return PostgresStore(spec)
+    from yiemagent import SQLiteStore
+
+    return SQLiteStore(spec)
+
+
+def from_env() -> Flask:
+    """The app configured by ``YIEMAGENT_STORE``, ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``."""
+    from yiemagent import openai_chat
+
+    spec = os.environ["YIEMAGENT_STORE"]
+    llm = openai_chat(os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_MODEL", "default"))
+
+    def make_agent(store: ConversationStore, conversation_id: str) -> Agent:
+        return Agent(llm, store=store, conversation_id=conversation_id)
+
+    return create_app(lambda: open_store(spec), make_agent)

@@ -1,0 +1,14 @@
+"""Workers that serve store-backed conversations in other processes.
+
+* ``yiemagent.workers.drain``: ``AgentPool`` (one agent per conversation per process),
+  ``serve_input`` (the web pattern) and ``PollingWorker`` (no engine: poll the store); always
+  importable.
+* ``yiemagent.workers.dbos_worker``: a recipe on DBOS Transact (``pip install yiemagent[dbos]``);
+  import it yourself, it imports ``dbos``.
+* ``yiemagent.workers.celery_worker``: a recipe on Celery with a Redis broker
+  (``pip install yiemagent[celery]``); import it yourself, it imports ``celery``.
+"""
+
+from .drain import AgentFactory, AgentPool, PollingWorker, serve_input
+
+__all__ = ["AgentFactory", "AgentPool", "PollingWorker", "serve_input"]
