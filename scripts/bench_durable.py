@@ -23,7 +23,9 @@ after one warm-up message that is not counted). Every run is a model call
 asking for a no-op tool, the tool, and a second model call (instant model):
 two model replies, a "started" marker and a tool result journaled, one commit.
 Latency is the store's ``served_at - enqueued_at`` of each input (enqueue to
-commit, queueing included); runs/s is inputs answered per wall-clock second.
+commit, queueing included); runs/s is inputs answered per wall-clock second;
+worker CPU ms/run is the worker processes' own CPU time (user + system, idle
+polling included) per run, which other load on the host does not inflate.
 
 Without ``--dsn`` a throw-away PostgreSQL is started with Debian's
 initdb/pg_ctl (as the tests do; needs root or the postgres binaries), with its
@@ -234,8 +236,11 @@ def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: 
     elapsed = time.perf_counter() - started
     for proc in procs:
         proc.terminate()
-    for proc in procs:
-        proc.wait(10)
+    cpu_seconds = 0.0
+    for proc in procs:  # the workers' own CPU time: a figure that other load on the host does not inflate
+        _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = 0
+        cpu_seconds += usage.ru_utime + usage.ru_stime
     latencies = [(entry.served_at - entry.enqueued_at) * 1000
                  for cid in ids for seq in range(2, messages + 2)
                  for entry in [store.get_input(cid, seq)] if entry is not None and entry.served_at]
@@ -243,7 +248,7 @@ def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: 
     runs = chats * messages
     assert len(latencies) == runs, (len(latencies), runs)
     return {"runs": runs, "runs_per_second": runs / elapsed, "p50_ms": statistics.median(latencies),
-            "p99_ms": percentile(latencies, 0.99)}
+            "p99_ms": percentile(latencies, 0.99), "cpu_ms_per_run": cpu_seconds * 1000 / (runs + chats)}
 
 
 def workers_part(args: argparse.Namespace) -> None:
@@ -257,11 +262,12 @@ def workers_part(args: argparse.Namespace) -> None:
     try:
         print(f"\nworkers on one PostgreSQL ({os.cpu_count()} cores here; {args.chats} chats x {args.messages} "
               f"messages, closed loop; {args.threads} drains per worker; 1 no-op tool call per run)")
-        print(f"{'workers':>7} {'runs':>6} {'runs/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
+        print(f"{'workers':>7} {'runs':>6} {'runs/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'worker CPU ms/run':>18}")
         for workers in args.workers:
             row = measure_workers(dsn, workers, args.chats, args.messages, args.threads, args.poll_seconds)
             print(f"{workers:>7} {row['runs']:>6.0f} {row['runs_per_second']:>8.1f} {row['p50_ms']:>8.1f} "
-                  f"{row['p99_ms']:>8.1f}", flush=True)
+                  f"{row['p99_ms']:>8.1f} {row['cpu_ms_per_run']:>18.1f}", flush=True)
     finally:
         if server is not None:
             server.stop()

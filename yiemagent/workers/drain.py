@@ -58,6 +58,9 @@ class AgentPool:
     def __len__(self) -> int:
         return len(self._agents)
 
+    def __contains__(self, conversation_id: object) -> bool:
+        return conversation_id in self._agents
+
     def drain(self, conversation_id: str) -> list[dict[str, Any]]:
         """Serve every pending input of ``conversation_id``; return their answers.
 
@@ -187,6 +190,7 @@ class PollingWorker:
         """Poll and drain until ``stop()`` (store errors are logged and retried); then shut the agents down."""
         busy: dict[str, concurrent.futures.Future[int]] = {}
         not_before: dict[str, float] = {}  # a conversation whose drain served nothing waits one poll
+        first_seen: dict[str, float] = {}  # affinity: a conversation whose agent is elsewhere waits one poll
         with concurrent.futures.ThreadPoolExecutor(self.concurrency, thread_name_prefix="yiemagent-drain") as pool:
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -203,8 +207,16 @@ class PollingWorker:
                     except Exception:
                         logger.exception("polling the store failed; retrying")
                         pending = []
-                    ready = [c for c in pending if c not in busy and not_before.get(c, 0.0) <= now]
+                    for cid in [c for c in first_seen if c not in pending]:
+                        del first_seen[cid]
+                    for cid in pending:
+                        first_seen.setdefault(cid, now)
+                    # a conversation this process served last goes first; others wait one poll, so
+                    # that the worker that has its agent (and history) in memory takes it, if alive
+                    ready = [c for c in pending if c not in busy and not_before.get(c, 0.0) <= now
+                             and (c in self.agents or first_seen[c] + self.poll_seconds <= now)]
                     random.shuffle(ready)  # several workers polling at once spread over the conversations
+                    ready.sort(key=lambda c: c not in self.agents)
                     for cid in ready[: self.concurrency - len(busy)]:
                         busy[cid] = pool.submit(self._drain, cid)
                     for cid in [c for c, t in not_before.items() if t <= now]:
