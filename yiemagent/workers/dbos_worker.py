@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, cast
 
 from dbos import DBOS, DBOSClient, DBOSConfig, SetEnqueueOptions
 
@@ -142,12 +142,12 @@ class DBOSWorker:
         self.polling_interval_seconds = polling_interval_seconds
         self.sweep_seconds = sweep_seconds
         self.lease_retry_seconds = lease_retry_seconds
-        self.config: DBOSConfig = {
+        self.config: dict[str, Any] = {
             "name": app_name,
             "system_database_url": system_database_url,
             "executor_id": executor_id,
+            **(config or {}),
         }
-        self.config.update(config or {})  # type: ignore[typeddict-item]
         self._stop = threading.Event()
         self._sweeper: threading.Thread | None = None
         self.queue: Any = None
@@ -158,7 +158,7 @@ class DBOSWorker:
         if _current is not None and _current is not self:
             raise ConfigError("one DBOSWorker per process (DBOS is a per-process singleton)")
         _current = self
-        DBOS(config=self.config)
+        DBOS(config=cast(DBOSConfig, self.config))
         _register()
         DBOS.launch()
         self.queue = DBOS.register_queue(
