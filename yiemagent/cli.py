@@ -1,4 +1,4 @@
-"""The ``yiemagent`` command: ``tools``, ``call`` and ``demo``.
+"""The ``yiemagent`` command: ``tools``, ``call``, ``chat`` and ``demo``.
 
 ::
 
@@ -8,12 +8,13 @@
     yiemagent call http://127.0.0.1:3001/mcp echo '{"message": "hi"}'
     yiemagent call --stdio "mcp-server-time" get_current_time '{"timezone": "UTC"}'
     yiemagent call --config mcp.json --server time get_current_time '{"timezone": "UTC"}'
+    yiemagent chat --config mcp.json                 # an interactive chat (yiemagent.chat)
     yiemagent demo                                   # a real conversation, offline
 
 Servers are given the same way in every verb: ``URL`` (Streamable HTTP),
 ``--stdio "COMMAND ARGS"`` and ``--config FILE`` (the ``mcpServers`` JSON of
 Claude Desktop, Cursor and VS Code; see ``yiemagent.config``), each
-repeatable where the verb takes several servers (``tools``);
+repeatable where the verb takes several servers (``tools``, ``chat``);
 ``call`` runs one tool of one server (``--server NAME`` picks one of a
 config; by default the one that has the tool). ``call COMMAND TOOL`` with a
 command line in the server's place is kept as an alias of ``--stdio``.
@@ -31,14 +32,13 @@ needs a tool, and prints the transcript as it happens.
 from __future__ import annotations
 
 import argparse
-import html
 import json
-import re
 import shlex
 import sys
 from collections.abc import Sequence
 
 from .__version__ import __version__
+from ._errortext import error_text
 from .config import MCPServerConfig, load_mcp_config
 from .exceptions import ConfigError, YiemagentError
 from .mcp.client import MCPClient
@@ -46,41 +46,6 @@ from .mcp.client import MCPClient
 __all__ = ["build_parser", "main", "server_configs"]
 
 DEMO_QUESTION = "What is the weather in Paris?"
-
-ERROR_BODY_CHARS = 300
-"""Characters of a server's answer body quoted in a CLI error message."""
-
-_HTML = re.compile(r"<\s*(!doctype|html|head|body|title|pre|p|h1|div)\b", re.IGNORECASE)
-
-
-def _short_body(body: str, limit: int = ERROR_BODY_CHARS) -> str:
-    """``body`` as one short line: HTML tags dropped, whitespace collapsed, at most ``limit`` characters."""
-    text = body
-    if _HTML.search(text):
-        text = re.sub(r"<(script|style)\b.*?</\1\s*>", " ", text, flags=re.IGNORECASE | re.DOTALL)
-        text = html.unescape(re.sub(r"<[^>]*>", " ", text))
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = f"{text[:limit].rstrip()}... [cut from {len(body):,} characters]"
-    return text
-
-
-def _error_text(exc: BaseException) -> str:
-    """The message of ``exc`` for the terminal: a quoted answer body (``exc.body``) is shortened."""
-    message = str(exc)
-    body = getattr(exc, "body", "") or ""
-    if isinstance(body, str) and body.strip():
-        # errors quote the start of the body at the end of their message: find where that quote begins
-        probe = body[:40]
-        start = message.find(probe)
-        while start != -1 and not body.startswith(message[start:]):
-            start = message.find(probe, start + 1)
-        if start != -1:
-            message = message[:start] + _short_body(body)
-    if len(message) > 4 * ERROR_BODY_CHARS and "\n" not in message:
-        message = _short_body(message, 4 * ERROR_BODY_CHARS)
-    return message
-
 
 def _stdio_config(line: str, env: Sequence[str]) -> MCPServerConfig:
     """A stdio server from a command line (``--stdio "CMD ARGS"``) and ``--env KEY=VALUE`` items."""
@@ -146,7 +111,7 @@ def _cmd_tools(args: argparse.Namespace) -> int:
                     first = (spec.get("description") or "").strip().split("\n", 1)[0]
                     print(f"  {spec['name']:<{width}}  {first}")
         except YiemagentError as exc:
-            print(f"yiemagent tools: {_error_text(exc)}", file=sys.stderr)
+            print(f"yiemagent tools: {error_text(exc)}", file=sys.stderr)
             status = 1
     return status
 
@@ -168,7 +133,7 @@ def _pick_server(configs: list[MCPServerConfig], wanted: str | None, tool: str) 
             names = [spec["name"] for spec in client.list_tools()]
         except YiemagentError as exc:
             client.close()
-            print(f"yiemagent call: {config.name}: {_error_text(exc)}", file=sys.stderr)
+            print(f"yiemagent call: {config.name}: {error_text(exc)}", file=sys.stderr)
             continue
         if tool in names:
             having.append(client)
@@ -202,6 +167,12 @@ def _cmd_call(args: argparse.Namespace) -> int:
     except UnicodeEncodeError:  # a terminal that cannot show the text: \u escapes are still the same JSON
         print(json.dumps(result, indent=2))
     return 1 if result.get("isError") else 0
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from .chat import run_chat
+
+    return run_chat(args, server_configs(args))
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -247,6 +218,24 @@ def build_parser() -> argparse.ArgumentParser:
     _server_options(call, 60.0)
     call.set_defaults(func=_cmd_call)
 
+    chat = sub.add_parser("chat", help="an interactive chat with a model and MCP servers")
+    chat.add_argument("urls", nargs="*", metavar="URL", help="Streamable HTTP MCP endpoints")
+    _server_options(chat, 60.0)
+    chat.add_argument("--base-url", default=None,
+                      help="an OpenAI-compatible server (default $OPENAI_BASE_URL; none: the embedded local model)")
+    chat.add_argument("--model", default=None,
+                      help="the model name (default $YIEMAGENT_MODEL, else gpt-4o-mini)")
+    chat.add_argument("--api-key", default=None, help="the API key (default $OPENAI_API_KEY)")
+    chat.add_argument("--system", default=None, metavar="TEXT", help="a system prompt")
+    chat.add_argument("--max-turns", type=int, default=6, help="model calls per input, at most")
+    chat.add_argument("--max-tokens", type=int, default=None, help="tokens per model reply, at most")
+    chat.add_argument("--local-model", choices=["smollm2-135m", "gemma3-270m"], default="smollm2-135m",
+                      help="the embedded model when there is no --base-url (smollm2-135m: tool calls forced by a "
+                           "JSON schema, as in the demo)")
+    chat.add_argument("--history", default=None, metavar="FILE",
+                      help="readline history file (default $XDG_STATE_HOME or ~/.cache: yiemagent/chat_history)")
+    chat.set_defaults(func=_cmd_chat)
+
     demo = sub.add_parser("demo", help="a real conversation: local model + example MCP server")
     demo.add_argument("--question", default=DEMO_QUESTION)
     demo.add_argument("--max-turns", type=int, default=3)
@@ -287,14 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "call":
         _call_words(parser, args)
-    if args.command in ("tools", "call"):
+    if args.command in ("tools", "call", "chat"):
         _check_servers(parser, args.command, getattr(args, "urls", None) or [], args)
     if args.command == "tools" and not (args.urls or args.stdio or args.config):
         parser.error("tools needs a server: a URL, --stdio COMMAND or --config FILE")
     try:
         return int(args.func(args))
     except YiemagentError as exc:
-        print(f"yiemagent {args.command}: {_error_text(exc)}", file=sys.stderr)
+        print(f"yiemagent {args.command}: {error_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

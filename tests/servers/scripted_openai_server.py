@@ -1,0 +1,138 @@
+"""A scripted OpenAI-compatible chat server (``POST /v1/chat/completions``, SSE streaming), for terminal tests.
+
+Run::
+
+    python tests/servers/scripted_openai_server.py --port P --log FILE
+
+It stands in for a model where a test needs to know what the model will say and when (the real
+local model is used by the ``model`` tests). Replies, by the last message of the request:
+
+* a ``tool`` message: ``The tool said: <its content>``
+* a user message with ``weather in <City>`` and tools offered: one call ``get_weather({"city": City})``
+* a user message with ``slow``: ``word1 word2 ...`` one word every 0.3 s, 200 words (a minute)
+* anything else: ``You said: <text>``, a word every 0.05 s
+
+Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
+``{"n", "last", "stream", "cut"}``; ``cut`` is true when the client closed the connection before the
+reply was complete (what ``Agent.abort()`` must cause).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_lock = threading.Lock()
+_count = [0]
+_log_path = ""
+
+
+def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
+    """``(text pieces, tool calls, seconds between pieces)`` for a request."""
+    messages = body.get("messages") or [{}]
+    last = messages[-1]
+    content = last.get("content") or ""
+    if isinstance(content, list):
+        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    if last.get("role") == "tool":
+        return [f"The tool said: {content}"], [], 0.0
+    found = re.search(r"weather in ([A-Za-z ]+?)[?.!]*$", content)
+    if found and body.get("tools"):
+        return [], [{"name": "get_weather", "arguments": json.dumps({"city": found.group(1).strip()})}], 0.0
+    if "slow" in content:
+        return [f"word{i} " for i in range(1, 201)], [], 0.3
+    return ["You said:", *(f" {w}" for w in content.split())], [], 0.05
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with _lock:
+            _count[0] += 1
+            number = _count[0]
+        pieces, calls, pause = _plan(body)
+        last = (body.get("messages") or [{}])[-1].get("content")
+        cut = False
+        try:
+            if body.get("stream"):
+                self._stream(pieces, calls, pause)
+            else:
+                self._plain(pieces, calls)
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+        with _lock, open(_log_path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut}) + "\n")
+
+    def _plain(self, pieces: list[str], calls: list[dict[str, Any]]) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces) or None}
+        if calls:
+            message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": c}
+                                     for i, c in enumerate(calls)]
+        data = json.dumps({"id": "x", "object": "chat.completion", "model": "scripted", "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _event(self, payload: Any) -> None:
+        data = payload if isinstance(payload, str) else json.dumps(payload)
+        chunk = f"data: {data}\n\n".encode()
+        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        self.wfile.flush()
+
+    def _stream(self, pieces: list[str], calls: list[dict[str, Any]], pause: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {"id": "x", "object": "chat.completion.chunk", "model": "scripted",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        self._event(chunk({"role": "assistant", "content": ""}))
+        for piece in pieces:
+            if pause:
+                time.sleep(pause)
+            self._event(chunk({"content": piece}))
+        for i, call in enumerate(calls):
+            self._event(chunk({"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                               "function": {"name": call["name"], "arguments": ""}}]}))
+            self._event(chunk({"tool_calls": [{"index": i, "function": {"arguments": call["arguments"]}}]}))
+        self._event(chunk({}, "tool_calls" if calls else "stop"))
+        self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted", "choices": [],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": len(pieces) or 5,
+                               "total_tokens": 10 + (len(pieces) or 5)}})
+        self._event("[DONE]")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def main() -> None:
+    global _log_path
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--log", required=True)
+    args = parser.parse_args()
+    _log_path = args.log
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
+    server.daemon_threads = True
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""``yiemagent chat`` through a real terminal (tmux): streaming, tool lines, commands, Ctrl-C, history.
+
+The chat runs in a tmux pane, is driven with ``send-keys`` and read with ``capture-pane``
+(tests/terminal.py). Its MCP servers come from a config file: the demo's weather server over stdio
+(official ``mcp`` SDK) and one that cannot start. The model is the scripted OpenAI-compatible
+server (tests/servers/scripted_openai_server.py: known words at a known pace, and it records
+whether the client cut a reply) or, in the ``model`` tests, the real embedded local model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import PYTHON, SERVERS, TESTS, free_port, start_process, stop_process, wait_for_port
+from tests.terminal import Terminal, have_tmux
+
+pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
+
+PROMPT = r"^you>$"  # the screen's lines have their trailing spaces stripped
+
+
+@pytest.fixture(scope="module")
+def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``(base_url, log file)`` of the scripted OpenAI-compatible server."""
+    log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
+    log.write_text("", encoding="utf-8")
+    port = free_port()
+    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
+                             "--log", str(log)])
+    try:
+        wait_for_port(port, timeout_seconds=20, process=process)
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        stop_process(process)
+
+
+def requests_seen(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def logged(log: Path, before: int, last: str, timeout_seconds: float = 10.0) -> list[dict[str, Any]]:
+    """The requests after the first ``before`` whose last message is ``last``, once one is logged (the server
+    logs a request when its reply ended, which for a cut reply is at its next write, 0.3 s later).
+    """
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        found = [r for r in requests_seen(log)[before:] if r["last"] == last]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {
+        "weather": {"command": PYTHON, "args": ["-m", "yiemagent.examples.weather_server", "--transport", "stdio"]},
+        "broken": {"command": "yiemagent-no-such-server-xyz"},
+    }}), encoding="utf-8")
+    return path
+
+
+def chat_terminal(tmp_path: Path, *args: str, base_url: str | None = None) -> Terminal:
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "",
+           "PYTHONUNBUFFERED": "1"}
+    argv = [PYTHON, "-m", "yiemagent.cli", "chat", *args]
+    if base_url:
+        argv += ["--base-url", base_url, "--model", "scripted"]
+    return Terminal(argv, env=env, cwd=str(TESTS.parent))
+
+
+def test_chat_streams_shows_tools_with_durations_and_ctrl_c_aborts_only_the_run(tmp_path, scripted_model,
+                                                                              config_file):
+    """One session: the banner names the unreachable server; a tool call and its result are shown with
+    their duration; an answer appears word by word; Ctrl-C during it cuts the model's reply (the server
+    saw the connection close), the prompt comes back and the next input is answered; Ctrl-D quits.
+    """
+    base_url, log = scripted_model
+    with chat_terminal(tmp_path, "--config", str(config_file), base_url=base_url) as term:
+        screen = term.wait_for(PROMPT, 60)
+        assert re.search(r"^  weather \(yiemagent-demo-weather 1\.0\): 2 tools$", screen, re.M), screen
+        assert re.search(r"^  broken: unreachable: cannot start broken: \[Errno 2\] No such file or directory: "
+                         r"'yiemagent-no-such-server-xyz'$", screen, re.M)
+        assert re.search(r"^1 MCP server \(1 unreachable\), 2 tools\.", screen, re.M)
+
+        term.type("What is the weather in Paris?")
+        screen = term.wait_for(r"^  \[completed, 2 model calls", 60)
+        lines = screen.splitlines()
+        start = lines.index("you> What is the weather in Paris?")
+        shown = lines[start + 1:]
+        assert shown[0] == "  .. calling get_weather"
+        assert shown[1] == '  -> get_weather {"city": "Paris"}'
+        assert re.fullmatch(r"  <- get_weather \d+ ms: Weather in Paris: Sunny, 21 °C, light wind from the "
+                            r"west \(demo data\)\.", shown[2]), shown[2]
+        assert shown[3] == ("assistant> The tool said: Weather in Paris: Sunny, 21 °C, light wind from the west "
+                            "(demo data).")
+        assert re.fullmatch(r"  \[completed, 2 model calls, (\d+ ms|\d+\.\d s), \d+ tokens\]", shown[4])
+
+        before = len(requests_seen(log))
+        term.type("tell me something slow")
+        first = term.wait_for(r"^assistant> word1 word2 word3 ", 30)
+        later = term.wait_for(r"^assistant> word1 .*word6 ", 30)
+        assert "word6" not in first.splitlines()[-1] and later  # the line grew while the model wrote
+        term.keys("C-c")
+        screen = term.wait_for(r"^  \[aborted, 1 model call", 15)
+        assert re.search(r"^assistant> word1 .*\n  \[stopping the answer\]\n  \[aborted, 1 model call, \d", screen,
+                         re.M)
+        term.wait_for(PROMPT, 10)
+        slow = logged(log, before, "tell me something slow")
+        assert slow == [{"n": slow[0]["n"], "last": "tell me something slow", "stream": True, "cut": True}]
+
+        term.type("hello again")
+        screen = term.wait_for(r"^assistant> You said: hello again$", 30)
+        term.wait_for(r"^  \[completed, 1 model call, ", 30)
+        term.keys("C-d")
+        screen = term.wait_for(r"^\[exit 0\]$", 20)
+        assert re.search(r"^bye$", screen, re.M)
+        assert "Traceback" not in screen
+
+
+def test_chat_commands_tools_save_reset_load_and_readline_history(tmp_path, scripted_model, config_file):
+    """``/tools`` lists the servers (the unreachable one too) and tools; ``/save`` writes the state JSON,
+    ``/reset`` forgets, ``/load`` brings it back; Ctrl-C at the prompt quits with status 0; a new chat
+    recalls the previous inputs with the Up key (readline history under ``$XDG_STATE_HOME``).
+    """
+    base_url, _ = scripted_model
+    saved = tmp_path / "chat.json"
+    with chat_terminal(tmp_path, "--config", str(config_file), base_url=base_url) as term:
+        term.wait_for(PROMPT, 60)
+        term.type("/tools")
+        screen = term.wait_for(r"^broken: unreachable: ", 20)
+        assert re.search(r"^weather: 2 tools\n  get_weather +Get the current weather for a city\.\n  get_time ",
+                         screen, re.M), screen
+        assert re.search(r"^built in:\n  list_tools ", screen, re.M)
+        term.type("first message")
+        term.wait_for(r"^assistant> You said: first message$", 30)
+        term.type(f"/save {saved}")
+        term.wait_for(r"^\(saved 2 messages to ", 10)
+        assert [m["role"] for m in json.loads(saved.read_text(encoding="utf-8"))["history"]] == ["user", "assistant"]
+        term.type("/reset")
+        term.wait_for(r"^\(a new conversation\)$", 10)
+        term.type(f"/load {saved}")
+        term.wait_for(r"^\(loaded 2 messages from ", 10)
+        term.type("/load /nonexistent/chat.json")
+        term.wait_for(r"^cannot read /nonexistent/chat\.json: No such file or directory$", 10)
+        term.type("/frobnicate")
+        term.wait_for(r"^unknown command /frobnicate; /help lists them$", 10)
+        term.keys("C-c")
+        screen = term.wait_for(r"^\[exit 0\]$", 20)
+        assert "Traceback" not in screen
+    history = tmp_path / "state" / "yiemagent" / "chat_history"
+    assert "first message" in history.read_text(encoding="utf-8")
+    with chat_terminal(tmp_path, base_url=base_url) as term:
+        term.wait_for(PROMPT, 60)
+        term.keys("Up")
+        term.wait_for(r"^you> /frobnicate$", 10)
+        term.keys("Up", "Up", "Up", "Up", "Up")  # /load x2, /reset, /save, first message
+        term.wait_for(r"^you> first message$", 10)
+        term.keys("Enter")
+        term.wait_for(r"^assistant> You said: first message$", 30)
+        term.keys("C-d")
+        term.wait_for(r"^\[exit 0\]$", 20)
+
+
+@pytest.mark.model
+@pytest.mark.timeout(400)
+def test_chat_with_the_local_model_ctrl_c_during_a_model_call_and_the_next_input_is_answered(tmp_path,
+                                                                                             config_file):
+    """The real embedded model (no --base-url): an answer streams; Ctrl-C during a long generation ends that
+    run as aborted within seconds (LocalModel's call is cut, not waited for), the prompt comes back and the
+    next input gets an answer; Ctrl-D then stops the model and the servers and exits 0.
+    """
+    with chat_terminal(tmp_path, "--config", str(config_file), "--max-tokens", "400", "--max-turns", "2") as term:
+        screen = term.wait_for(PROMPT, 120)
+        assert re.search(r"^model: gemma3-270m \(embedded llama\.cpp", screen, re.M), screen
+        term.type("Write a very long story about a dragon who learns to sing.")
+        term.wait_for(r"^(assistant|thinking)> \S+", 120)
+        term.keys("C-c")
+        term.wait_for(r"^  \[aborted, 1 model call, .*\n^you>$", 20)
+        term.type("What is the weather in Paris?")
+        screen = term.wait_for(r"^  \[(completed|max_turns|repeated_call|terminated), \d+ model calls?", 180)
+        assert "[error" not in screen.split("What is the weather in Paris?")[1]
+        term.keys("C-d")
+        screen = term.wait_for(r"^\[exit 0\]$", 30)
+        assert "Traceback" not in screen

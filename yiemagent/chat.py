@@ -1,0 +1,459 @@
+"""Chat: ``yiemagent chat``, an interactive terminal chat with a model and MCP servers.
+
+::
+
+    yiemagent chat                                        # the embedded local model, no servers
+    yiemagent chat --config mcp.json                      # servers of a Claude Desktop / Cursor file
+    yiemagent chat --base-url http://127.0.0.1:8080/v1 --model qwen3 --stdio "mcp-server-time"
+    OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... yiemagent chat http://127.0.0.1:3001/mcp
+
+The model is the embedded local model (``yiemagent.local``) unless
+``--base-url`` or ``$OPENAI_BASE_URL`` names an OpenAI-compatible server
+(``--model``/``$YIEMAGENT_MODEL``, ``--api-key``/``$OPENAI_API_KEY``); it is
+asked to stream. Servers are given as in every verb (``URL``, ``--stdio``,
+``--config``); those that cannot be reached at start are shown and left
+out. What a screen looks like::
+
+    you> What is the weather in Paris?
+      -> get_weather {"city": "Paris"}
+      <- get_weather 3 ms: Weather in Paris: Sunny, 21 °C, light wind from the west (demo data).
+    assistant> It is sunny in Paris, 21 °C.
+      [completed, 2 model calls, 3.1 s, 412 tokens]
+
+The answer is printed as the model writes it (``message_update`` events);
+tool calls and their results as they happen, with their duration.
+
+Commands: ``/tools`` (servers and tools), ``/reset`` (a new conversation),
+``/save FILE`` and ``/load FILE`` (the conversation as ``Agent.state_to_json``
+JSON), ``/help``, ``/quit``. Keys: **Ctrl-C while an answer is coming aborts
+that run** (model call and tools are cut; the conversation stays valid) and
+the prompt comes back; Ctrl-C or Ctrl-D at the prompt quits. Input lines are
+kept with ``readline`` in ``$XDG_STATE_HOME/yiemagent/chat_history`` (else
+``~/.cache/yiemagent/chat_history``; ``--history FILE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import logging
+import os
+import queue
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import events as ev
+from ._errortext import error_text
+from .agent import Agent
+from .config import MCPServerConfig
+from .exceptions import YiemagentError
+from .llm import openai_chat
+from .mcp.client import MCPClient
+from .messages import AssistantMessage
+
+__all__ = ["ChatSession", "ChatView", "history_path", "run_chat"]
+
+logger = logging.getLogger("yiemagent.chat")
+
+RESULT_CHARS = 200
+"""Characters of a tool result shown on its line."""
+
+ABORT_WAIT_SECONDS = 15.0
+"""Seconds to wait for an aborted run to end before the prompt comes back anyway."""
+
+HELP = """Commands:
+  /tools         the MCP servers and the tools the model can call
+  /reset         start a new conversation
+  /save FILE     write the conversation to FILE (JSON)
+  /load FILE     continue a conversation saved with /save
+  /quit          leave (also Ctrl-D, or Ctrl-C at the prompt)
+Ctrl-C while an answer is coming stops that answer."""
+
+
+def history_path() -> Path:
+    """``$XDG_STATE_HOME/yiemagent/chat_history``, else ``~/.cache/yiemagent/chat_history``."""
+    state = os.environ.get("XDG_STATE_HOME")
+    base = Path(state) if state else Path.home() / ".cache"
+    return base / "yiemagent" / "chat_history"
+
+
+def _one_line(text: str, limit: int = RESULT_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
+
+
+def _duration(seconds: float) -> str:
+    """``"12 ms"`` under a second, else ``"3.4 s"``."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+class ChatView:
+    """Prints a run's events to a terminal: streamed text, tool calls and results, errors, a status line.
+
+    Call ``show(event)`` from one thread, in order (``ChatSession`` does, from
+    the main thread).
+    """
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._streaming = False  # inside an assistant line being streamed
+        self._streamed_text = False  # the current assistant message had text deltas
+        self._thinking = False
+        self._announced: set[int] = set()
+
+    def write(self, text: str) -> None:
+        """Write ``text`` as it is and flush."""
+        try:
+            self.out.write(text)
+        except UnicodeEncodeError:  # a terminal that cannot show it
+            self.out.write(text.encode("ascii", "replace").decode("ascii"))
+        self.out.flush()
+
+    def line(self, text: str) -> None:
+        """End a streamed line if one is open, then write ``text`` on its own line."""
+        self.end_stream()
+        self.write(text + "\n")
+
+    def end_stream(self) -> None:
+        """Close the line being streamed, if any."""
+        if self._streaming:
+            self.write("\n")
+            self._streaming = False
+            self._thinking = False
+
+    def show(self, event: ev.Event) -> None:
+        """Print one event (events not shown: the lifecycle ones)."""
+        if isinstance(event, ev.MessageStartEvent) and event.role == "assistant":
+            self._streamed_text = False
+            self._announced = set()
+        elif isinstance(event, ev.MessageUpdateEvent):
+            self._update(event)
+        elif isinstance(event, ev.MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            text = event.message.text.strip()
+            if text and not self._streamed_text:
+                self.line(f"assistant> {text}")
+            self.end_stream()
+        elif isinstance(event, ev.ToolExecutionStartEvent) and event.tool_call is not None:
+            arguments = json.dumps(event.tool_call.arguments, ensure_ascii=False)
+            self.line(f"  -> {event.tool_call.name} {_one_line(arguments)}")
+        elif isinstance(event, ev.ToolExecutionEndEvent) and event.tool_call is not None:
+            text = getattr(event.result, "text", "") if event.result is not None else ""
+            mark = " failed" if event.is_error else ""
+            self.line(f"  <- {event.tool_call.name}{mark} {_duration(event.duration_seconds)}: {_one_line(str(text))}")
+        elif isinstance(event, ev.ErrorEvent) and event.where != "max_turns":
+            self.line(f"  [error in {event.where}] {_one_line(event.message, 300)}")
+        elif isinstance(event, ev.ToolsChangedEvent):
+            self.line(f"  [tools changed: +{', '.join(event.added) or '-'} / -{', '.join(event.removed) or '-'}]")
+        elif isinstance(event, ev.AgentEndEvent):
+            tokens = event.usage.get("total_tokens")
+            usage = f", {tokens} tokens" if tokens else ""
+            self.line(f"  [{event.status}, {event.turns} model call{'s' if event.turns != 1 else ''}, "
+                      f"{_duration(event.duration_seconds)}{usage}]")
+
+    def _update(self, event: ev.MessageUpdateEvent) -> None:
+        if event.delta_type == "text" and event.delta:
+            if not self._streaming or self._thinking:
+                self.end_stream()
+                self.write("assistant> ")
+                self._streaming = True
+            self._streamed_text = True
+            self.write(event.delta)
+        elif event.delta_type == "reasoning" and event.delta:
+            if not self._streaming:
+                self.write("thinking> ")
+                self._streaming = self._thinking = True
+            if self._thinking:
+                self.write(event.delta)
+        elif event.delta_type == "tool_call" and event.tool_name and event.tool_call_index is not None:
+            if event.tool_call_index not in self._announced:
+                self._announced.add(event.tool_call_index)
+                self.line(f"  .. calling {event.tool_name}")
+
+
+class ChatSession:
+    """One chat: an agent over ``llm_call`` and ``clients``, commands, and runs that Ctrl-C can abort.
+
+    Args:
+        llm_call: the model (see ``yiemagent.llm``).
+        clients: connected MCP clients the agent may use (not closed here).
+        unreachable: ``{server name: reason}`` for servers left out.
+        out: where to print.
+        agent_options: more ``Agent(...)`` keywords (``system_prompt``, ``max_turns``...).
+    """
+
+    def __init__(
+        self,
+        llm_call: Any,
+        clients: Sequence[MCPClient] = (),
+        *,
+        unreachable: dict[str, str] | None = None,
+        out: TextIO | None = None,
+        **agent_options: Any,
+    ) -> None:
+        self.llm_call = llm_call
+        self.clients = list(clients)
+        self.unreachable = dict(unreachable or {})
+        self.view = ChatView(out or sys.stdout)
+        self.agent_options = agent_options
+        self.events: queue.Queue[ev.Event] = queue.Queue()
+        self.agent = self._new_agent()
+
+    def _new_agent(self, state: str | None = None) -> Agent:
+        options: dict[str, Any] = dict(self.agent_options, mcp_servers=self.clients, event_sink=self.events.put)
+        if state is None:
+            return Agent(self.llm_call, **options).start()
+        return Agent.from_state(state, self.llm_call, **options).start()
+
+    def close(self) -> None:
+        """Stop the agent (its run, if any, is aborted)."""
+        self.agent.shutdown(timeout_seconds=5.0, mode="now")
+
+    # ------------------------------------------------------------------ input
+
+    def handle(self, line: str) -> bool:
+        """Serve one input line (a command or a message); False means quit."""
+        text = line.strip()
+        if not text:
+            return True
+        if text.startswith("/"):
+            command, _, rest = text.partition(" ")
+            return self.command(command.lower(), rest.strip())
+        self.ask(text)
+        return True
+
+    def command(self, name: str, argument: str) -> bool:
+        """Run ``/name argument``; False means quit."""
+        if name in ("/quit", "/exit", "/q"):
+            return False
+        if name in ("/help", "/?"):
+            self.view.line(HELP)
+        elif name == "/tools":
+            self.show_tools()
+        elif name == "/reset":
+            self._replace_agent(None)
+            self.view.line("(a new conversation)")
+        elif name in ("/save", "/load"):
+            if not argument:
+                self.view.line(f"{name} needs a file name: {name} chat.json")
+            elif name == "/save":
+                self.save(Path(argument).expanduser())
+            else:
+                self.load(Path(argument).expanduser())
+        else:
+            self.view.line(f"unknown command {name}; /help lists them")
+        return True
+
+    def _replace_agent(self, state: str | None) -> None:
+        agent = self._new_agent(state)
+        self.agent.shutdown(timeout_seconds=5.0, mode="now")
+        self.agent = agent
+
+    def save(self, path: Path) -> None:
+        """Write the conversation to ``path``."""
+        try:
+            path.write_text(self.agent.state_to_json(), encoding="utf-8")
+        except OSError as exc:
+            self.view.line(f"cannot save to {path}: {exc.strerror or exc}")
+            return
+        self.view.line(f"(saved {len(self.agent.history)} messages to {path})")
+
+    def load(self, path: Path) -> None:
+        """Continue the conversation saved in ``path`` (the current one is dropped)."""
+        try:
+            state = path.read_text(encoding="utf-8")
+            self._replace_agent(state)
+        except OSError as exc:
+            self.view.line(f"cannot read {path}: {exc.strerror or exc}")
+            return
+        except YiemagentError as exc:
+            self.view.line(f"cannot load {path}: {_one_line(str(exc), 300)}")
+            return
+        self.view.line(f"(loaded {len(self.agent.history)} messages from {path})")
+
+    def show_tools(self) -> None:
+        """Print the servers (reachable or not) and every tool the model may call."""
+        by_server: dict[str, list[dict[str, str]]] = {}
+        self.agent.mcp.refresh()
+        for spec in self.agent.mcp.describe():
+            by_server.setdefault(spec["server"], []).append(spec)
+        mcp_names = {spec["name"] for specs in by_server.values() for spec in specs}
+        local = [t for t in self.agent.tools if t.name not in mcp_names]
+        for client in self.clients:
+            specs = by_server.get(client.name, [])
+            self.view.line(f"{client.name}: {len(specs)} tool{'s' if len(specs) != 1 else ''}")
+            for spec in specs:
+                self.view.line(f"  {spec['name']:<24} {_one_line(spec['description'], 80)}")
+        for name, reason in self.unreachable.items():
+            self.view.line(f"{name}: unreachable: {_one_line(reason, 200)}")
+        if local:
+            self.view.line("built in:")
+            for each in local:
+                self.view.line(f"  {each.name:<24} {_one_line(each.description, 80)}")
+        if not (self.clients or self.unreachable or local):
+            self.view.line("(no tools: give servers with URL, --stdio or --config)")
+
+    # ------------------------------------------------------------------ runs
+
+    def ask(self, text: str) -> dict[str, Any] | None:
+        """Send ``text`` and print the run as it happens; Ctrl-C aborts it. Returns the answer (None if gone)."""
+        future = self.agent.submit(text)
+        aborting_since: float | None = None
+        while True:
+            try:
+                self._drain(future, aborting_since)
+                break
+            except KeyboardInterrupt:
+                if aborting_since is not None:  # a second Ctrl-C: stop waiting
+                    self.view.line("  [still stopping; the prompt is back]")
+                    return None
+                aborting_since = time.monotonic()
+                self.view.line("  [stopping the answer]")
+                self.agent.abort()
+        while True:  # events that arrived with the end
+            try:
+                self.view.show(self.events.get_nowait())
+            except queue.Empty:
+                break
+        self.view.end_stream()
+        return future.result() if future.done() else None
+
+    def _drain(self, future: concurrent.futures.Future[dict[str, Any]], aborting_since: float | None) -> None:
+        while not future.done():
+            if aborting_since is not None and time.monotonic() - aborting_since > ABORT_WAIT_SECONDS:
+                self.view.line("  [the run did not stop in time; the prompt is back]")
+                return
+            try:
+                event = self.events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            self.view.show(event)
+
+
+def _connect(configs: Sequence[MCPServerConfig], view: ChatView) -> tuple[list[MCPClient], dict[str, str]]:
+    """Make and connect each server's client (in parallel); ``(reachable, {name: reason})``."""
+    clients = [config.client() for config in configs]
+    if not clients:
+        return [], {}
+    view.line(f"connecting to {len(clients)} MCP server{'s' if len(clients) != 1 else ''}...")
+
+    def probe(client: MCPClient) -> int:
+        return len(client.list_tools())
+
+    reachable: list[MCPClient] = []
+    unreachable: dict[str, str] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(clients))) as pool:
+        futures = [pool.submit(probe, client) for client in clients]
+        for client, future in zip(clients, futures, strict=True):
+            try:
+                count = future.result()
+            except Exception as exc:  # any failure: the server is left out and said so
+                unreachable[client.name] = error_text(exc)
+                view.line(f"  {client.name}: unreachable: {_one_line(unreachable[client.name], 300)}")
+                client.close()
+                continue
+            info = client.server_info
+            label = f" ({info.get('name')} {info.get('version', '')})".rstrip(" )") + ")" if info.get("name") else ""
+            view.line(f"  {client.name}{label}: {count} tool{'s' if count != 1 else ''}")
+            reachable.append(client)
+    return reachable, unreachable
+
+
+def _readline(path: Path | None) -> Callable[[], None]:
+    """Turn on line editing and history in ``path``; returns the function that saves it."""
+    try:
+        import readline
+    except ImportError:  # Windows without pyreadline: plain input()
+        return lambda: None
+    if path is None:
+        return lambda: None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            readline.read_history_file(str(path))
+    except OSError as exc:
+        logger.warning("chat history %s not read: %s", path, exc)
+    readline.set_history_length(1000)
+
+    def save() -> None:
+        try:
+            readline.write_history_file(str(path))
+        except OSError as exc:
+            logger.warning("chat history %s not written: %s", path, exc)
+
+    return save
+
+
+def _model(args: argparse.Namespace, view: ChatView, *, tools: bool) -> tuple[Any, Any, str]:
+    """``(llm_call, local model or None, description)`` from the options and environment."""
+    extra: dict[str, Any] = {}
+    if args.max_tokens:
+        extra["max_tokens"] = args.max_tokens
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if base_url:
+        name = args.model or os.environ.get("YIEMAGENT_MODEL") or "gpt-4o-mini"
+        api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+        return openai_chat(base_url, name, api_key=api_key, stream=True, **extra), None, f"{name} at {base_url}"
+    from .local import LocalModel
+
+    name = getattr(args, "local_model", None) or "smollm2-135m"
+    view.line(f"starting the embedded local model {name}...")
+    model = LocalModel(model=name)
+    started = time.monotonic()
+    how = "llama.cpp"
+    if name == "smollm2-135m" and tools:  # it ignores "tools": calls forced by a JSON schema, as in the demo
+        llm_call = model.constrained_llm_call(**extra)
+        how = "llama.cpp, tool calls by JSON schema"
+    else:
+        llm_call = model.llm_call(**extra)
+    return llm_call, model, f"{name} (embedded {how}, started in {time.monotonic() - started:.1f}s)"
+
+
+def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, out: TextIO | None = None) -> int:
+    """The ``yiemagent chat`` loop (``args`` from ``yiemagent.cli.build_parser``); returns the exit status."""
+    view = ChatView(out or sys.stdout)
+    model: Any = None
+    clients: list[MCPClient] = []
+    session: ChatSession | None = None
+    save_history: Callable[[], None] = lambda: None  # noqa: E731
+    try:
+        clients, unreachable = _connect(configs, view)
+        llm_call, model, description = _model(args, view, tools=bool(clients))
+        view.line(f"model: {description}")
+        options: dict[str, Any] = {"max_turns": args.max_turns}
+        if args.system:
+            options["system_prompt"] = args.system
+        session = ChatSession(llm_call, clients, unreachable=unreachable, out=view.out, **options)
+        session.view = view
+        session.agent.mcp.refresh()  # the first listing is the banner's, not news
+        while not session.events.empty():
+            session.events.get_nowait()
+        tools = len(session.agent.mcp.describe())
+        view.line(f"{len(clients)} MCP server{'s' if len(clients) != 1 else ''}"
+                  f"{f' ({len(unreachable)} unreachable)' if unreachable else ''}, {tools} tools. "
+                  "/help for commands; Ctrl-C stops an answer, Ctrl-D quits.")
+        save_history = _readline(Path(args.history).expanduser() if args.history else history_path())
+        while True:
+            try:
+                line = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                view.write("\n")
+                break
+            if not session.handle(line):
+                break
+        view.line("bye")
+        return 0
+    except KeyboardInterrupt:  # while starting
+        view.line("^C")
+        return 130
+    finally:
+        save_history()
+        if session is not None:
+            session.close()
+        for client in clients:
+            client.close()
+        if model is not None:
+            model.stop()
