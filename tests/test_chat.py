@@ -173,20 +173,42 @@ def test_chat_commands_tools_save_reset_load_and_readline_history(tmp_path, scri
 @pytest.mark.timeout(400)
 def test_chat_with_the_local_model_ctrl_c_during_a_model_call_and_the_next_input_is_answered(tmp_path,
                                                                                              config_file):
-    """The real embedded model (no --base-url): an answer streams; Ctrl-C during a long generation ends that
-    run as aborted within seconds (LocalModel's call is cut, not waited for), the prompt comes back and the
-    next input gets an answer; Ctrl-D then stops the model and the servers and exits 0.
+    """The real embedded model (Gemma 3 270M, which writes to ``max_tokens``): an answer streams; Ctrl-C
+    during the long generation ends that run as aborted within seconds (LocalModel's call is cut, not
+    waited for: the demo used to hang 30 s and more here), the prompt comes back and the next input gets
+    an answer; Ctrl-D then stops the model and the servers and exits 0.
     """
-    with chat_terminal(tmp_path, "--config", str(config_file), "--max-tokens", "400", "--max-turns", "2") as term:
+    with chat_terminal(tmp_path, "--config", str(config_file), "--local-model", "gemma3-270m",
+                       "--max-tokens", "200", "--max-turns", "2") as term:
         screen = term.wait_for(PROMPT, 120)
-        assert re.search(r"^model: gemma3-270m \(embedded llama\.cpp", screen, re.M), screen
+        assert re.search(r"^model: gemma3-270m \(embedded llama\.cpp, started in", screen, re.M), screen
         term.type("Write a very long story about a dragon who learns to sing.")
         term.wait_for(r"^(assistant|thinking)> \S+", 120)
         term.keys("C-c")
         term.wait_for(r"^  \[aborted, 1 model call, .*\n^you>$", 20)
         term.type("What is the weather in Paris?")
-        screen = term.wait_for(r"^  \[(completed|max_turns|repeated_call|terminated), \d+ model calls?", 180)
+        screen = term.wait_for(r"^  \[(completed|max_turns|repeated_call|terminated), \d+ model calls?", 300)
         assert "[error" not in screen.split("What is the weather in Paris?")[1]
         term.keys("C-d")
         screen = term.wait_for(r"^\[exit 0\]$", 30)
         assert "Traceback" not in screen
+
+
+@pytest.mark.model
+@pytest.mark.timeout(400)
+def test_chat_default_local_model_calls_the_weather_tool_and_answers(tmp_path, config_file):
+    """The default embedded model (SmolLM2-135M, tool calls forced by a JSON schema as in the demo), with
+    the servers of a config file: the question gets a ``get_weather`` call with a city, its result, and a
+    text answer; the run completes.
+    """
+    with chat_terminal(tmp_path, "--config", str(config_file)) as term:
+        screen = term.wait_for(PROMPT, 180)
+        assert re.search(r"^model: smollm2-135m \(embedded llama\.cpp, tool calls by JSON schema", screen, re.M)
+        term.type("What is the weather in Paris?")
+        screen = term.wait_for(r"^  \[\w+, \d+ model calls?", 240)
+        shown = screen.split("you> What is the weather in Paris?")[1]
+        assert re.search(r'^  -> get_weather \{"city": "\w[\w ]*"\}$', shown, re.M), shown
+        assert re.search(r"^  <- get_weather \d+ ms: Weather in ", shown, re.M), shown
+        assert re.search(r"^assistant> \S", shown, re.M) and "[completed, 2 model calls" in shown, shown
+        term.keys("C-d")
+        term.wait_for(r"^\[exit 0\]$", 30)

@@ -404,6 +404,7 @@ def _model(args: argparse.Namespace, view: ChatView, *, tools: bool) -> tuple[An
     model = LocalModel(model=name)
     started = time.monotonic()
     how = "llama.cpp"
+    llm_call: Any
     if name == "smollm2-135m" and tools:  # it ignores "tools": calls forced by a JSON schema, as in the demo
         llm_call = model.constrained_llm_call(**extra)
         how = "llama.cpp, tool calls by JSON schema"
@@ -426,6 +427,8 @@ def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, ou
         options: dict[str, Any] = {"max_turns": args.max_turns}
         if args.system:
             options["system_prompt"] = args.system
+        if model is not None and model.model == "smollm2-135m":
+            options["builtin_list_tools"] = False  # a 135M model picks it instead of the tool it needs
         session = ChatSession(llm_call, clients, unreachable=unreachable, out=view.out, **options)
         session.view = view
         session.agent.mcp.refresh()  # the first listing is the banner's, not news
