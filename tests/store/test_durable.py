@@ -484,3 +484,67 @@ def test_steering_with_a_store_answers_both_inputs_once_and_commits_both(s: Any)
     assert [s.get_input("c-s", q).answer["seq"] for q in (1, 2)] == [[1, 2], [1, 2]]
     assert [m["content"] for m in llm.calls[1]["messages"] if m["role"] == "user"] == ["first", "and also this"]
     assert s.load("c-s").version == 1 and s.pending("c-s") == []
+
+
+def test_a_crash_in_a_parallel_batch_keeps_the_finished_results_and_reports_the_running_call(
+    s: Any, store_factory: Factory
+) -> None:
+    """Three calls run at once; two finish (recorded), the third is still running when the process dies."""
+    ran: list[str] = []
+    crash = {"on": True}
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge (not safe to repeat)."""
+        ran.append("charge")
+        return f"charged {amount}"
+
+    @tool(idempotent=True)
+    def lookup(city: str) -> str:
+        """Look the weather up (safe to repeat)."""
+        ran.append("lookup")
+        return f"sunny in {city}"
+
+    @tool
+    def ship() -> str:
+        """Ship (slow; the crash hits while it runs)."""
+        ran.append("ship")
+        if crash["on"]:
+            _wait_for(lambda: {"tool/p1", "tool/p2"} <= set(s.steps("c-p", "seq-1")), 10)
+            raise Crash()
+        return "shipped"
+
+    tools = [charge, lookup, ship]
+    llm = ScriptedLLM([calls_reply(("p1", "charge", {"amount": 9}), ("p2", "lookup", {"city": "Oslo"}),
+                                   ("p3", "ship", {}))])
+    with pytest.raises(Crash):
+        Agent(llm, tools=tools, store=s, conversation_id="c-p", tool_execution="parallel").ask("all three")
+    crash["on"] = False
+    assert sorted(ran) == ["charge", "lookup", "ship"]
+    llm2 = ScriptedLLM([text_reply("charged, sunny, shipping unknown")])
+    answer = Agent(llm2, tools=tools, store=store_factory(), conversation_id="c-p", tool_execution="parallel").drain()
+    assert answer[0]["content"] == "charged, sunny, shipping unknown"
+    assert sorted(ran) == ["charge", "lookup", "ship"]  # nothing ran twice, not even the idempotent lookup
+    sent = llm2.calls[0]["messages"]
+    validate(sent)
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert results["p1"] == "charged 9" and results["p2"] == "sunny in Oslo" and "interrupted" in results["p3"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["p1", "p2", "p3"]  # in the model's order
+
+
+def test_postgres_reconnects_after_the_server_dropped_the_connection(postgres_store_factory: Factory) -> None:
+    """The database ends our session (as a restart or a failover would): one StoreError, then it reconnects."""
+    import psycopg
+
+    from yiemagent import StoreError
+
+    store = postgres_store_factory()
+    store.enqueue("c-r", "one")
+    ours = store._read("SELECT pg_backend_pid()", ())[0][0]  # this store's session, no other test's
+    with psycopg.connect(store.dsn, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (ours,)).fetchone() == (True,)
+    with pytest.raises(StoreError):
+        store.enqueue("c-r", "lost with the connection")
+    assert store.enqueue("c-r", "two") == 2
+    assert [e.message["content"] for e in store.pending("c-r")] == ["one", "two"]
+    store.close()
