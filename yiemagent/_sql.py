@@ -242,8 +242,8 @@ class SQLStoreBase(StoreBase):
                         raise StaleStateError(
                             f"run {run!r} of {conversation_id!r} was committed meanwhile",
                             conversation_id=conversation_id, reason="version")
-                    text = row[0]
-        return json.loads(text)
+                    return json.loads(row[0])
+        return value  # ours was the first write
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
         """Every step of ``run``: ``{step key: value}``."""

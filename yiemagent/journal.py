@@ -21,7 +21,6 @@ key (see ``yiemagent.store`` for the step keys). Inside a running tool,
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -112,7 +111,8 @@ def result_from_dict(data: dict[str, Any]) -> AgentToolResult:
 
 
 def _same(value: Any, stored: Any) -> bool:
-    return bool(json.loads(json.dumps(value, ensure_ascii=False)) == stored)
+    """True when ``stored`` is what we wrote (JSON values compare equal); else another writer was first."""
+    return bool(value == stored)
 
 
 class StoreJournal:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -301,8 +302,36 @@ _ROLES: dict[str, Any] = {"system": SystemMessage, "developer": SystemMessage, "
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """Yiemagent's own JSON form of a message (every field, for saving state)."""
-    return message.to_dict(encode_json=True)
+    """Yiemagent's own JSON form of a message (every field, for saving state).
+
+    The same dict as dataclasses-json's ``message.to_dict(encode_json=True)``
+    (a property test checks it), built directly: several times faster, which
+    matters where every message is saved (state, the durable journal).
+    """
+    return _plain(message)  # type: ignore[no-any-return]
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON values: dataclasses as dicts in field order, ``details`` through ``_jsonable``."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    cls = type(value)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(cls):
+            return value.to_dict(encode_json=True) if hasattr(value, "to_dict") else _jsonable(value)
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    out = {name: _plain(getattr(value, name)) for name in names}
+    if cls is ToolResultMessage:
+        out["details"] = _plain(_jsonable(value.details))
+    return out
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
