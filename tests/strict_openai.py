@@ -1,27 +1,84 @@
-"""A strict validator of OpenAI chat ``messages`` that the tests carry.
+"""A strict validator of OpenAI chat requests that the tests carry: the request guard's oracle.
 
 Stricter than most servers: what passes here is accepted by OpenAI, vLLM,
-llama.cpp and LM Studio alike. ``validate(messages)`` raises ``AssertionError``
-naming the first problem.
+llama.cpp and LM Studio alike. ``validate(messages)`` checks the messages,
+``validate_tools(tools)`` the function tools and ``validate_request(messages,
+tools)`` both; each raises ``AssertionError`` naming the first problem.
+
+Rules (each one a 400 from some real endpoint):
+
+* the body is RFC 8259 JSON: no ``NaN``/``Infinity``, only string keys, no
+  lone surrogates (``json.dumps(..., allow_nan=False)`` and UTF-8 encodable);
+* at least one message in a request (``validate`` also takes an empty history);
+  each has a known role and only the keys its role allows;
+* user content: a string or a non-empty list of ``text``/``image_url`` parts;
+  system/developer/tool content: a string or a non-empty list of text parts;
+  ``name`` matches ``^[a-zA-Z0-9_-]{1,64}$``;
+* assistant: ``content`` null only with ``tool_calls``; ``tool_calls`` a
+  non-empty list of exactly ``{id, type: "function", function: {name,
+  arguments}}``, ids non-empty and unique in the request, names matching the
+  pattern, arguments a JSON object text;
+* tool messages come right after the assistant message with their call, one
+  per call, in the order of the calls; no call is left unanswered;
+* tools: ``{"type": "function", "function": {"name", "description"?,
+  "parameters"?, "strict"?}}``, unique names matching the pattern, parameters
+  an object schema (``"type": "object"``) in which every array schema, at any
+  depth, has ``items``.
 """
 
 import json
+import math
+import re
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
-ASSISTANT_KEYS = {"role", "content", "tool_calls", "name", "refusal", "reasoning_content", "reasoning",
-                  "annotations", "audio"}
+KEYS = {
+    "system": {"role", "content", "name"},
+    "developer": {"role", "content", "name"},
+    "user": {"role", "content", "name"},
+    "assistant": {"role", "content", "tool_calls", "name", "refusal", "reasoning_content", "reasoning"},
+    "tool": {"role", "tool_call_id", "content"},
+}
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _no_constant(name):
+    raise AssertionError(f"{name} is not JSON")
+
+
+def strict_json(value, where="request"):
+    """The value is RFC 8259 JSON: no NaN/Infinity, string keys only, UTF-8 encodable."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"{where}: not JSON: {exc}") from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise AssertionError(f"{where}: not UTF-8 encodable: {exc}") from None
+
+    def keys(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                assert isinstance(k, str), f"{where}: non-string key {k!r}"
+                keys(v)
+        elif isinstance(node, list):
+            for v in node:
+                keys(v)
+        elif isinstance(node, float):
+            assert math.isfinite(node), f"{where}: {node} is not JSON"
+    keys(value)
 
 
 def _text_parts(content, where):
-    assert isinstance(content, list), f"{where}: content must be a list of parts"
+    assert isinstance(content, list) and content, f"{where}: content must be a string or a non-empty list of parts"
     for part in content:
-        assert isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str), \
-            f"{where}: only text parts allowed here, got {part!r:.80}"
+        assert isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str) \
+            and set(part) == {"type", "text"}, f"{where}: only text parts allowed here, got {part!r:.80}"
 
 
 def validate(messages):
     assert isinstance(messages, list), "messages must be a list"
-    json.dumps(messages)  # plain JSON only
+    strict_json(messages, "messages")
     seen_ids = set()
     pending = []  # ids the next messages must answer, in order
     for index, message in enumerate(messages):
@@ -29,48 +86,104 @@ def validate(messages):
         assert isinstance(message, dict), f"{where}: not an object"
         role = message.get("role")
         assert role in ROLES, f"{where}: bad role {role!r}"
+        assert set(message) <= KEYS[role], f"{where}: unknown keys {set(message) - KEYS[role]}"
         if pending:
             assert role == "tool", f"{where}: {role} message while tool calls {pending} are unanswered"
+        if "name" in message:
+            assert isinstance(message["name"], str) and NAME.match(message["name"]), \
+                f"{where}: bad name {message['name']!r}"
+        content = message.get("content")
         if role in ("system", "developer"):
-            content = message.get("content")
             assert isinstance(content, str) or _text_parts(content, where) is None
         elif role == "user":
-            content = message.get("content")
             if not isinstance(content, str):
                 assert isinstance(content, list) and content, f"{where}: user content must be a string or parts"
                 for part in content:
+                    assert isinstance(part, dict), f"{where}: part must be an object"
                     kind = part.get("type")
                     assert kind in ("text", "image_url"), f"{where}: bad part type {kind!r}"
                     if kind == "text":
-                        assert isinstance(part.get("text"), str)
+                        assert isinstance(part.get("text"), str) and set(part) == {"type", "text"}
                     else:
+                        assert set(part) == {"type", "image_url"} and isinstance(part["image_url"], dict)
                         assert isinstance(part["image_url"].get("url"), str) and part["image_url"]["url"]
+                        assert set(part["image_url"]) <= {"url", "detail"}
+                        assert part["image_url"].get("detail", "auto") in ("low", "high", "auto")
         elif role == "assistant":
-            assert set(message) <= ASSISTANT_KEYS, f"{where}: unknown keys {set(message) - ASSISTANT_KEYS}"
-            content = message.get("content")
             calls = message.get("tool_calls")
             if calls is not None:
                 assert isinstance(calls, list) and calls, f"{where}: tool_calls must be a non-empty list"
+            assert "content" in message or calls, f"{where}: content is required without tool_calls"
             if content is None:
                 assert calls, f"{where}: content null needs tool_calls"
             elif not isinstance(content, str):
                 _text_parts(content, where)
+            for key in ("reasoning_content", "reasoning", "refusal"):
+                assert message.get(key) is None or isinstance(message[key], str), f"{where}: {key} must be text"
             for call in calls or []:
-                assert set(call) == {"id", "type", "function"}, f"{where}: tool call keys {set(call)}"
+                assert isinstance(call, dict) and set(call) == {"id", "type", "function"}, \
+                    f"{where}: tool call keys {set(call) if isinstance(call, dict) else call!r}"
                 assert isinstance(call["id"], str) and call["id"], f"{where}: empty tool call id"
                 assert call["id"] not in seen_ids, f"{where}: duplicate tool call id {call['id']!r}"
                 seen_ids.add(call["id"])
                 assert call["type"] == "function"
                 fn = call["function"]
-                assert set(fn) == {"name", "arguments"} and isinstance(fn["name"], str)
+                assert isinstance(fn, dict) and set(fn) == {"name", "arguments"}, f"{where}: function keys"
+                assert isinstance(fn["name"], str) and NAME.match(fn["name"]), \
+                    f"{where}: tool call name {fn['name']!r} does not match {NAME.pattern}"
                 assert isinstance(fn["arguments"], str), f"{where}: arguments must be a JSON string"
-                assert isinstance(json.loads(fn["arguments"]), dict), f"{where}: arguments must be a JSON object"
+                parsed = json.loads(fn["arguments"], parse_constant=_no_constant)
+                assert isinstance(parsed, dict), f"{where}: arguments must be a JSON object"
                 pending.append(call["id"])
         elif role == "tool":
             assert pending, f"{where}: tool message without a preceding tool call"
             assert message.get("tool_call_id") == pending[0], \
                 f"{where}: answers {message.get('tool_call_id')!r}, expected {pending[0]!r}"
             pending.pop(0)
-            content = message.get("content")
             assert isinstance(content, str) or _text_parts(content, where) is None
     assert not pending, f"tool calls {pending} are never answered"
+
+
+def _schema_arrays_have_items(schema, where):
+    stack = [(schema, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, list):
+            stack.extend((v, f"{path}/{i}") for i, v in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "array" or (isinstance(kind, list) and "array" in kind):
+            assert "items" in node, f"{path}: array schema missing items"
+        for key, value in node.items():
+            if key not in ("enum", "const", "default", "examples"):
+                stack.append((value, f"{path}/{key}"))
+
+
+def validate_tools(tools):
+    assert isinstance(tools, list), "tools must be a list"
+    strict_json(tools, "tools")
+    names = set()
+    for index, spec in enumerate(tools):
+        where = f"tools[{index}]"
+        assert isinstance(spec, dict) and spec.get("type") == "function" and set(spec) == {"type", "function"}, \
+            f"{where}: not a function tool"
+        fn = spec["function"]
+        assert isinstance(fn, dict) and set(fn) <= {"name", "description", "parameters", "strict"}, \
+            f"{where}: function keys {set(fn) if isinstance(fn, dict) else fn!r}"
+        assert isinstance(fn.get("name"), str) and NAME.match(fn["name"]), f"{where}: bad name {fn.get('name')!r}"
+        assert fn["name"] not in names, f"{where}: duplicate tool name {fn['name']!r}"
+        names.add(fn["name"])
+        assert "description" not in fn or isinstance(fn["description"], str)
+        if "parameters" in fn:
+            params = fn["parameters"]
+            assert isinstance(params, dict) and params.get("type") == "object", \
+                f"{where}: parameters must be an object schema"
+            _schema_arrays_have_items(params, f"{where}.parameters")
+
+
+def validate_request(messages, tools=()):
+    assert isinstance(messages, list) and messages, "a request needs at least one message"
+    validate(messages)
+    validate_tools(list(tools or []))

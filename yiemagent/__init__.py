@@ -27,6 +27,7 @@ from .exceptions import (
     AgentError,
     ConfigError,
     FormatError,
+    InvalidRequestError,
     LLMError,
     MaxTurnsExceeded,
     MCPError,
@@ -46,6 +47,7 @@ from .exceptions import (
     YiemagentError,
     YiemagentWarning,
 )
+from .guard import RequestGuard
 from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext
 from .journal import current_idempotency_key
 from .llm import openai_chat
@@ -92,6 +94,7 @@ __all__ = [
     "FormatError",
     "FunctionTool",
     "ImageContent",
+    "InvalidRequestError",
     "LLMError",
     "LoopConfig",
     "MCPClient",
@@ -106,6 +109,7 @@ __all__ = [
     "MessageUpdateEvent",
     "PostgresStore",
     "ReasoningContent",
+    "RequestGuard",
     "RunResult",
     "SQLiteStore",
     "StaleStateError",

@@ -16,8 +16,9 @@ Queues (all ``queue.Queue``, safe from any thread):
 * ``output_queue`` (maxsize 16) receives one OpenAI assistant message dict per
   input put on a queue: the final answer, or an error answer. Extra keys:
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
-  ``terminated``, ``max_turns``, ``repeated_call``, ``aborted``, ``error``)
-  and, on failure, ``error`` (a message). An answer that ends a run on a tool
+  ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
+  ``max_turns``, ``repeated_call``, ``aborted``, ``error``), ``finish_reason``
+  (the model's, or None) and, on failure, ``error`` (a message). An answer that ends a run on a tool
   batch (``terminated``, ``max_turns``) has text and no ``tool_calls``. Strip
   the extra keys before sending the dict to a model; use ``openai_messages()``
   for the history.
@@ -47,6 +48,7 @@ from .config import mcp_clients
 from .durable import DurableConversation
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
 from .formatting import OpenAIFormatter
+from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall
 from .journal import Journal
 from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
@@ -414,6 +416,7 @@ class Agent:
         if result is not None:
             answer = to_openai(result.answer)
             answer["status"] = result.status
+            answer["finish_reason"] = result.answer.finish_reason
             if result.status == "error" and result.error is not None:
                 answer["error"] = str(result.error)
         else:
@@ -663,7 +666,11 @@ class Agent:
                 logger.exception("cancelling requests to %s raised; ignored", client.name)
 
     def openai_messages(self) -> list[dict[str, Any]]:
-        """The conversation in OpenAI chat format, system prompt first; fresh dicts."""
+        """The conversation in OpenAI chat format, system prompt first; fresh dicts.
+
+        Made valid by the request guard (``yiemagent.guard``), as every request
+        is; messages of failed runs (``excluded``) are included.
+        """
         formatter = self.config.format_messages
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
             messages = OpenAIFormatter(tool_images=formatter.tool_images,
@@ -672,7 +679,7 @@ class Agent:
             messages = copy.deepcopy(formatter(list(self.history)))
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
-        return messages
+        return RequestGuard()(messages)[0] if messages else messages  # valid to send, as every request is
 
     def state_to_json(self) -> str:
         """The conversation and usage as JSON text (yiemagent's own lossless form).

@@ -23,7 +23,9 @@ stream=True)`` does), ``message_update`` events (text, reasoning and tool-call
 argument deltas, in arrival order) come between the assistant's
 ``message_start`` and ``message_end``.
 
-``error`` may appear anywhere (the run goes on or ends with status "error");
+``request_repaired`` (the request guard changed what is sent) comes right
+before the model call it concerns; ``error`` may appear anywhere (the run
+goes on or ends with status "error");
 ``aborted`` precedes ``agent_end`` with status "aborted".
 
 Contract of a sink: ``sink(event) -> None``, called on the agent thread, in
@@ -50,6 +52,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "RequestRepairedEvent",
     "ToolCallRepairedEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
@@ -81,7 +84,7 @@ class AgentStartEvent(_Base):
 
 @dataclass(kw_only=True)
 class AgentEndEvent(_Base):
-    """A run ended with ``status``: completed, terminated, max_turns, aborted or error."""
+    """A run ended with ``status``: completed, truncated, terminated, max_turns, repeated_call, aborted or error."""
 
     status: str = "completed"
     turns: int = 0
@@ -190,6 +193,20 @@ class ToolCallRepairedEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class RequestRepairedEvent(_Base):
+    """The request guard repaired the request about to be sent (``yiemagent.guard``).
+
+    ``repairs`` has one line per repair, e.g. ``"messages[0]: tool message for
+    'c1' has no call right before it; not sent"``. Sent before ``llm_call``;
+    the history is not changed.
+    """
+
+    turn: int = 0
+    repairs: list[str] = field(default_factory=list)
+    type: Literal["request_repaired"] = field(default="request_repaired", init=False)
+
+
+@dataclass(kw_only=True)
 class ErrorEvent(_Base):
     """Something failed; ``where`` names the step (llm_call, tool, hook, mcp, agent)."""
 
@@ -228,6 +245,7 @@ Event = Union[
     ToolExecutionUpdateEvent,
     ToolExecutionEndEvent,
     ToolCallRepairedEvent,
+    RequestRepairedEvent,
     ErrorEvent,
     AbortedEvent,
     ToolsChangedEvent,

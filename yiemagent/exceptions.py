@@ -5,7 +5,8 @@
     YiemagentError                                  root of everything yiemagent raises
     ├── ConfigError(YiemagentError, ValueError)     misuse at construction or registration
     ├── FormatError(YiemagentError, ValueError)     a message or response cannot be converted; .raw
-    │   └── ToolCallFormatError                     a tool-call shape is unusable; .raw, .format_hint
+    │   ├── ToolCallFormatError                     a tool-call shape is unusable; .raw, .format_hint
+    │   └── InvalidRequestError                     a request the guard cannot make valid (nothing was sent)
     ├── ToolError                                   a tool could not produce a result; .tool_name, .tool_call_id
     │   ├── ToolNotFoundError                       the name is not registered
     │   ├── ToolArgumentsError                      arguments fail the inputSchema; .errors
@@ -66,6 +67,14 @@ class ToolCallFormatError(FormatError):
     def __init__(self, message: str, *, raw: Any = None, format_hint: str | None = None) -> None:
         super().__init__(message, raw=raw)
         self.format_hint = format_hint
+
+
+class InvalidRequestError(FormatError):
+    """A request the request guard (``yiemagent.guard``) cannot make valid; it was not sent.
+
+    Raised for: no messages, a message that is not a dict or has an unknown
+    role, a tool name breaking ``^[a-zA-Z0-9_-]{1,64}$``, two tools with one name.
+    """
 
 
 class ToolError(YiemagentError):

@@ -15,14 +15,23 @@ from .messages import AssistantMessage, ImageContent, Message, ReasoningContent,
 
 __all__ = ["OpenAIFormatter"]
 
+_OWN_KEYS = frozenset({"role", "content", "tool_calls", "reasoning_content", "reasoning"})
+
 
 class OpenAIFormatter:
     """Default ``format_messages``: OpenAI chat dicts, converted once per message.
 
     A message is converted the first time it is seen and the dict is reused on
-    later turns, so a turn costs what is new, not the whole history. Messages
-    must not be changed after they were added to the history, and ``llm_call``
-    must not change the dicts it receives.
+    later turns, so a turn costs what is new, not the whole history. The cache
+    is keyed by message identity: a ``prepare_context`` that returns new message
+    objects (trimmed or redacted copies) always has them converted and sent.
+    Messages must not be changed in place after they were added to the
+    history, and ``llm_call`` must not change the dicts it receives.
+
+    Unknown keys of a model reply (``AssistantMessage.extra``: ``refusal``,
+    ``audio``, provider fields...) are not sent back unless
+    ``send_extra=True``: strict endpoints reject unknown keys, and one value
+    JSON cannot carry would make every later request fail.
 
     Reasoning (``reasoning_content`` / ``reasoning``, also what was read from
     ``<think>`` tags) is sent back under its key, as vLLM, llama.cpp and
@@ -36,12 +45,14 @@ class OpenAIFormatter:
     """
 
     def __init__(
-        self, *, tool_images: Literal["user_message", "placeholder"] = "user_message", send_reasoning: bool = True
+        self, *, tool_images: Literal["user_message", "placeholder"] = "user_message", send_reasoning: bool = True,
+        send_extra: bool = False,
     ) -> None:
         self.tool_images = tool_images
         self.send_reasoning = send_reasoning
+        self.send_extra = send_extra
         self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
-        self._prev: tuple[int, Message, list[dict[str, Any]]] | None = None
+        self._prev: tuple[list[Message], list[dict[str, Any]]] | None = None
 
     def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -59,12 +70,15 @@ class OpenAIFormatter:
     def __call__(self, history: list[Message]) -> list[dict[str, Any]]:
         """Return ``history`` as OpenAI chat dicts (cached per message).
 
-        When ``history`` only grew since the last call (same list prefix), only
-        the new messages are looked at, so a turn costs what is new.
+        When ``history`` only grew since the last call (every message of the
+        previous call is the same object, or an equal one, at the same place),
+        the formatted prefix is reused and only the new messages are looked at.
         """
         prev = self._prev
-        if prev is not None and 0 < prev[0] <= len(history) and history[prev[0] - 1] is prev[1]:
-            start, out = prev[0], list(prev[2])
+        # list == compares by identity first (C speed); a message that is a new but equal object converts
+        # to the same dicts, so reusing them is right as well
+        if prev is not None and len(prev[0]) <= len(history) and prev[0] == history[:len(prev[0])]:
+            start, out = len(prev[0]), list(prev[1])
         else:
             start, out = 0, []
         cache = self._cache
@@ -79,10 +93,15 @@ class OpenAIFormatter:
                     isinstance(c, ImageContent) for c in message.content
                 )
                 converted = to_openai(message)
-                if not self.send_reasoning and isinstance(message, AssistantMessage):
-                    for part in message.content:
-                        if isinstance(part, ReasoningContent):
-                            converted.pop(part.field, None)
+                if isinstance(message, AssistantMessage):
+                    if not self.send_extra:
+                        for key in message.extra:
+                            if key not in _OWN_KEYS:
+                                converted.pop(key, None)
+                    if not self.send_reasoning:
+                        for part in message.content:
+                            if isinstance(part, ReasoningContent):
+                                converted.pop(part.field, None)
                 hit = (message, converted, has_images)
                 cache[id(message)] = hit
             out.append(hit[1])
@@ -92,7 +111,7 @@ class OpenAIFormatter:
             out.append(self._images_message(with_images))
             self._prev = None
         else:
-            self._prev = (len(history), history[-1], out) if history else None
+            self._prev = (list(history), out) if history else None
         if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
             live = {id(m) for m in history}
             self._cache = {k: v for k, v in cache.items() if k in live}

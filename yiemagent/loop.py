@@ -4,18 +4,28 @@
 no queues, no thread of its own (model calls and tools run on worker threads
 only so that ``abort_event`` can cut them short). ``Agent`` wraps it.
 
-Per turn: ``prepare_context(history)`` -> ``format_messages`` -> ``llm_call``
+Per turn: ``prepare_context(history)`` -> ``format_messages`` -> request
+guard (``yiemagent.guard``: the request is made valid or refused) -> ``llm_call``
 -> extract tool calls -> per call: check (parse error, unknown tool, schema)
 -> ``before_tool_call`` -> execute -> ``after_tool_call`` -> append the
 assistant message and one tool result per call -> next turn.
 
 Rules (each has a test):
 
-* the run ends when a reply has no tool calls (status ``completed``), when
+* the run ends when a reply has no tool calls (status ``completed``, or
+  ``truncated`` when its ``finish_reason`` is ``"length"`` or ``"incomplete"``:
+  the answer was cut by the token limit or the stream ended early), when
   every result of a batch sets ``terminate`` (``terminated``), at
   ``max_turns`` (``max_turns``), when the model repeats one call
   ``max_repeated_calls`` times in a row (``repeated_call``), on abort
-  (``aborted``) or when ``llm_call`` fails (``error``);
+  (``aborted``) or when ``llm_call`` fails or the request cannot be made
+  valid (``error``);
+* a failed run (status ``error``) leaves its messages in the history, each
+  marked ``excluded`` with the reason, and later requests leave them out, so
+  one input too long for the model's context, or a reply that cannot be used,
+  never makes the next input fail too;
+* at most ``max_tool_calls_per_turn`` calls of one reply run; the others get an
+  error result telling the model to send them again in a later turn;
 * abort is seen within ``0.05`` s, during a model call or a tool: calls not
   finished get "cancelled" results and an ``aborted`` event is sent;
 * with ``poll_steering``, inputs that arrived during the run are added after
@@ -52,8 +62,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import events as ev
-from .exceptions import LLMError, MaxTurnsExceeded, ToolError, YiemagentError
+from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, ToolError, YiemagentError
 from .formatting import OpenAIFormatter
+from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
 from .journal import Journal, idempotency_context
 from .llm import accepts_on_delta
@@ -66,11 +77,13 @@ __all__ = ["LoopConfig", "RunResult", "run_turns"]
 logger = logging.getLogger("yiemagent.loop")
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
-Status = Literal["completed", "terminated", "max_turns", "repeated_call", "aborted", "error"]
+Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "aborted", "error"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 _POLL_SECONDS = 0.05  # how often a wait re-checks the abort event
 _WAKE = object()  # put on a run's update queue when a future it waits for is done
+_CUT = ("length", "incomplete")
+"""``finish_reason`` values of a reply cut short (token limit; a stream that ended without one)."""
 
 
 @dataclass
@@ -114,6 +127,12 @@ class LoopConfig:
             cached = (self.llm_call, accepts_on_delta(self.llm_call))
             self._streaming = cached
         return cached[1]
+    max_tool_calls_per_turn: int | None = 16
+    """Calls of one reply that run, at most; the rest get an error result. None: no limit."""
+    request_guard: Callable[[list[dict[str, Any]], list[dict[str, Any]]],
+                            tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]] = field(
+        default_factory=RequestGuard)
+    """``guard(messages, tools) -> (messages, tools, repairs)`` run on every request before ``llm_call``."""
 
 
 @dataclass
@@ -188,6 +207,8 @@ class _Run:
         self.taken_ids = {
             call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
         }
+        self.has_excluded = any(getattr(m, "excluded", None) for m in history)
+        self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -272,11 +293,16 @@ class _Run:
 
     def request_model(self, tools_enabled: bool) -> AssistantMessage:
         config = self.config
-        context = self.history if config.prepare_context is None else config.prepare_context(self.history)
+        history = [m for m in self.history if not getattr(m, "excluded", None)] if self.has_excluded \
+            else self.history
+        context = history if config.prepare_context is None else config.prepare_context(history)
         messages = config.format_messages(context)
-        if config.system_prompt:
-            messages = [{"role": "system", "content": config.system_prompt}, *messages]
+        if self.system is not None:
+            messages = [self.system, *messages]
         tools = config.tools.to_openai() if tools_enabled else []
+        messages, tools, repairs = config.request_guard(messages, tools)
+        if repairs:
+            self.emit(ev.RequestRepairedEvent(turn=self.turns, repairs=repairs))
         logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
                      len(messages), len(tools))
         llm_call: Callable[..., Any] = config.llm_call
@@ -465,6 +491,23 @@ class _Run:
                     self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True))
         return [r for r in results if r is not None], aborted
 
+    def run_capped(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
+        """``run_batch`` on the first ``max_tool_calls_per_turn`` calls; the rest are answered "not run"."""
+        cap = self.config.max_tool_calls_per_turn
+        if cap is None or len(calls) <= cap:
+            return self.run_batch(calls)
+        results, aborted = self.run_batch(calls[:cap])
+        logger.warning("run %s: reply has %d tool calls; only the first %d run", self.run_id, len(calls), cap)
+        for call in calls[cap:]:
+            result = AgentToolResult.error(
+                f"Tool {call.name!r} was not run: at most {cap} tool calls run per turn and this reply had "
+                f"{len(calls)}. Send the calls still needed in your next reply."
+            )
+            self.emit(ev.ToolExecutionStartEvent(tool_call=call))
+            self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=True))
+            results.append(result)
+        return results, aborted
+
     def answer_calls(self, reply: AssistantMessage, results: list[AgentToolResult]) -> None:
         """Append the assistant message (its events were sent when it arrived) and one result per call."""
         self.history.append(reply)
@@ -518,6 +561,8 @@ class _Run:
                     self.history.append(reply)
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
                     status = "completed" if tools_enabled else "max_turns"
+                    if reply.finish_reason in _CUT:
+                        status = "truncated"
                     break
                 if last:
                     results = [
@@ -528,7 +573,7 @@ class _Run:
                     ]
                     aborted = False
                 else:
-                    results, aborted = self.run_batch(reply.tool_calls)
+                    results, aborted = self.run_capped(reply.tool_calls)
                 self.answer_calls(reply, results)
                 self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                           tool_calls=len(reply.tool_calls)))
@@ -561,6 +606,10 @@ class _Run:
             status, error = "error", exc
             self.error("llm_call", exc)
             answer = AssistantMessage([TextContent(f"Error: {exc}")])
+        except InvalidRequestError as exc:
+            status, error = "error", exc
+            self.error("request", exc)
+            answer = AssistantMessage([TextContent(f"Error: the request could not be made valid: {exc}")])
         except Exception as exc:  # a bug of ours or of a callback: report, never raise
             status, error = "error", exc
             self.error("agent", exc)
@@ -568,6 +617,11 @@ class _Run:
         finally:
             if self.own_executor is not None:
                 self.own_executor.shutdown(wait=False, cancel_futures=True)
+        if status == "error":
+            reason = f"run {self.run_id} failed: {type(error).__name__}: {error}"[:500]
+            for added in self.history[self.start_len:]:
+                if hasattr(added, "excluded"):
+                    added.excluded = reason
         self.emit(
             ev.AgentEndEvent(status=status, turns=self.turns, duration_seconds=time.monotonic() - started,
                              usage=dict(self.usage))

@@ -18,10 +18,12 @@ Normalisation rules (one each, documented here):
 * assistant ``content`` missing, ``null`` and ``""`` all mean "no text"; written
   back as ``null`` when the turn has tool calls, else ``""``;
 * tool-call ``arguments`` are always written as a JSON string (characters kept,
-  no ``\\u`` escapes); a call whose arguments were unusable is written with
+  no ``\\u`` escapes; values JSON cannot carry, such as ``NaN``, are replaced as
+  in ``yiemagent.jsonsafe``); a call whose arguments were unusable is written with
   ``"{}"`` and its original text kept in ``ToolCall.raw_arguments``;
 * unknown keys on an assistant message (``refusal``, ``audio``, ...) are kept in
-  ``AssistantMessage.extra`` and written back unchanged.
+  ``AssistantMessage.extra``; ``to_openai`` writes them back unchanged, the
+  agent's formatter leaves them out unless ``send_extra=True``.
 
 Fields marked "yiemagent-side" have no place in the OpenAI format; they do not
 take part in equality, so ``from_openai(to_openai(m)) == m``.
@@ -42,7 +44,9 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from dataclasses_json import DataClassJsonMixin, config
 
+from .arguments import parse_arguments
 from .exceptions import FormatError
+from .jsonsafe import dumps_strict
 
 __all__ = [
     "AssistantMessage",
@@ -152,7 +156,7 @@ class ToolCall(DataClassJsonMixin):
         return {
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": json.dumps(self.arguments, ensure_ascii=False)},
+            "function": {"name": self.name, "arguments": dumps_strict(self.arguments)},
         }
 
 
@@ -206,6 +210,8 @@ class UserMessage(DataClassJsonMixin):
     content: list[TextContent | ImageContent] = field(default_factory=list, metadata=_PARTS_FIELD)
     name: str | None = None
     """OpenAI ``name`` of the participant, or None."""
+    excluded: str | None = field(default=None, compare=False)
+    """yiemagent-side: why this message is left out of what is sent to the model (its run failed), or None."""
     role: Literal["user"] = "user"
 
     if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
@@ -237,6 +243,8 @@ class AssistantMessage(DataClassJsonMixin):
     """yiemagent-side: the response's ``finish_reason`` (``stop``, ``tool_calls``, ``length``)."""
     usage: dict[str, Any] | None = field(default=None, compare=False)
     """yiemagent-side: the response's ``usage`` (token counts), if reported."""
+    excluded: str | None = field(default=None, compare=False)
+    """yiemagent-side: why this message is left out of what is sent to the model (its run failed), or None."""
     role: Literal["assistant"] = "assistant"
 
     if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
@@ -274,6 +282,8 @@ class ToolResultMessage(DataClassJsonMixin):
     """yiemagent-side: True when the tool failed (MCP ``isError``, a raise, a block)."""
     details: Any = field(default=None, compare=False, metadata=config(encoder=_jsonable))
     """yiemagent-side: data for the application, never sent to the model (state keeps JSON values)."""
+    excluded: str | None = field(default=None, compare=False)
+    """yiemagent-side: why this message is left out of what is sent to the model (its run failed), or None."""
     role: Literal["tool"] = "tool"
 
     if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
@@ -450,8 +460,6 @@ def _user_parts(content: Any, raw: Any) -> list[TextContent | ImageContent]:
 
 
 def _tool_calls_from_openai(calls: Any, raw: Any) -> list[ToolCall]:
-    from .tool_calls import parse_arguments  # local import: tool_calls imports this module
-
     if calls is None:
         return []
     if not isinstance(calls, list):

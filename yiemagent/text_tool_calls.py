@@ -109,7 +109,7 @@ def repair_json_object(text: str) -> tuple[dict[str, Any], str] | None:
         return None
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return (value, "; ".join(notes)) if isinstance(value, dict) else None
 
@@ -119,7 +119,7 @@ def _object_at(text: str, pos: int, *, repair: bool, stop: str | None = None) ->
     try:
         value, end = _decoder.raw_decode(text, pos)
         return value, end, None
-    except ValueError:
+    except (ValueError, RecursionError):
         if not repair:
             return None
     end = text.find(stop, pos) if stop else -1
@@ -244,7 +244,7 @@ def _xml_value(raw: str) -> Any:
     value = value[:-1] if value.endswith("\n") else value
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 
@@ -384,7 +384,7 @@ def _pythonic(text: str, names: Names, truncated: bool) -> tuple[str, list[TextC
         return None
     try:
         tree = ast.parse(stripped, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep nesting raises the last two
         return None
     if not isinstance(tree.body, ast.List):
         return None
@@ -396,7 +396,7 @@ def _pythonic(text: str, names: Names, truncated: bool) -> tuple[str, list[TextC
             return None
         try:
             arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg}
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return None
         calls.append(TextCall(node.func.id, arguments))
     return ("", calls) if calls else None
@@ -428,7 +428,10 @@ def find_text_calls(text: str, names: Names = None, *, truncated: bool = False) 
         text holds none.
     """
     for recognise in _RECOGNISERS:
-        found = recognise(text, names, truncated)
+        try:
+            found = recognise(text, names, truncated)
+        except RecursionError:  # nesting deeper than any call: this shape does not hold a call
+            continue
         if found is not None and found[1]:
             return found
     return text, []

@@ -26,7 +26,9 @@ Rules:
   (all ``{}``). Unambiguous repairs (a trailing comma, missing final braces)
   are applied and noted in ``ToolCall.note``; glued objects (``{..}{..}``) are
   split into separate calls when every part parses. Anything else, and any
-  call cut off by ``finish_reason: "length"``, gets ``arguments == {}``, an
+  call cut off in a reply cut short (``finish_reason`` ``"length"``, or
+  ``"incomplete"`` for a stream that ended without one: no repair is tried),
+  gets ``arguments == {}``, an
   ``error`` telling the model what was wrong, and ``raw_arguments``;
 * ids: missing, empty and duplicate ids (also ids already in the history)
   get unique ids (``call_0``, ``call_x_2`` ...); given ids are kept;
@@ -46,60 +48,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from .arguments import parse_arguments, parse_arguments_noted
 from .exceptions import ToolCallFormatError
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
-from .text_tool_calls import TextCall, find_text_calls, repair_json_object, split_reasoning
+from .text_tool_calls import TextCall, find_text_calls, split_reasoning
 
-__all__ = ["extract_tool_calls", "parse_arguments", "parse_response"]
+__all__ = ["extract_tool_calls", "parse_arguments", "parse_arguments_noted", "parse_response"]
 
 _decoder = json.JSONDecoder()
-
-
-def parse_arguments(raw: Any, *, repair: bool = True) -> tuple[dict[str, Any], str | None]:
-    """Parse tool-call ``arguments`` as a server sent them.
-
-    Args:
-        raw: a JSON object (dict), a JSON string, or None / ``""`` / whitespace /
-            ``"null"`` (no arguments). A string holding a JSON object string
-            (double-encoded) is decoded twice.
-        repair: apply unambiguous repairs (trailing comma, missing final braces).
-
-    Returns:
-        ``(arguments, error)``: a dict and None, or ``{}`` and a one-line reason.
-        Use ``parse_arguments_noted`` to learn whether a repair was applied.
-    """
-    arguments, error, _ = parse_arguments_noted(raw, repair=repair)
-    return arguments, error
-
-
-def parse_arguments_noted(raw: Any, *, repair: bool = True) -> tuple[dict[str, Any], str | None, str | None]:
-    """Like ``parse_arguments``, plus a note naming any repair applied."""
-    if raw is None:
-        return {}, None, None
-    if isinstance(raw, dict):
-        return raw, None, None
-    if not isinstance(raw, str):
-        return {}, f"arguments must be a JSON object, got {type(raw).__name__}", None
-    text = raw.strip()
-    if not text or text == "null":
-        return {}, None, None
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        repaired = repair_json_object(text) if repair else None
-        if repaired is not None:
-            return repaired[0], None, repaired[1]
-        where = f"{exc.msg} at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return {}, f"arguments are not valid JSON ({where})", None
-    if isinstance(value, str):  # double-encoded: "\"{\\\"a\\\": 1}\""
-        if value.strip()[:1] == "{":
-            return parse_arguments_noted(value, repair=repair)
-        return {}, "arguments must be a JSON object, got a JSON string", None
-    if value is None:
-        return {}, None, None
-    if not isinstance(value, dict):
-        return {}, f"arguments must be a JSON object, got JSON {type(value).__name__}", None
-    return value, None, None
 
 
 def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
@@ -110,7 +66,7 @@ def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
     while pos < len(text):
         try:
             value, pos = _decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(value, dict):
             return None
@@ -327,8 +283,8 @@ def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> l
             error = piece.error or error
             if not error and not piece.name:
                 error = "the tool call has no function name"
-            if error and truncated and "cut off" not in error:
-                error = "the call was cut off by the token limit (finish_reason 'length'); " + error
+            if error and truncated and "cut off" not in error:  # never repaired, never run with defaults
+                error = "the call was cut off (the reply ended early: token limit or an interrupted stream); " + error
             raw_text = None
             if error:
                 error += "; the tool was not run. Send the call again with a complete, smaller JSON object."
@@ -357,11 +313,25 @@ def parse_response(
         a unique ``id``; unusable ones carry ``error``), ``finish_reason``, ``usage``.
 
     Raises:
-        ToolCallFormatError: the reply is not a recognised shape.
+        ToolCallFormatError: the reply is not a recognised shape (the only
+            exception raised, for any input: also for nesting too deep to read).
     """
     if not isinstance(response, dict):
         raise ToolCallFormatError(f"a model reply must be a JSON object, not {type(response).__name__}",
                                   raw=response)
+    try:
+        return _parse(response, taken_ids, tool_names)
+    except ToolCallFormatError:
+        raise
+    except RecursionError:
+        raise ToolCallFormatError("the reply is nested too deeply to read", raw=response) from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # a shape no recogniser expects
+        raise ToolCallFormatError(f"the reply has an unreadable shape ({type(exc).__name__}: {exc})",
+                                  raw=response) from exc
+
+
+def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Collection[str] | None
+           ) -> AssistantMessage:
     parsed = None
     for shape in _SHAPES:
         parsed = shape(response)
@@ -377,7 +347,7 @@ def parse_response(
         parsed.usage = response["usage"]
     elif isinstance(response.get("usageMetadata"), dict):
         parsed.usage = response["usageMetadata"]
-    truncated = parsed.finish_reason == "length"
+    truncated = parsed.finish_reason in ("length", "incomplete")  # incomplete: a stream ended early
     text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
     if thought:
         parsed.reasoning.append(ReasoningContent(thought))

@@ -1,0 +1,536 @@
+"""The request guard: every request sent to a model is one a strict OpenAI endpoint accepts.
+
+``RequestGuard()(messages, tools) -> (messages, tools, repairs)`` runs in the
+agent loop right before each ``llm_call``, on exactly what goes out (after
+``prepare_context``, ``format_messages`` and the system prompt, user versions
+included). It checks the request, repairs what it can and lists every repair
+(the loop reports them in a ``request_repaired`` event); what it cannot repair
+raises ``InvalidRequestError`` before anything is sent. The input dicts are
+never changed: a repaired message is a new dict.
+
+Repairs, message by message:
+
+* keys a strict endpoint does not know are dropped (assistant: only
+  ``role, content, tool_calls, name, refusal, reasoning_content, reasoning``;
+  user/system: ``role, content, name``; tool: ``role, tool_call_id, content``);
+* ``content``: ``None`` where text is required becomes ``""``; a list of
+  parts keeps text parts (and ``image_url`` parts in user messages) and an
+  empty list becomes ``""``; anything else becomes its text; assistant
+  ``content: null`` stays only with ``tool_calls``;
+* ``tool_calls``: an empty list is removed; each call gets exactly
+  ``{"id", "type": "function", "function": {"name", "arguments"}}``; a
+  missing or empty id gets one; ``arguments`` becomes a JSON object text
+  (an object is serialised, anything else is ``"{}"``);
+* a tool-call name breaking ``^[a-zA-Z0-9_-]{1,64}$`` (``web.search``,
+  ``get weather now``) is replaced by a valid one (bad characters become
+  ``_``) and the call's result text starts with a note naming the original,
+  so the model still learns which name was wrong;
+* strings that JSON cannot carry (lone surrogates) are fixed
+  (``yiemagent.jsonsafe``); a message ``name`` is made valid or dropped.
+
+Repairs of the order (only a tool message right after the assistant message
+that called it is valid, and every call needs its result):
+
+* a tool message whose call is not in the assistant message right before its
+  block (orphaned, e.g. by a sliding window) is dropped; a result found later
+  in the request is moved to its call;
+* a call without a result gets one saying no result is in the context;
+* results are put in the order of the calls; a second result for one call is
+  dropped; an id used twice in the request is renamed (with its result).
+
+Tools: a parameters schema that is not an object schema becomes
+``{"type": "object", "properties": {}}``; an array schema without ``items``
+at any depth gets ``"items": {}`` (OpenAI: "array schema missing items");
+values JSON cannot carry are replaced. A tool name breaking the pattern, two
+tools with one name, or a tool that is not a function object cannot be
+repaired (the model's call could not be mapped back) and raise.
+
+Cost: a message dict is checked once (the guard remembers dicts by identity,
+like the formatter); a request that only grew since the previous one is
+checked from where the previous one ended.
+
+Spec: OpenAI Chat Completions ``messages`` and ``tools``; RFC 8259.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import operator
+import re
+from typing import Any
+
+from .exceptions import InvalidRequestError
+from .jsonsafe import dumps_strict, is_clean_text, json_safe, loads_strict
+
+__all__ = ["NAME_PATTERN", "RequestGuard", "fix_schema", "valid_name"]
+
+logger = logging.getLogger(__name__)
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""Function names OpenAI accepts, in ``tools`` and in ``tool_calls``."""
+_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_KEYS = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset({"role", "content", "tool_calls", "name", "refusal", "reasoning_content", "reasoning"}),
+    "tool": frozenset({"role", "tool_call_id", "content"}),
+}
+_NO_RESULT = ("No result of this call is in the context (it was trimmed or lost); "
+              "call the tool again if you still need it.")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+               "additionalItems", "unevaluatedItems", "unevaluatedProperties")
+
+
+def valid_name(name: Any) -> str:
+    """A name matching ``NAME_PATTERN`` made from ``name`` (bad characters become ``_``, cut to 64)."""
+    text = _BAD_CHARS.sub("_", name if isinstance(name, str) else str(name)).strip("_")[:64]
+    return text or "unnamed_tool"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value if is_clean_text(value) else str(json_safe(value))
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else dumps_strict(value)
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def fix_schema(schema: Any) -> tuple[dict[str, Any], list[str]]:
+    """Return an OpenAI-acceptable ``parameters`` object schema and the repairs made.
+
+    ``schema`` is not changed. Rules: not an object schema -> ``{"type":
+    "object", "properties": {}}``; ``type`` other than ``"object"`` at the top
+    -> object; every array schema without ``items`` at any depth (under
+    ``properties``, ``items``, ``anyOf``..., ``$defs``) gets ``"items": {}``;
+    values JSON cannot carry are replaced (``yiemagent.jsonsafe``).
+    """
+    repairs: list[str] = []
+    if not isinstance(schema, dict):
+        what = type(schema).__name__
+        return {"type": "object", "properties": {}}, [f"parameters {what} replaced by an object schema"]
+    try:
+        json.dumps(schema, allow_nan=False)
+        out: dict[str, Any] = json.loads(json.dumps(schema))
+    except (TypeError, ValueError, RecursionError):
+        out = json_safe(schema)
+        repairs.append("values JSON cannot carry replaced in parameters")
+    kind: Any = out.get("type")
+    if kind != "object":
+        if not (isinstance(kind, list) and "object" in kind) and kind is not None:
+            repairs.append(f"parameters type {kind!r} replaced by 'object'")
+            out = {k: v for k, v in out.items() if k in ("description", "title", "$defs", "definitions")}
+        out["type"] = "object"
+    if not isinstance(out.get("properties"), dict):
+        out["properties"] = {}
+    stack: list[tuple[Any, str]] = [(out, "")]
+    while stack:  # iterative: deep schemas cannot exhaust the Python stack
+        node, path = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if (kind == "array" or (isinstance(kind, list) and "array" in kind)) and "items" not in node:
+            node["items"] = {}
+            repairs.append(f"array schema at {path or '/'} given items {{}}")
+        for key in _SCHEMA_MAPS:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.extend((v, f"{path}/{key}/{k}") for k, v in sub.items())
+        for key in _SCHEMA_LISTS:
+            sub = node.get(key)
+            if isinstance(sub, list):
+                stack.extend((v, f"{path}/{key}/{i}") for i, v in enumerate(sub))
+        for key in _SCHEMA_ONE:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.append((sub, f"{path}/{key}"))
+            elif isinstance(sub, list) and key == "items":  # draft-4 tuple form
+                stack.extend((v, f"{path}/items/{i}") for i, v in enumerate(sub))
+    return out, repairs
+
+
+# --------------------------------------------------------------------------- one message
+
+
+def _parts(content: list[Any], allow_images: bool, where: str, repairs: list[str]) -> str | list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    changed = False
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str) and set(part) == {"type", "text"} \
+                and is_clean_text(part["text"]):
+            out.append(part)
+        elif kind == "text" and isinstance(part, dict):
+            out.append({"type": "text", "text": _text(part.get("text"))})
+            changed = True
+        elif allow_images and kind == "image_url" and isinstance(part.get("image_url"), dict) \
+                and isinstance(part["image_url"].get("url"), str) and part["image_url"]["url"]:
+            image = {"url": _text(part["image_url"]["url"])}
+            if part["image_url"].get("detail") in ("low", "high", "auto"):
+                image["detail"] = part["image_url"]["detail"]
+            out.append({"type": "image_url", "image_url": image})
+            changed = changed or image != part["image_url"] or set(part) != {"type", "image_url"}
+        elif isinstance(part, str):
+            out.append({"type": "text", "text": _text(part)})
+            changed = True
+        else:
+            text = part.get("text") if isinstance(part, dict) and isinstance(part.get("text"), str) else None
+            out.append({"type": "text", "text": _text(text) if text is not None else f"[{kind or 'part'} omitted]"})
+            changed = True
+    if not out:
+        repairs.append(f"{where}: empty content list replaced by ''")
+        return ""
+    if changed:
+        repairs.append(f"{where}: content parts made valid")
+    if not allow_images:  # system, assistant and tool content: plain text is accepted everywhere
+        return "".join(p["text"] for p in out)
+    return out if changed else content
+
+
+def _content(message: dict[str, Any], role: str, where: str, repairs: list[str]) -> Any:
+    content = message.get("content")
+    if isinstance(content, str):
+        if is_clean_text(content):
+            return content
+        repairs.append(f"{where}: text JSON cannot carry fixed")
+        return _text(content)
+    if content is None:
+        if role == "assistant":
+            return None
+        repairs.append(f"{where}: content missing or null replaced by ''")
+        return ""
+    if isinstance(content, list):
+        if role == "assistant" and all(isinstance(p, dict) and p.get("type") == "refusal" for p in content) \
+                and content:
+            return content
+        return _parts(content, role == "user", where, repairs)
+    repairs.append(f"{where}: content {type(content).__name__} replaced by its text")
+    return _text(content)
+
+
+def _call(call: Any, index: int, where: str, repairs: list[str]) -> tuple[dict[str, Any], str | None]:
+    """One tool call in exact form; returns (call, original name if it was replaced)."""
+    fn = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(fn, dict):
+        fn = call if isinstance(call, dict) else {}
+    call_id = call.get("id") if isinstance(call, dict) else None
+    if not isinstance(call_id, str) or not call_id or not is_clean_text(call_id):
+        repairs.append(f"{where}: tool call {index} without a usable id given one")
+        call_id = ""  # filled in by the order pass (it must be unique in the request)
+    name = fn.get("name")
+    renamed = None
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        renamed = name if isinstance(name, str) else str(name)
+        name = valid_name(name)
+        repairs.append(f"{where}: tool call name {renamed!r} is not valid; sent as {name!r}")
+    arguments = fn.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            ok = isinstance(loads_strict(arguments), dict) and is_clean_text(arguments)
+        except ValueError:
+            ok = False
+        if not ok:
+            repairs.append(f"{where}: tool call {name!r} arguments are not a JSON object; sent as '{{}}'")
+            arguments = "{}"
+    elif isinstance(arguments, dict):
+        arguments = dumps_strict(arguments)
+        repairs.append(f"{where}: tool call {name!r} arguments object serialised")
+    else:
+        if arguments is not None:
+            repairs.append(f"{where}: tool call {name!r} arguments {type(arguments).__name__} sent as '{{}}'")
+        arguments = "{}"
+    if isinstance(call, dict) and call_id and renamed is None and arguments is fn.get("arguments") \
+            and call.get("type") == "function" and len(call) == 3 and len(fn) == 2:
+        return call, None  # already exact: the same object (keeps the identity fast paths)
+    out = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    if isinstance(call, dict) and (call.get("type") != "function" or set(call) != {"id", "type", "function"}
+                                   or set(fn) != {"name", "arguments"}) and call_id:
+        repairs.append(f"{where}: tool call {call_id!r} put in exact form")
+    return out, renamed
+
+
+class _Checked:
+    """One message after the per-message checks."""
+
+    __slots__ = ("message", "renamed", "repairs")
+
+    def __init__(self, message: dict[str, Any], repairs: list[str], renamed: dict[int, str]) -> None:
+        self.message = message
+        self.repairs = repairs
+        self.renamed = renamed
+        """Call index -> original name, for calls whose name was replaced."""
+
+
+def _check_message(message: Any, index: int) -> _Checked:
+    where = f"messages[{index}]"
+    if not isinstance(message, dict):
+        raise InvalidRequestError(f"{where}: a message must be a dict, not {type(message).__name__}")
+    role = message.get("role")
+    if role not in _ROLES:
+        raise InvalidRequestError(f"{where}: unknown role {role!r} (expected one of {sorted(_ROLES)})")
+    repairs: list[str] = []
+    out: dict[str, Any] = {"role": role}
+    dropped = sorted(str(k) for k in message if k not in _KEYS[role])
+    if dropped:
+        repairs.append(f"{where}: unknown keys {', '.join(dropped)} not sent")
+    renamed: dict[int, str] = {}
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        out["tool_call_id"] = call_id if isinstance(call_id, str) else ""
+    out["content"] = _content(message, role, where, repairs)
+    if "name" in message and role != "tool":
+        name = message["name"]
+        if isinstance(name, str) and NAME_PATTERN.match(name):
+            out["name"] = name
+        elif name is not None:
+            fixed = _BAD_CHARS.sub("_", str(name)).strip("_")[:64]
+            repairs.append(f"{where}: name {name!r} " + (f"sent as {fixed!r}" if fixed else "not sent"))
+            if fixed:
+                out["name"] = fixed
+    if role == "assistant":
+        for key in ("reasoning_content", "reasoning", "refusal"):
+            value = message.get(key)
+            if isinstance(value, str) and is_clean_text(value):
+                out[key] = value
+            elif value is not None:
+                repairs.append(f"{where}: {key} that is not text not sent")
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            fixed_calls = []
+            for i, call in enumerate(calls):
+                fixed_call, original = _call(call, i, where, repairs)
+                if original is not None:
+                    renamed[i] = original
+                fixed_calls.append(fixed_call)
+            out["tool_calls"] = calls if all(map(operator.is_, fixed_calls, calls)) else fixed_calls
+        elif calls is not None:
+            repairs.append(f"{where}: empty or invalid tool_calls removed")
+        if out["content"] is None and "tool_calls" not in out:
+            out["content"] = ""
+    same = not repairs and len(out) == len(message) and all(message.get(k) is v for k, v in out.items())
+    return _Checked(message if same else out, repairs, renamed)
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+class RequestGuard:
+    """Checks and repairs each request right before it is sent (see the module docstring).
+
+    One guard belongs to one agent (it remembers the dicts it checked, by
+    identity, as the formatter does); it is not for use from several threads
+    at once.
+    """
+
+    def __init__(self) -> None:
+        self._checked: dict[int, tuple[Any, _Checked]] = {}
+        self._tools: dict[int, tuple[Any, Any, list[str]]] = {}
+        self._prev: tuple[list[Any], list[dict[str, Any]], set[str], list[str]] | None = None
+
+    def _check(self, message: Any, index: int) -> _Checked:
+        hit = self._checked.get(id(message))
+        if hit is not None and hit[0] is message:
+            if hit[1].repairs:
+                # repairs name their position: redo them so the event says where they are now
+                return _check_message(message, index)
+            return hit[1]
+        checked = _check_message(message, index)
+        self._checked[id(message)] = (message, checked)
+        return checked
+
+    def check_tools(self, tools: Any) -> tuple[list[dict[str, Any]], list[str]]:
+        """Return valid OpenAI function tools and the repairs made.
+
+        Raises:
+            InvalidRequestError: ``tools`` is not a list of function tools, a
+                name breaks ``^[a-zA-Z0-9_-]{1,64}$``, or two tools share a name.
+        """
+        if tools is None:
+            return [], []
+        if not isinstance(tools, list):
+            raise InvalidRequestError(f"tools must be a list, not {type(tools).__name__}")
+        out: list[dict[str, Any]] = []
+        repairs: list[str] = []
+        names: set[str] = set()
+        for i, spec in enumerate(tools):
+            fn = spec.get("function") if isinstance(spec, dict) else None
+            if not isinstance(fn, dict) or spec.get("type", "function") != "function":
+                raise InvalidRequestError(f"tools[{i}] is not a function tool "
+                                          "({'type': 'function', 'function': {...}})")
+            name = fn.get("name")
+            if not isinstance(name, str) or not NAME_PATTERN.match(name):
+                raise InvalidRequestError(f"tools[{i}]: function name {name!r} does not match "
+                                          f"{NAME_PATTERN.pattern} (rename the tool)")
+            if name in names:
+                raise InvalidRequestError(f"tools[{i}]: two tools are named {name!r}")
+            names.add(name)
+            params = fn.get("parameters")
+            hit: tuple[Any, Any, list[str]] | None = self._tools.get(id(params))
+            if hit is None or hit[0] is not params:
+                fixed, fixes = fix_schema(params)
+                hit = (params, fixed if fixes or not isinstance(params, dict) else params, fixes)
+                if len(self._tools) > 4096:
+                    self._tools.clear()
+                self._tools[id(params)] = hit
+            repairs.extend(f"tool {name!r}: {r}" for r in hit[2])
+            new_fn: dict[str, Any] = {"name": name, "parameters": hit[1]}
+            description = fn.get("description")
+            if description is not None:
+                new_fn["description"] = _text(description)
+            if isinstance(fn.get("strict"), bool):
+                new_fn["strict"] = fn["strict"]
+            if hit[2] or new_fn.get("description") is not description or set(fn) - set(new_fn) \
+                    or set(spec) != {"type", "function"}:
+                out.append({"type": "function", "function": new_fn})
+            else:
+                out.append(spec)
+        return out, repairs
+
+    def __call__(self, messages: Any, tools: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                                  list[str]]:
+        """Check and repair one request.
+
+        Args:
+            messages: the OpenAI chat messages about to be sent.
+            tools: the OpenAI function tools about to be sent (or None).
+
+        Returns:
+            ``(messages, tools, repairs)``: what to send instead (new lists;
+            unchanged dicts are the same objects) and one line per repair
+            (``[]`` when the request was valid as it was).
+
+        Raises:
+            InvalidRequestError: the request cannot be repaired (no messages,
+                a message that is not a dict or has an unknown role, an
+                invalid tool name).
+        """
+        if not isinstance(messages, list):
+            raise InvalidRequestError(f"messages must be a list, not {type(messages).__name__}")
+        if not messages:
+            raise InvalidRequestError("a request needs at least one message")
+        fixed_tools, tool_repairs = self.check_tools(tools)
+        prev = self._prev
+        self._prev = None
+        if prev is not None and len(prev[0]) < len(messages) and prev[0] == messages[:len(prev[0])]:
+            start, out, seen, repairs = len(prev[0]), list(prev[1]), prev[2], list(prev[3])
+        else:
+            start, out, seen, repairs = 0, [], set(), []
+        clean_end = self._order(messages, start, out, seen, repairs)
+        if len(self._checked) > 2 * len(messages) + 256:
+            live = {id(m) for m in messages}
+            self._checked = {k: v for k, v in self._checked.items() if k in live}
+        if clean_end:
+            self._prev = (list(messages), out, seen, list(repairs))
+        if repairs or tool_repairs:
+            logger.info("request repaired: %s", "; ".join([*repairs, *tool_repairs]))
+        return list(out), fixed_tools, [*repairs, *tool_repairs]
+
+    def _order(self, messages: list[Any], start: int, out: list[dict[str, Any]], seen: set[str],
+               repairs: list[str]) -> bool:
+        """Append the messages from ``start`` to ``out`` in a valid order; True if the end can be extended."""
+        n = len(messages)
+        consumed: set[int] = set()
+        clean_end = True
+        i = start
+        while i < n:
+            if i in consumed:
+                i += 1
+                continue
+            checked = self._check(messages[i], i)
+            repairs.extend(checked.repairs)
+            message = checked.message
+            role = message["role"]
+            if role == "tool":
+                repairs.append(f"messages[{i}]: tool message for {message.get('tool_call_id')!r} has no call "
+                               "right before it; not sent")
+                i += 1
+                continue
+            if role != "assistant" or not message.get("tool_calls"):
+                out.append(message)
+                clean_end = True
+                i += 1
+                continue
+            # an assistant message with calls, and the block of tool messages right after it
+            j = i + 1
+            block: list[tuple[int, dict[str, Any]]] = []
+            while j < n and isinstance(messages[j], dict) and messages[j].get("role") == "tool":
+                if j not in consumed:
+                    tool_checked = self._check(messages[j], j)
+                    repairs.extend(tool_checked.repairs)
+                    block.append((j, tool_checked.message))
+                j += 1
+            calls = message["tool_calls"]
+            new_calls = []
+            results: list[dict[str, Any]] = []
+            used: set[int] = set()
+            picked: list[int] = []
+            synthesized = False
+            for k, call in enumerate(calls):
+                original_id = call["id"]
+                call_id = original_id
+                if not call_id or call_id in seen:
+                    base = call_id or f"call_{len(seen)}"
+                    n_try = 2
+                    call_id = base if base not in seen else f"{base}_{n_try}"
+                    while call_id in seen:
+                        n_try += 1
+                        call_id = f"{base}_{n_try}"
+                    if original_id:
+                        repairs.append(f"messages[{i}]: tool call id {original_id!r} used twice; "
+                                       f"sent as {call_id!r}")
+                seen.add(call_id)
+                if call_id != original_id:
+                    call = {**call, "id": call_id}
+                new_calls.append(call)
+                result = None
+                for pos, (_, tool) in enumerate(block):
+                    if pos not in used and original_id and tool["tool_call_id"] == original_id:
+                        used.add(pos)
+                        picked.append(pos)
+                        result = tool
+                        break
+                if result is None and original_id:
+                    for later in range(j, n):
+                        candidate = messages[later]
+                        if later not in consumed and isinstance(candidate, dict) and candidate.get("role") == "tool" \
+                                and candidate.get("tool_call_id") == original_id:
+                            consumed.add(later)
+                            later_checked = self._check(candidate, later)
+                            repairs.extend(later_checked.repairs)
+                            result = later_checked.message
+                            repairs.append(f"messages[{later}]: result of {original_id!r} moved to its call")
+                            break
+                if result is None:
+                    synthesized = True
+                    repairs.append(f"messages[{i}]: tool call {call_id!r} has no result; one was added")
+                    result = {"role": "tool", "tool_call_id": call_id, "content": _NO_RESULT}
+                if result["tool_call_id"] != call_id:
+                    result = {**result, "tool_call_id": call_id}
+                original_name = checked.renamed.get(k)
+                if original_name is not None and original_name not in str(result["content"]):
+                    note = (f"[The tool name {original_name!r} is not a valid tool name; it was sent back as "
+                            f"{call['function']['name']!r}.] ")
+                    content = result["content"]
+                    result = {**result, "content": note + content if isinstance(content, str)
+                              else [{"type": "text", "text": note}, *content]}
+                results.append(result)
+            if picked != sorted(picked):
+                repairs.append(f"messages[{i}]: tool results put in the order of the calls")
+            for pos, (index, tool) in enumerate(block):
+                if pos not in used:
+                    repairs.append(f"messages[{index}]: tool message for {tool['tool_call_id']!r} does not answer "
+                                   "a call of the assistant message before it; not sent")
+            if any(a is not b for a, b in zip(new_calls, calls, strict=True)):
+                message = {**message, "tool_calls": new_calls}
+            out.append(message)
+            out.extend(results)
+            clean_end = not synthesized
+            i = j
+        return clean_end
