@@ -60,8 +60,8 @@ from .messages import (
     ToolResultMessage,
     UserMessage,
     from_openai,
-    message_from_dict,
     message_to_dict,
+    messages_from_dicts,
     to_openai,
 )
 from .store import ConversationStore
@@ -707,13 +707,19 @@ class Agent:
         """
         try:
             data = json.loads(state)
-            history = [message_from_dict(m) for m in data["history"]]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
+        if not isinstance(data, dict) or "history" not in data:
+            raise FormatError("not a saved agent state: no history", raw=state)
+        history = messages_from_dicts(data["history"])  # FormatError for anything tampered
+        usage = data.get("usage") or {}
+        if not isinstance(usage, dict) or not isinstance(data.get("system_prompt", ""), (str, type(None))):
+            raise FormatError("not a saved agent state: usage must be an object, system_prompt a string",
+                              raw=state)
         kwargs.setdefault("system_prompt", data.get("system_prompt"))
         agent = cls(llm_call, **kwargs)
         agent.history = history
-        agent.usage = dict(data.get("usage") or {})
+        agent.usage = dict(usage)
         return agent
 
     def shutdown(

@@ -125,10 +125,12 @@ def fix_schema(schema: Any) -> tuple[dict[str, Any], list[str]]:
     kind: Any = out.get("type")
     if kind != "object":
         if not (isinstance(kind, list) and "object" in kind) and kind is not None:
-            repairs.append(f"parameters type {kind!r} replaced by 'object'")
             out = {k: v for k, v in out.items() if k in ("description", "title", "$defs", "definitions")}
+        repairs.append(f"parameters type {kind!r} replaced by 'object'")
         out["type"] = "object"
     if not isinstance(out.get("properties"), dict):
+        if "properties" in out:
+            repairs.append("parameters properties that is not an object replaced by {}")
         out["properties"] = {}
     stack: list[tuple[Any, str]] = [(out, "")]
     while stack:  # iterative: deep schemas cannot exhaust the Python stack
@@ -375,7 +377,7 @@ class RequestGuard:
             hit: tuple[Any, Any, list[str]] | None = self._tools.get(id(params))
             if hit is None or hit[0] is not params:
                 fixed, fixes = fix_schema(params)
-                hit = (params, fixed if fixes or not isinstance(params, dict) else params, fixes)
+                hit = (params, fixed if fixes or fixed != params else params, fixes)
                 if len(self._tools) > 4096:
                     self._tools.clear()
                 self._tools[id(params)] = hit
@@ -408,8 +410,9 @@ class RequestGuard:
 
         Raises:
             InvalidRequestError: the request cannot be repaired (no messages,
-                a message that is not a dict or has an unknown role, an
-                invalid tool name).
+                or none left once orphaned tool messages are left out; a
+                message that is not a dict or has an unknown role; an invalid
+                or duplicate tool name).
         """
         if not isinstance(messages, list):
             raise InvalidRequestError(f"messages must be a list, not {type(messages).__name__}")
@@ -423,6 +426,8 @@ class RequestGuard:
         else:
             start, out, seen, repairs = 0, [], set(), []
         clean_end = self._order(messages, start, out, seen, repairs)
+        if not out:
+            raise InvalidRequestError("no message is left to send: " + "; ".join(repairs))
         if len(self._checked) > 2 * len(messages) + 256:
             live = {id(m) for m in messages}
             self._checked = {k: v for k, v in self._checked.items() if k in live}

@@ -62,6 +62,7 @@ __all__ = [
     "from_openai",
     "message_from_dict",
     "message_to_dict",
+    "messages_from_dicts",
     "messages_from_openai",
     "messages_to_openai",
     "to_openai",
@@ -345,15 +346,93 @@ def _plain(value: Any) -> Any:
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
-    """Inverse of ``message_to_dict`` (dispatches on ``role``).
+    """Inverse of ``message_to_dict`` (dispatches on ``role``); every field is type-checked.
 
     Raises:
-        FormatError: unknown role or content type.
+        FormatError: not a saved message: unknown role or content type, or a
+            field of the wrong type (a tampered or foreign state). Never
+            another exception, for any input.
     """
-    cls = _ROLES.get(data.get("role", "")) if isinstance(data, dict) else None
+    cls = _ROLES.get(data.get("role", "")) if isinstance(data, dict) and isinstance(data.get("role"), str) else None
     if cls is None:
         raise FormatError(f"not a saved yiemagent message: {data!r:.100}", raw=data)
-    return cls.from_dict(data)  # type: ignore[no-any-return]
+    problem = _saved_problem(data)
+    if problem:
+        raise FormatError(f"not a saved yiemagent message: {problem}", raw=data)
+    try:
+        return cls.from_dict(data)  # type: ignore[no-any-return]
+    except FormatError:
+        raise
+    except Exception as exc:  # dataclasses-json raises many kinds for bad shapes
+        raise FormatError(f"not a saved yiemagent message: {type(exc).__name__}: {exc}", raw=data) from exc
+
+
+def _opt(value: Any, kind: type | tuple[type, ...]) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _part_problem(part: Any, allowed: tuple[str, ...]) -> str | None:
+    if not isinstance(part, dict) or part.get("type") not in allowed:
+        return f"content part {part!r:.60} is not one of {allowed}"
+    if part["type"] in ("text", "reasoning") and not isinstance(part.get("text"), str):
+        return "a text part without text"
+    if part["type"] == "reasoning" and part.get("field", "reasoning_content") not in ("reasoning_content",
+                                                                                      "reasoning"):
+        return f"reasoning field {part.get('field')!r}"
+    if part["type"] == "image" and not (isinstance(part.get("url"), str) and _opt(part.get("detail"), str)):
+        return "an image part without a url"
+    return None
+
+
+def _saved_problem(data: dict[str, Any]) -> str | None:
+    """What makes ``data`` not a saved message of its role, or None."""
+    role = data["role"]
+    if not _opt(data.get("excluded"), str):
+        return "excluded must be a string or null"
+    if role in ("system", "developer"):
+        return None if isinstance(data.get("content"), str) else "system content must be a string"
+    allowed = {"user": ("text", "image"), "tool": ("text", "image"), "assistant": ("text", "reasoning")}[role]
+    content = data.get("content", [])
+    if not isinstance(content, list):
+        return "content must be a list of parts"
+    for part in content:
+        problem = _part_problem(part, allowed)
+        if problem:
+            return problem
+    if role == "user":
+        return None if _opt(data.get("name"), str) else "name must be a string or null"
+    if role == "tool":
+        if not isinstance(data.get("tool_call_id"), str) or not data["tool_call_id"]:
+            return "a tool result needs a tool_call_id string"
+        if not _opt(data.get("tool_name", ""), str) or not _opt(data.get("is_error", False), bool):
+            return "tool_name must be a string and is_error a boolean"
+        return None
+    calls = data.get("tool_calls", [])
+    if not isinstance(calls, list):
+        return "tool_calls must be a list"
+    for call in calls:
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not isinstance(call.get("name"), str):
+            return f"tool call {call!r:.60} needs string id and name"
+        if not isinstance(call.get("arguments", {}), dict):
+            return "tool call arguments must be an object"
+        if not all(_opt(call.get(k), str) for k in ("error", "raw_arguments", "note")):
+            return "tool call error/raw_arguments/note must be strings or null"
+    if not isinstance(data.get("extra", {}), dict) or not all(isinstance(k, str) for k in data.get("extra", {})):
+        return "extra must be an object"
+    if not _opt(data.get("finish_reason"), str) or not _opt(data.get("usage"), dict):
+        return "finish_reason must be a string and usage an object (or null)"
+    return None
+
+
+def messages_from_dicts(items: Any) -> list[Message]:
+    """A whole saved history (``[message_to_dict(m), ...]``) back to messages.
+
+    Raises:
+        FormatError: ``items`` is not a list of saved messages (never another exception).
+    """
+    if not isinstance(items, list):
+        raise FormatError(f"a saved history must be a list, not {type(items).__name__}", raw=items)
+    return [message_from_dict(item) for item in items]
 
 
 # --------------------------------------------------------------------------- to OpenAI
