@@ -16,14 +16,15 @@ Rules (each one a 400 from some real endpoint):
   ``name`` matches ``^[a-zA-Z0-9_-]{1,64}$``;
 * assistant: ``content`` null only with ``tool_calls``; ``tool_calls`` a
   non-empty list of exactly ``{id, type: "function", function: {name,
-  arguments}}``, ids non-empty and unique in the request, names matching the
+  arguments}}``, ids non-empty, at most 40 characters and unique in the request, names matching the
   pattern, arguments a JSON object text;
 * tool messages come right after the assistant message with their call, one
   per call, in the order of the calls; no call is left unanswered;
 * tools: ``{"type": "function", "function": {"name", "description"?,
   "parameters"?, "strict"?}}``, unique names matching the pattern, parameters
   an object schema (``"type": "object"``) in which every array schema, at any
-  depth, has ``items``.
+  depth, has ``items``, ``required`` is a list of names and every property is a
+  schema; descriptions of at most 1024 characters.
 """
 
 import json
@@ -124,6 +125,7 @@ def validate(messages):
                 assert isinstance(call, dict) and set(call) == {"id", "type", "function"}, \
                     f"{where}: tool call keys {set(call) if isinstance(call, dict) else call!r}"
                 assert isinstance(call["id"], str) and call["id"], f"{where}: empty tool call id"
+                assert len(call["id"]) <= 40, f"{where}: tool call id longer than 40 characters"
                 assert call["id"] not in seen_ids, f"{where}: duplicate tool call id {call['id']!r}"
                 seen_ids.add(call["id"])
                 assert call["type"] == "function"
@@ -144,21 +146,39 @@ def validate(messages):
     assert not pending, f"tool calls {pending} are never answered"
 
 
+_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+        "additionalItems", "unevaluatedItems", "unevaluatedProperties")
+
+
 def _schema_arrays_have_items(schema, where):
+    """Walk the schema as JSON Schema (subschemas only, never data such as enum or default)."""
     stack = [(schema, where)]
     while stack:
         node, path = stack.pop()
-        if isinstance(node, list):
-            stack.extend((v, f"{path}/{i}") for i, v in enumerate(node))
+        if isinstance(node, bool):
             continue
-        if not isinstance(node, dict):
-            continue
+        assert isinstance(node, dict), f"{path}: not a schema: {node!r:.60}"
         kind = node.get("type")
         if kind == "array" or (isinstance(kind, list) and "array" in kind):
             assert "items" in node, f"{path}: array schema missing items"
-        for key, value in node.items():
-            if key not in ("enum", "const", "default", "examples"):
-                stack.append((value, f"{path}/{key}"))
+        if "required" in node:
+            assert isinstance(node["required"], list) and all(isinstance(r, str) for r in node["required"]), \
+                f"{path}: required must be a list of names"
+        for key in _MAPS:
+            if key in node:
+                assert isinstance(node[key], dict), f"{path}/{key}: must be an object"
+                stack.extend((v, f"{path}/{key}/{k}") for k, v in node[key].items())
+        for key in _LISTS:
+            if isinstance(node.get(key), list):
+                stack.extend((v, f"{path}/{key}/{i}") for i, v in enumerate(node[key]))
+        for key in _ONE:
+            sub = node.get(key)
+            if isinstance(sub, (dict, bool)):
+                stack.append((sub, f"{path}/{key}"))
+            elif isinstance(sub, list) and key == "items":
+                stack.extend((v, f"{path}/items/{i}") for i, v in enumerate(sub))
 
 
 def validate_tools(tools):
@@ -175,7 +195,8 @@ def validate_tools(tools):
         assert isinstance(fn.get("name"), str) and NAME.match(fn["name"]), f"{where}: bad name {fn.get('name')!r}"
         assert fn["name"] not in names, f"{where}: duplicate tool name {fn['name']!r}"
         names.add(fn["name"])
-        assert "description" not in fn or isinstance(fn["description"], str)
+        assert "description" not in fn or (isinstance(fn["description"], str) and len(fn["description"]) <= 1024), \
+            f"{where}: description must be text of at most 1024 characters"
         if "parameters" in fn:
             params = fn["parameters"]
             assert isinstance(params, dict) and params.get("type") == "object", \

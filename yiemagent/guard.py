@@ -21,6 +21,8 @@ Repairs, message by message:
   ``{"id", "type": "function", "function": {"name", "arguments"}}``; a
   missing or empty id gets one; ``arguments`` becomes a JSON object text
   (an object is serialised, anything else is ``"{}"``);
+* a tool-call id longer than 40 characters is shortened (stable: a prefix
+  and a hash), with its result;
 * a tool-call name breaking ``^[a-zA-Z0-9_-]{1,64}$`` (``web.search``,
   ``get weather now``) is replaced by a valid one (bad characters become
   ``_``) and the call's result text starts with a note naming the original,
@@ -41,7 +43,9 @@ that called it is valid, and every call needs its result):
 Tools: a parameters schema that is not an object schema becomes
 ``{"type": "object", "properties": {}}``; an array schema without ``items``
 at any depth gets ``"items": {}`` (OpenAI: "array schema missing items");
-values JSON cannot carry are replaced. A tool name breaking the pattern, two
+``required`` that is not a list of names and ``properties`` entries that are
+not schemas are fixed; values JSON cannot carry are replaced; a description
+longer than 1024 characters is cut (OpenAI's limit). A tool name breaking the pattern, two
 tools with one name, or a tool that is not a function object cannot be
 repaired (the model's call could not be mapped back) and raise.
 
@@ -54,6 +58,7 @@ Spec: OpenAI Chat Completions ``messages`` and ``tools``; RFC 8259.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import operator
@@ -69,6 +74,10 @@ logger = logging.getLogger(__name__)
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Function names OpenAI accepts, in ``tools`` and in ``tool_calls``."""
+MAX_ID_CHARS = 40
+"""OpenAI: ``tool_calls[].id`` "string too long. Expected a string with maximum length 40"."""
+MAX_DESCRIPTION_CHARS = 1024
+"""OpenAI: ``tools[].function.description`` "Expected a string with maximum length 1024"."""
 _BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _KEYS = {
@@ -90,6 +99,12 @@ def valid_name(name: Any) -> str:
     """A name matching ``NAME_PATTERN`` made from ``name`` (bad characters become ``_``, cut to 64)."""
     text = _BAD_CHARS.sub("_", name if isinstance(name, str) else str(name)).strip("_")[:64]
     return text or "unnamed_tool"
+
+
+def _short_id(call_id: str) -> str:
+    """A stable id of at most ``MAX_ID_CHARS`` characters for a longer one (prefix and a hash)."""
+    digest = hashlib.sha1(call_id.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"{call_id[:MAX_ID_CHARS - 9]}_{digest}"
 
 
 def _text(value: Any) -> str:
@@ -141,6 +156,31 @@ def fix_schema(schema: Any) -> tuple[dict[str, Any], list[str]]:
         if (kind == "array" or (isinstance(kind, list) and "array" in kind)) and "items" not in node:
             node["items"] = {}
             repairs.append(f"array schema at {path or '/'} given items {{}}")
+        if "required" in node and not (isinstance(node["required"], list)
+                                       and all(isinstance(r, str) for r in node["required"])):
+            required = node.pop("required")
+            if isinstance(required, list) and any(isinstance(r, str) for r in required):
+                node["required"] = [r for r in required if isinstance(r, str)]
+            repairs.append(f"required at {path or '/'} that is not a list of names fixed")
+        for key in _SCHEMA_MAPS:
+            if key in node and not isinstance(node[key], dict):
+                del node[key]
+                if key == "properties":
+                    node["properties"] = {}
+                repairs.append(f"{key} at {path or '/'} that is not an object fixed")
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                for name, value in list(sub.items()):
+                    if not isinstance(value, (dict, bool)):
+                        sub[name] = {}
+                        repairs.append(f"schema at {path}/{key}/{name} that is not a schema replaced by {{}}")
+        for key in (*_SCHEMA_LISTS, "items"):
+            sub = node.get(key)
+            if isinstance(sub, list):
+                for index, value in enumerate(sub):
+                    if not isinstance(value, (dict, bool)):
+                        sub[index] = {}
+                        repairs.append(f"schema at {path}/{key}/{index} that is not a schema replaced by {{}}")
         for key in _SCHEMA_MAPS:
             sub = node.get(key)
             if isinstance(sub, dict):
@@ -385,7 +425,11 @@ class RequestGuard:
             new_fn: dict[str, Any] = {"name": name, "parameters": hit[1]}
             description = fn.get("description")
             if description is not None:
-                new_fn["description"] = _text(description)
+                text = _text(description)
+                if len(text) > MAX_DESCRIPTION_CHARS:
+                    text = text[:MAX_DESCRIPTION_CHARS - 1] + "\u2026"
+                    repairs.append(f"tool {name!r}: description cut to {MAX_DESCRIPTION_CHARS} characters")
+                new_fn["description"] = text
             if isinstance(fn.get("strict"), bool):
                 new_fn["strict"] = fn["strict"]
             if hit[2] or new_fn.get("description") is not description or set(fn) - set(new_fn) \
@@ -480,8 +524,12 @@ class RequestGuard:
             for k, call in enumerate(calls):
                 original_id = call["id"]
                 call_id = original_id
+                if len(call_id) > MAX_ID_CHARS:
+                    call_id = _short_id(call_id)
+                    repairs.append(f"messages[{i}]: tool call id {original_id[:20]!r}... is longer than "
+                                   f"{MAX_ID_CHARS} characters; sent as {call_id!r}")
                 if not call_id or call_id in seen:
-                    base = call_id or f"call_{len(seen)}"
+                    base = (call_id or f"call_{len(seen)}")[:MAX_ID_CHARS - 4]
                     n_try = 2
                     call_id = base if base not in seen else f"{base}_{n_try}"
                     while call_id in seen:

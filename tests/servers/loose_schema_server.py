@@ -8,6 +8,8 @@ Tools (their ``inputSchema`` is sent exactly as written here, as servers built
 from loose zod or OpenAPI specs do):
     tagger   ``{"tags": {"type": "array"}, "meta": {"type": "object", "properties": {"ids": {"type": "array"}}}}``
              (arrays without ``items``, top level and nested; case N02) -> "tagged <len(tags)>"
+    LONG_NAME (70 characters) ``{}`` -> "long ok" (names longer than OpenAI's 64)
+    nothing  ``{}`` -> a result with ``content: []`` (an empty result)
 """
 
 from __future__ import annotations
@@ -25,14 +27,26 @@ TAGGER_SCHEMA = {
 }
 
 
+LONG_NAME = "fetch_quarterly_revenue_report_for_region_and_product_line_" + "x" * 11
+
+
 async def list_tools(ctx, params):  # type: ignore[no-untyped-def]
-    return types.ListToolsResult(tools=[types.Tool(name="tagger", description="Tag things.",
-                                                   input_schema=TAGGER_SCHEMA)])
+    return types.ListToolsResult(tools=[
+        types.Tool(name="tagger", description="Tag things.", input_schema=TAGGER_SCHEMA),
+        types.Tool(name=LONG_NAME, description="A tool with a long name.", input_schema={"type": "object"}),
+        types.Tool(name="nothing", description="Returns nothing.", input_schema={"type": "object"}),
+    ])
 
 
 async def call_tool(ctx, params):  # type: ignore[no-untyped-def]
     arguments = params.arguments or {}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=f"tagged {len(arguments['tags'])}")])
+    if params.name == "tagger":
+        text = f"tagged {len(arguments['tags'])}"
+    elif params.name == "nothing":
+        return types.CallToolResult(content=[])
+    else:
+        text = "long ok"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 server = Server("loose-schemas", on_list_tools=list_tools, on_call_tool=call_tool)

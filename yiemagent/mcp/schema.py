@@ -11,6 +11,10 @@ import logging
 import urllib.parse
 from typing import Any
 
+import jsonschema
+
+from ..guard import fix_schema
+
 __all__ = ["normalize_input_schema"]
 
 logger = logging.getLogger("yiemagent.mcp")
@@ -134,7 +138,12 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
       other type (a server bug: MCP requires an object) gives an empty
       object schema;
     - ``properties`` that is missing or not an object becomes ``{}``;
-      ``required`` keeps only strings.
+      ``required`` keeps only strings;
+    - at any depth, what OpenAI rejects is repaired as the request guard does
+      (``yiemagent.guard.fix_schema``: arrays get ``items``, ``required: null``
+      and properties that are not schemas fixed), and a subschema
+      ``jsonschema`` still refuses becomes "anything", so one loose tool never
+      makes a server's tools unusable. Never raises, for any input.
 
     Each rule loosens validation, never tightens it: what the server accepts
     still passes locally. Changes are logged at WARNING, except the usual
@@ -151,6 +160,14 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
     """
     if not isinstance(schema, dict):
         return {"type": "object", "properties": {}}
+    try:
+        return _normalize(schema)
+    except RecursionError:  # nested deeper than Python can copy
+        logger.warning("inputSchema: nested too deeply; the tool takes any object")
+        return {"type": "object", "properties": {}}
+
+
+def _normalize(schema: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = copy.deepcopy(schema)
     dropped = _repair_refs(out)
     if dropped:
@@ -181,4 +198,42 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
             out["required"] = required
         else:
             del out["required"]
-    return out
+    return _checkable(out)
+
+
+def _checkable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with what OpenAI or ``jsonschema`` reject at any depth repaired (see ``fix_schema``).
+
+    Nested subschemas ``jsonschema`` still refuses (a ``"type": "strnig"``)
+    become "anything", one at a time; a schema that stays invalid becomes an
+    empty object schema. Never raises.
+    """
+    fixed, repairs = fix_schema(schema)
+    if repairs:
+        logger.warning("inputSchema: %s", "; ".join(repairs))
+    validator = jsonschema.validators.validator_for(fixed, default=jsonschema.Draft202012Validator)
+    for _ in range(64):
+        try:
+            validator.check_schema(fixed)
+            return fixed
+        except jsonschema.exceptions.SchemaError as exc:
+            path = list(exc.path)
+            if not path:
+                break
+            parent: Any = fixed
+            for key in path[:-1]:
+                parent = parent[key]
+            logger.warning("inputSchema: %s at %s: treated as 'anything'", exc.message, "/".join(map(str, path)))
+            if isinstance(parent, dict) and path[-1] in _KEYWORDS_WITH_SCHEMA_VALUES:
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = {}
+        except (RecursionError, TypeError, ValueError, LookupError):
+            break
+    logger.warning("inputSchema: not a schema jsonschema accepts; the tool takes any object")
+    return {"type": "object", "properties": {}}
+
+
+_KEYWORDS_WITH_SCHEMA_VALUES = frozenset({"required", "type", "enum", "const", "minimum", "maximum", "pattern",
+                                          "format", "minLength", "maxLength", "minItems", "maxItems",
+                                          "multipleOf", "uniqueItems", "$ref", "$schema", "$id"})
