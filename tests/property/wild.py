@@ -267,3 +267,135 @@ def check_one(case):
             agent.shutdown()
         problems.extend(("rejected", f"state: {r}") for r in rejected)
     return problems
+
+
+# --------------------------------------------------------------------------- a fast generator for the fuzz script
+#
+# Hypothesis spends most of its time drawing these nested structures (tens of ms per case on a shared
+# machine); ``random_case(rng)`` draws cases of the same kinds with ``random`` so that the fuzz script can run
+# 100,000 and more in minutes. Same ``check_one``.
+
+_ODD_SCALARS = [None, True, False, 0, -1, 10**20, 1.5, math.nan, math.inf, -math.inf, "", " ", "hi", "\ud800",
+                "a\udfffb", "ünï", b"\x00\xff", "[" * 50, '{"a": NaN}']
+_NAMES = ["get_weather", "get_time", "search", "web.search", "get weather now", "", "x" * 70, None, 7, "ünïcode"]
+_IDS = ["c1", "c2", "call_1", "", None, "dup", 3, "\ud800", "x" * 60, "edit:22"]
+_ARGS = ['{"city": "Lima"}', "", "null", '{"a": NaN}', '{"a":', "[1]", '{"city": "Li', '{"a":1}{"a":2}',
+         "{" * 3000, '"x"', '{"city": "Oslo"}', "{}"]
+_CONTENTS = ["", "hi", None, "[" * 5000, "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>",
+             "<think>hm</think>ok", '{"name": "get_weather", "arguments": {"city": "Lima"}}',
+             [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "t1", "name": "get_time", "input": {}}],
+             [{"type": "text", "text": "a"}], [], [{"type": "image_url", "image_url": {"url": ""}}], 5, {"a": 1}]
+
+
+def _odd(rng, depth=2):
+    roll = rng.random()
+    if depth <= 0 or roll < 0.6:
+        return rng.choice(_ODD_SCALARS)
+    if roll < 0.8:
+        return [_odd(rng, depth - 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(["a", "b", 1, "c"]): _odd(rng, depth - 1) for _ in range(rng.randint(0, 3))}
+
+
+def _raw_call(rng):
+    fn = {"name": rng.choice(_NAMES)}
+    roll = rng.random()
+    if roll < 0.5:
+        fn["arguments"] = rng.choice(_ARGS)
+    elif roll < 0.7:
+        fn["arguments"] = {"city": _odd(rng)}
+    elif roll < 0.8:
+        fn["arguments"] = _odd(rng)
+    call = {"function": fn} if rng.random() < 0.8 else dict(fn)
+    if rng.random() < 0.8:
+        call["id"] = rng.choice(_IDS)
+    if rng.random() < 0.5:
+        call["type"] = rng.choice(["function", "tool", None])
+    return call
+
+
+def _random_reply(rng):
+    roll = rng.random()
+    if roll < 0.05:
+        return _odd(rng)
+    if roll < 0.1:
+        return {"choices": rng.choice([[], None, [None], "x", [{"message": None}]])}
+    message = {"role": "assistant"}
+    if rng.random() < 0.8:
+        message["content"] = rng.choice(_CONTENTS)
+    if rng.random() < 0.6:
+        message["tool_calls"] = [_raw_call(rng) for _ in range(rng.choice([0, 1, 1, 2, 3, 20]))] \
+            if rng.random() < 0.9 else _odd(rng)
+    for key in rng.sample(["score", "refusal", "audio", "reasoning_content", "annotations", "function_call"],
+                          rng.randint(0, 2)):
+        message[key] = _odd(rng)
+    if roll < 0.15:
+        return message
+    reply = {"choices": [{"index": 0, "message": message,
+                          "finish_reason": rng.choice(["stop", "tool_calls", "length", "incomplete", None, 5])}]}
+    if rng.random() < 0.3:
+        reply["usage"] = rng.choice([{"prompt_tokens": 3, "completion_tokens": 2}, _odd(rng)])
+    return reply
+
+
+def _random_message(rng):
+    roll = rng.random()
+    text = rng.choice(["hi", "", "\ud800", "ok", "x" * 30])
+    if roll < 0.25:
+        return UserMessage([TextContent(text)], name=rng.choice([None, "ok_name", "bad name!", ""]))
+    if roll < 0.55:
+        calls = [ToolCall(rng.choice(["c1", "c2", "dup", "", "x" * 50]), rng.choice(["get_time", "web.search", ""]),
+                          rng.choice([{}, {"q": math.nan}, {"b": b"\x01"}, {"city": "Lima"}]))
+                 for _ in range(rng.choice([0, 1, 2]))]
+        content = [TextContent(text)] if rng.random() < 0.5 else []
+        if rng.random() < 0.2:
+            content.insert(0, ReasoningContent("r"))
+        return AssistantMessage(content, tool_calls=calls,
+                                extra=rng.choice([{}, {"score": math.nan}, {"refusal": None}, {"audio": b"x"}]))
+    if roll < 0.85:
+        return ToolResultMessage(rng.choice(["c1", "c2", "dup", "zz"]), [TextContent(text)])
+    if roll < 0.93:
+        return UserMessage([ImageContent(rng.choice(["https://example.org/a.png", "data:image/png;base64,AAAA"]))])
+    from yiemagent.messages import SystemMessage
+
+    return SystemMessage(text)
+
+
+def _random_schema(rng, depth=3):
+    roll = rng.random()
+    if depth <= 0 or roll < 0.3:
+        return rng.choice([{"type": "array"}, {"type": ["array", "null"]}, {"type": "string"}, {},
+                           {"type": "number", "default": math.nan}, True, [], None, {"required": None}])
+    if roll < 0.6:
+        return {"type": "object", "properties": {rng.choice("abcd"): _random_schema(rng, depth - 1)
+                                                 for _ in range(rng.randint(0, 3))},
+                "required": rng.choice([["a"], None, [1], "a"])}
+    if roll < 0.8:
+        return {"type": "array", "items": _random_schema(rng, depth - 1)}
+    return {"anyOf": [_random_schema(rng, depth - 1) for _ in range(rng.randint(0, 2))]}
+
+
+_WINDOWS = [None, lambda h: h[-3:], lambda h: h[-1:], lambda h: h[2:], lambda h: h[::2],
+            lambda h: list(reversed(h)), lambda h: [m for m in h if not isinstance(m, ToolResultMessage)]]
+
+
+def random_case(rng):
+    """One case for ``check_one``, drawn with ``rng`` (a ``random.Random``)."""
+    history = [_random_message(rng) for _ in range(rng.randint(0, 8))]
+    raw = []
+    for _ in range(rng.randint(0, 5)):
+        message = {"role": rng.choice(["user", "system", "developer", "assistant", "tool"])}
+        for key in rng.sample(["content", "tool_calls", "tool_call_id", "name", "refusal", "extra"], rng.randint(0, 4)):
+            message[key] = {"content": lambda: rng.choice(_CONTENTS), "tool_calls": lambda: [_raw_call(rng)],
+                            "tool_call_id": lambda: rng.choice(_IDS)}.get(key, lambda: _odd(rng))()
+        raw.append(message)
+    roll = rng.random()
+    if roll < 0.4:
+        state = json.dumps({"version": 1, "history": [message_to_dict(m) for m in history], "usage": {},
+                            "system_prompt": None}, default=repr)
+    elif roll < 0.7:
+        state = json.dumps({"version": 1, "history": raw, "usage": rng.choice([{}, {"a": 1}, [], None]),
+                            "system_prompt": rng.choice([None, "s", 5])}, default=repr)
+    else:
+        state = json.dumps(_odd(rng), default=repr)
+    return {"history": history, "replies": [_random_reply(rng) for _ in range(rng.randint(1, 4))],
+            "window": rng.choice(_WINDOWS), "raw": raw, "schema": _random_schema(rng), "state": state}
