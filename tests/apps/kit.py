@@ -46,25 +46,40 @@ _KILL_WAIT_SECONDS = 120.0
 
 
 def kill_point(name: str) -> None:
-    """Stop here until killed if the test armed ``name`` (see the module docstring)."""
+    """Stop here until killed if the test armed ``name`` (see the module docstring).
+
+    Armed with ``mode="hold"``, wait instead until the test calls ``release(name)``, then go on.
+    """
     kill_dir = os.environ.get("YIEMAGENT_TEST_KILL_DIR")
     if not kill_dir:
         return
+    fired = os.path.join(kill_dir, f"fired-{name}")
     try:
-        os.rename(os.path.join(kill_dir, f"arm-{name}"), os.path.join(kill_dir, f"fired-{name}"))
+        os.rename(os.path.join(kill_dir, f"arm-{name}"), fired)
     except FileNotFoundError:
         return
     ready = os.path.join(kill_dir, f"ready-{name}")
     with open(ready + ".tmp", "w") as handle:
         handle.write(str(os.getpid()))
     os.rename(ready + ".tmp", ready)
-    time.sleep(_KILL_WAIT_SECONDS)
-    raise RuntimeError(f"kill point {name} was armed but nobody killed pid {os.getpid()}")
+    with open(fired) as handle:
+        hold = handle.read() == "hold"
+    deadline = time.monotonic() + _KILL_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if hold and os.path.exists(os.path.join(kill_dir, f"release-{name}")):
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"kill point {name} was armed but nobody killed (or released) pid {os.getpid()}")
 
 
-def arm(kill_dir: Path, name: str) -> None:
-    """Arm kill point ``name`` (test side)."""
-    (kill_dir / f"arm-{name}").write_text("armed")
+def arm(kill_dir: Path, name: str, mode: str = "kill") -> None:
+    """Arm point ``name`` (test side): ``"kill"`` waits to be killed, ``"hold"`` until ``release``."""
+    (kill_dir / f"arm-{name}").write_text(mode)
+
+
+def release(kill_dir: Path, name: str) -> None:
+    """Let a process held at point ``name`` go on (test side)."""
+    (kill_dir / f"release-{name}").write_text("go")
 
 
 def wait_ready(kill_dir: Path, name: str, timeout_seconds: float = 30.0) -> int:
