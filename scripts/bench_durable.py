@@ -25,7 +25,8 @@ two model replies, a "started" marker and a tool result journaled, one commit.
 Latency is the store's ``served_at - enqueued_at`` of each input (enqueue to
 commit, queueing included); runs/s is inputs answered per wall-clock second;
 worker CPU ms/run is the worker processes' own CPU time (user + system, idle
-polling included) per run, which other load on the host does not inflate.
+polling and lost lease races included; start-up and warm-up excluded) per
+measured run, which other load on the host does not inflate.
 
 Without ``--dsn`` a throw-away PostgreSQL is started with Debian's
 initdb/pg_ctl (as the tests do; needs root or the postgres binaries), with its
@@ -203,6 +204,13 @@ def worker_main(dsn: str, prefix: str, threads: int, poll_seconds: float) -> Non
     worker.run()
 
 
+def cpu_seconds_of(pid: int) -> float:
+    """User + system CPU seconds of a live process so far (Linux ``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: int,
                     poll_seconds: float) -> dict[str, float]:
     prefix = f"bw{uuid.uuid4().hex[:8]}_"
@@ -229,18 +237,18 @@ def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: 
     for thread in clients:
         thread.start()
     warmed.wait()  # every worker made its agents and connections: measure from here
+    cpu_before = sum(cpu_seconds_of(proc.pid) for proc in procs)
     started = time.perf_counter()
     go.set()
     for thread in clients:
         thread.join()
     elapsed = time.perf_counter() - started
+    # the workers' own CPU time while measured: a figure that other load on the host does not inflate
+    cpu_seconds = sum(cpu_seconds_of(proc.pid) for proc in procs) - cpu_before
     for proc in procs:
         proc.terminate()
-    cpu_seconds = 0.0
-    for proc in procs:  # the workers' own CPU time: a figure that other load on the host does not inflate
-        _, _, usage = os.wait4(proc.pid, 0)
-        proc.returncode = 0
-        cpu_seconds += usage.ru_utime + usage.ru_stime
+    for proc in procs:
+        proc.wait(10)
     latencies = [(entry.served_at - entry.enqueued_at) * 1000
                  for cid in ids for seq in range(2, messages + 2)
                  for entry in [store.get_input(cid, seq)] if entry is not None and entry.served_at]
@@ -248,7 +256,7 @@ def measure_workers(dsn: str, workers: int, chats: int, messages: int, threads: 
     runs = chats * messages
     assert len(latencies) == runs, (len(latencies), runs)
     return {"runs": runs, "runs_per_second": runs / elapsed, "p50_ms": statistics.median(latencies),
-            "p99_ms": percentile(latencies, 0.99), "cpu_ms_per_run": cpu_seconds * 1000 / (runs + chats)}
+            "p99_ms": percentile(latencies, 0.99), "cpu_ms_per_run": cpu_seconds * 1000 / runs}
 
 
 def workers_part(args: argparse.Namespace) -> None:
@@ -283,7 +291,7 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=16)
     parser.add_argument("--messages", type=int, default=10)
     parser.add_argument("--threads", type=int, default=4, help="drains at once per worker process")
-    parser.add_argument("--poll-seconds", type=float, default=0.01, help="worker poll interval when idle")
+    parser.add_argument("--poll-seconds", type=float, default=0.02, help="worker poll interval when idle")
     args = parser.parse_args()
     if args.part in ("store", "all"):
         store_part(args)
