@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,6 +168,20 @@ def test_chat_commands_tools_save_reset_load_and_readline_history(tmp_path, scri
         term.wait_for(r"^assistant> You said: first message$", 30)
         term.keys("C-d")
         term.wait_for(r"^\[exit 0\]$", 20)
+
+
+def test_chat_reads_piped_input_without_a_terminal(tmp_path, scripted_model):
+    """``printf 'hello\\n/quit\\n' | yiemagent chat``: no terminal, no readline prompt editing; each line is
+    served in order and the chat exits 0 at ``/quit``.
+    """
+    base_url, _ = scripted_model
+    done = subprocess.run([PYTHON, "-m", "yiemagent.cli", "chat", "--base-url", base_url, "--model", "scripted",
+                           "--history", str(tmp_path / "h")], input="hello\nsecond line\n/quit\n",
+                          capture_output=True, text=True, timeout=60, check=False, cwd=str(TESTS.parent))
+    assert done.returncode == 0, done.stderr
+    assert "assistant> You said: hello\n" in done.stdout and "assistant> You said: second line\n" in done.stdout
+    assert done.stdout.index("You said: hello") < done.stdout.index("You said: second line")
+    assert done.stdout.rstrip().endswith("bye") and done.stderr == ""
 
 
 @pytest.mark.model

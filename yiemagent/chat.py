@@ -282,8 +282,14 @@ class ChatSession:
             by_server.setdefault(spec["server"], []).append(spec)
         mcp_names = {spec["name"] for specs in by_server.values() for spec in specs}
         local = [t for t in self.agent.tools if t.name not in mcp_names]
+        status = getattr(self.agent, "mcp_status", None)
+        failing = {s["server"]: s.get("error") for s in (status() if callable(status) else [])
+                   if s.get("state") == "unavailable"}
         for client in self.clients:
             specs = by_server.get(client.name, [])
+            if client.name in failing:
+                self.view.line(f"{client.name}: unreachable now: {_one_line(str(failing[client.name]), 200)}")
+                continue
             self.view.line(f"{client.name}: {len(specs)} tool{'s' if len(specs) != 1 else ''}")
             for spec in specs:
                 self.view.line(f"  {spec['name']:<24} {_one_line(spec['description'], 80)}")
@@ -319,7 +325,12 @@ class ChatSession:
             except queue.Empty:
                 break
         self.view.end_stream()
-        return future.result() if future.done() else None
+        if not future.done():
+            return None
+        answer = future.result()
+        for missing in answer.get("mcp_unavailable") or []:  # servers that failed during the run
+            self.view.line(f"  [unreachable: {missing.get('server')}: {_one_line(str(missing.get('error')), 200)}]")
+        return answer
 
     def _drain(self, future: concurrent.futures.Future[dict[str, Any]], aborting_since: float | None) -> None:
         while not future.done():

@@ -16,8 +16,11 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
 
 * an entry has ``command`` (stdio; with optional ``args`` list, ``env`` map, ``cwd``)
   or ``url`` (Streamable HTTP; with optional ``headers`` map), not both;
-  ``type`` may say ``stdio``, ``http`` or ``streamable-http`` (the legacy
-  ``sse`` transport is refused); ``"disabled": true`` leaves it out;
+  ``type`` may say ``stdio`` (``local`` in GitHub Copilot CLI), ``http`` or
+  ``streamable-http`` (the legacy ``sse`` transport is refused);
+  ``"tools": ["*"]`` (Copilot CLI) is read, other tool filters are refused;
+  ``envFile`` (Cursor, VS Code) adds ``KEY=VALUE`` lines under ``env``;
+  ``"disabled": true`` leaves it out;
   ``timeout`` gives the seconds per request; keys other clients keep for
   themselves (``autoApprove``, ``alwaysAllow``, ``description``, ``dev``) are
   ignored; any other key is an error.
