@@ -202,7 +202,7 @@ def test_the_documented_command_serves_the_chat_with_servers_from_a_config_file(
          "--model", "gemma3-270m", "--max-tokens", "40", "--temperature", "0", "--config", str(config)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for_port(port, 30)
+        wait_for_port(port, 90)
         http = requests.Session()
         page = http.get(f"http://127.0.0.1:{port}/", timeout=10)
         assert page.status_code == 200 and "yiemagent chat" in page.text and http.cookies
