@@ -26,6 +26,15 @@ Queues (all ``queue.Queue``, safe from any thread):
 ``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
 queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and
 returns the inputs it did not serve.
+
+Every input is answered or returned, whatever happens: nothing raised by a
+tool, hook, event sink, ``prepare_context``, ``format_messages`` or
+``llm_call`` (``SystemExit`` and ``KeyboardInterrupt`` included) ends the
+agent thread; it becomes an error result or an error answer. After
+``shutdown()`` (or after the ``SHUTDOWN`` sentinel stopped the thread) the
+input queues refuse puts with ``AgentClosedError``, also puts that were
+blocked on a full queue. Worker threads are named
+``yiemagent-<name>-worker_<n>`` and the agent thread ``yiemagent-<name>-agent``.
 """
 
 from __future__ import annotations
@@ -39,11 +48,13 @@ import queue
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import events as ev
+from ._inbox import EMPTY, SHUTDOWN, ClosableQueue
+from ._lifecycle import Input, Lifecycle, check_agent_arguments, describe, resolve, user_message
 from .config import mcp_clients
 from .durable import DurableConversation
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
@@ -59,7 +70,6 @@ from .messages import (
     Message,
     ToolResultMessage,
     UserMessage,
-    from_openai,
     message_to_dict,
     messages_from_dicts,
     to_openai,
@@ -70,63 +80,13 @@ from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
 
+_Input = Input  # the name yiemagent.durable imports
+
 logger = logging.getLogger("yiemagent.agent")
 
 
-class _Shutdown:
-    """The shutdown sentinel: put it on ``input_queue`` to stop the agent thread."""
 
-    def __repr__(self) -> str:
-        return "SHUTDOWN"
-
-
-SHUTDOWN = _Shutdown()
-"""Put on ``agent.input_queue`` to stop the thread after the inputs before it."""
-
-
-@dataclass
-class _Input:
-    """An input with its id and, for ``submit``, the future to resolve."""
-
-    message: UserMessage
-    id: str
-    original: Any = None
-    future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
-    listener: Callable[[ev.Event], None] | None = field(default=None, repr=False)
-    """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
-
-
-class _WakingQueue(queue.Queue):  # type: ignore[type-arg]
-    """A ``queue.Queue`` that sets a shared event on every put, so one thread can wait on two queues."""
-
-    def __init__(self, maxsize: int, wakeup: threading.Event) -> None:
-        super().__init__(maxsize)
-        self._wakeup = wakeup
-        self.accept: Callable[[Any], Any] | None = None
-        """With a store: adds each input to the conversation's inbox as it is put."""
-
-    def _put(self, item: Any) -> None:
-        if self.accept is not None:
-            item = self.accept(item)
-        super()._put(item)
-        self._wakeup.set()
-
-
-def _user_message(item: Any) -> UserMessage:
-    if isinstance(item, UserMessage):
-        return item
-    if isinstance(item, str):
-        return UserMessage(item)
-    if isinstance(item, dict):
-        message = from_openai(item)
-        if isinstance(message, UserMessage):
-            return message
-    raise FormatError(
-        f"an agent input must be a str, a UserMessage or an OpenAI user-message dict, not {item!r:.100}", raw=item
-    )
-
-
-class Agent:
+class Agent(Lifecycle):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -174,6 +134,13 @@ class Agent:
         lease_seconds: with a store, how long the conversation's lease lasts
             without renewal (renewed every third of it while serving): the time
             a crashed process blocks its conversation before another takes over.
+        name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
+            a random 8-character id.
+
+    Raises:
+        ConfigError: an argument of the wrong type or out of range (at once,
+            naming it): e.g. ``max_turns="3"``, ``tools="add"``,
+            ``max_repeated_calls=0``, ``event_sink="x"``.
 
     Thread safety: every public method is safe from any thread; runs happen one
     at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
@@ -203,34 +170,37 @@ class Agent:
         store: ConversationStore | None = None,
         conversation_id: str | None = None,
         lease_seconds: float = 30.0,
+        name: str | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
-        if max_turns < 1:
-            raise ConfigError("max_turns must be at least 1")
-        if tool_execution not in ("parallel", "sequential"):
-            raise ConfigError("tool_execution must be 'parallel' or 'sequential'")
+        tools = check_agent_arguments(locals())
         if (store is None) != (conversation_id is None) or (conversation_id is not None and not conversation_id):
             raise ConfigError("store and conversation_id go together: Agent(..., store=s, conversation_id='c-42')")
+        self.name = name or uuid.uuid4().hex[:8]
+        """Names the threads: ``yiemagent-<name>-agent``, ``yiemagent-<name>-worker_<n>``."""
         self._wakeup = threading.Event()
-        self.input_queue: queue.Queue[Any] = _WakingQueue(16, self._wakeup)
-        self.follow_up_queue: queue.Queue[Any] = _WakingQueue(32, self._wakeup)
+        self.input_queue: ClosableQueue = ClosableQueue(16, self._wakeup)
+        self.follow_up_queue: ClosableQueue = ClosableQueue(32, self._wakeup)
         self.output_queue: queue.Queue[dict[str, Any]] = queue.Queue(16)
         self.abort_event = threading.Event()
         """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
         self.history: list[Message] = []
         """The conversation (yiemagent messages; no system prompt)."""
-        self.tools = ToolRegistry(tools)  # type: ignore[arg-type]
+        self.tools = ToolRegistry(tools)
         self.event_sink = event_sink
         clients, self._own_clients = mcp_clients(mcp_servers)
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())
         self._worker_idents: set[int] = set()
+        idents = self._worker_idents  # the initializer must not hold the agent (see the finalizer)
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max_parallel_tools + 1, thread_name_prefix="yiemagent-worker",
-            initializer=lambda: self._worker_idents.add(threading.get_ident()),
+            max_workers=max_parallel_tools + 1, thread_name_prefix=f"yiemagent-{self.name}-worker",
+            initializer=lambda: idents.add(threading.get_ident()),
         )
+        # an agent used through ask() and dropped without shutdown() must not keep its pool threads
+        self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
         self.steering = steering
         self.emit_intermediate = emit_intermediate
         self.usage: dict[str, Any] = {}
@@ -262,13 +232,17 @@ class Agent:
         self._stop_mode: str | None = None
         self._closed = False
         self._current_run_id: str | None = None
-        self._current_entry: _Input | None = None
+        self._current_entry: Input | None = None
         self._state_lock = threading.Lock()  # current run id/inputs vs. abort of one input's run
         self._run_owner: int | None = None
-        self._steered: list[_Input] = []
+        self._steered: list[Input] = []
         self._run_input_ids: list[str] = []
         self._deliver_current = False
         self._stop_after_run = False
+        self._abort_generation = 0
+        self._deliver_deadline: float | None = None
+        self._released = False
+        self._release_lock = threading.Lock()
         self._durable: DurableConversation | None = None
         if store is not None and conversation_id is not None:
             self._durable = DurableConversation(self, store, conversation_id, lease_seconds=lease_seconds)
@@ -302,7 +276,7 @@ class Agent:
             if entry is not None and entry.listener is not None:
                 try:
                     entry.listener(event)
-                except Exception:
+                except BaseException:
                     logger.exception("stream listener raised on %s; ignored", event.type)
 
     def _sink(self, event: ev.Event) -> None:
@@ -364,7 +338,7 @@ class Agent:
         if self._closed:
             raise AgentClosedError("the agent was shut down; make a new one")
         if self._thread is None:
-            self._thread = threading.Thread(target=self._main, name="yiemagent-agent", daemon=True)
+            self._thread = threading.Thread(target=self._main, name=f"yiemagent-{self.name}-agent", daemon=True)
             self._thread.start()
         return self
 
@@ -374,43 +348,58 @@ class Agent:
                 return q.get_nowait()
             except queue.Empty:
                 continue
-        return None
+        return EMPTY
 
     def _main(self) -> None:
         logger.debug("agent thread started")
         if self._durable is not None:
             try:
                 self._durable.recover()  # interrupted runs and inputs left pending, before new inputs
-            except Exception:
+            except BaseException:
                 logger.exception("agent thread: serving the inputs pending in the store failed")
-        while True:
-            self._wakeup.clear()
-            if self._stop_mode in ("after_turn", "now"):
-                break
-            item = self._take()
-            if item is None:
-                if self._stop_mode == "drain":
+        try:
+            while True:
+                self._wakeup.clear()
+                if self._stop_mode in ("after_turn", "now"):
                     break
-                self._wakeup.wait()
-                continue
-            if item is SHUTDOWN:
-                if self._stop_mode == "drain":
+                item = self._take()
+                if item is EMPTY:
+                    if self._stop_mode == "drain":
+                        break
+                    self._wakeup.wait()
                     continue
-                break
-            try:
-                self._serve(item, deliver=True)
-            except Exception:  # never let the thread die
-                logger.exception("agent thread: unexpected error serving an input")
-            if self._stop_after_run:
-                break
-        logger.debug("agent thread stopped")
+                if item is SHUTDOWN:
+                    if self._stop_mode == "drain":
+                        continue
+                    break
+                try:
+                    self._serve(item, deliver=True)
+                except BaseException:  # never let the thread die, whatever user code raised
+                    logger.exception("agent thread: unexpected error serving an input")
+                if self._stop_after_run:
+                    break
+        except BaseException:
+            logger.exception("agent thread: unexpected error; the thread stops")
+        finally:
+            # no one serves the queues any more: later puts are refused, not silently kept
+            self.input_queue.close()
+            self.follow_up_queue.close()
+            if self._closed:  # shutdown() was called from inside a run and could not release
+                self._release(time.monotonic() + 1.0)
+            logger.debug("agent thread stopped")
 
     # ------------------------------------------------------------------ runs
 
-    def _wrap(self, item: Any) -> _Input:
-        if isinstance(item, _Input):
+    def _wrap(self, item: Any) -> Input:
+        if isinstance(item, Input):
             return item
-        return _Input(message=_user_message(item), id=uuid.uuid4().hex[:12], original=item)
+        try:
+            message = user_message(item)
+        except FormatError:
+            raise
+        except Exception as exc:  # a malformed dict the converter chokes on
+            raise FormatError(f"an agent input could not be read: {type(exc).__name__}: {exc}", raw=item) from exc
+        return Input(message=message, id=uuid.uuid4().hex[:12], original=item)
 
     def _answer(self, result: RunResult | None, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:
         if result is not None:
@@ -418,21 +407,28 @@ class Agent:
             answer["status"] = result.status
             answer["finish_reason"] = result.answer.finish_reason
             if result.status == "error" and result.error is not None:
-                answer["error"] = str(result.error)
+                answer["error"] = describe(result.error)
         else:
-            answer = {"role": "assistant", "content": f"Error: {error}", "status": "error", "error": str(error)}
+            answer = {"role": "assistant", "content": f"Error: {describe(error)}", "status": "error",
+                      "error": describe(error)}
         answer["input_ids"] = list(input_ids)
         return answer
 
-    def _deliver_error(self, entry: _Input | None, exc: BaseException) -> dict[str, Any]:
+    def _deliver_error(self, entry: Input | None, exc: BaseException) -> dict[str, Any]:
         answer = self._answer(None, [entry.id] if entry else [], exc)
         if entry is not None and entry.future is not None:
-            entry.future.set_result(answer)
+            resolve(entry.future, answer)
         else:
             self._deliver(answer)
         return answer
 
-    def _serve(self, item: Any, *, deliver: bool) -> dict[str, Any]:
+    def _serve(self, item: Any, *, deliver: bool, caller: bool = False) -> dict[str, Any]:
+        """Run one input; answer its future(s) or the output queue (``deliver``).
+
+        ``caller``: the run happens in the thread of ``ask()`` (before
+        ``start()``): a ``KeyboardInterrupt`` (Ctrl-C) there aborts the run's
+        model call and tools, then is raised again.
+        """
         try:
             entry = self._wrap(item)
         except FormatError as exc:
@@ -440,19 +436,28 @@ class Agent:
             return self._deliver_error(None, exc) if deliver else self._answer(None, [], exc)
         if self._durable is not None:  # the conversation lives in a store: inbox, lease, journal, commit
             return self._durable.serve(entry, deliver=deliver)
-        answer = self._run_entry(entry, deliver=deliver)
+        if deliver and self._stop_mode == "now":  # taken just as shutdown("now") began: not served
+            self.unserved.append(entry)
+            return self._answer(None, [entry.id], AgentClosedError("the agent shut down"))
+        answer = self._run_entry(entry, deliver=deliver, caller=caller)
         to_output = False
         for each in [entry, *self._steered]:
             if each.future is not None:
-                each.future.set_result(answer)
+                resolve(each.future, answer)
             else:
                 to_output = True
         if to_output and deliver:
             self._deliver(answer)
         return answer
 
-    def _run_entry(self, entry: _Input, *, deliver: bool, journal: Journal | None = None) -> dict[str, Any]:
-        """One run answering ``entry`` (and inputs steered into it); return the answer, delivered nowhere."""
+    def _run_entry(
+        self, entry: Input, *, deliver: bool, journal: Journal | None = None, caller: bool = False
+    ) -> dict[str, Any]:
+        """One run answering ``entry`` (and inputs steered into it); return the answer, delivered nowhere.
+
+        ``caller``: see ``_serve`` (a Ctrl-C aborts the run, then is raised again).
+        """
+        interrupt: BaseException | None = None
         with self._run_lock:
             self._run_owner = threading.get_ident()
             self.abort_event.clear()
@@ -470,8 +475,13 @@ class Agent:
                 )
                 add_usage(self.usage, result.usage)
                 answer = self._answer(result, result.input_ids, None)
-            except Exception as exc:  # run_turns does not raise; belt and braces
-                logger.exception("run failed")
+                if caller and isinstance(result.error, KeyboardInterrupt):
+                    interrupt = result.error
+            except BaseException as exc:  # run_turns does not raise; belt and braces
+                if caller and isinstance(exc, KeyboardInterrupt):
+                    interrupt = exc
+                else:
+                    logger.exception("run failed")
                 answer = self._answer(None, [entry.id, *(e.id for e in self._steered)], exc)
             finally:
                 with self._state_lock:
@@ -479,18 +489,10 @@ class Agent:
                     self._current_entry = None
                 self._deliver_current = False
                 self._run_owner = None
+        if interrupt is not None:
+            self.abort()  # tools still running see abort_event; the model request is cut
+            raise interrupt
         return answer
-
-    def _deliver(self, answer: dict[str, Any]) -> None:
-        while True:
-            try:
-                self.output_queue.put(answer, timeout=0.1)
-                return
-            except queue.Full:
-                if self._stop_mode == "now":
-                    self.undelivered.append(answer)
-                    logger.warning("output queue full at shutdown; answer kept in agent.undelivered")
-                    return
 
     # ------------------------------------------------------------------ public API
 
@@ -505,16 +507,19 @@ class Agent:
         Raises:
             AgentBusyError: ``input_queue`` stayed full for ``timeout_seconds``
                 (also a ``queue.Full``); None waits without limit.
-            AgentClosedError: the agent was shut down.
+            AgentClosedError: the agent was shut down (also when ``shutdown()``
+                ran while this call waited for room on a full queue).
             FormatError: ``message`` is not a str, ``UserMessage`` or user dict.
         """
         if self._closed or self._stop_mode is not None:
             raise AgentClosedError("the agent was shut down")
+        if timeout_seconds is not None and (not isinstance(timeout_seconds, (int, float)) or timeout_seconds < 0):
+            raise ConfigError(f"timeout_seconds must be a number >= 0 or None, not {timeout_seconds!r:.50}")
         entry = self._wrap(message)
         entry.future = concurrent.futures.Future()
         entry.future.input_id = entry.id  # type: ignore[attr-defined]
         try:
-            self.input_queue.put(entry, timeout=timeout_seconds)
+            self.input_queue.put(entry, timeout=timeout_seconds)  # AgentClosedError if shut down meanwhile
         except queue.Full:
             raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
         return entry.future
@@ -552,13 +557,13 @@ class Agent:
         if self._thread is None:
             entry.future = concurrent.futures.Future()
             stream._attach(entry.future)
-            threading.Thread(target=self._serve_quietly, args=(entry,), name="yiemagent-stream",
+            threading.Thread(target=self._serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
                              daemon=True).start()
         else:
             stream._attach(self.submit(entry))
         return stream
 
-    def _serve_quietly(self, entry: _Input) -> None:
+    def _serve_quietly(self, entry: Input) -> None:
         """Serve ``entry`` on this thread (``stream`` before ``start``); the answer goes to its future."""
         try:
             self._serve(entry, deliver=False)
@@ -604,6 +609,10 @@ class Agent:
                 deadline (the history stays valid); after, it goes on and its
                 answer is only in the history.
 
+        Ctrl-C (``KeyboardInterrupt``) in the calling thread before ``start()``
+        aborts the run (its model call is cut, its tools see ``abort_event``)
+        and is raised again.
+
         Raises:
             TimeoutError: no answer within ``timeout_seconds``.
             AgentClosedError: the agent was shut down.
@@ -619,11 +628,13 @@ class Agent:
             )
         if self._thread is None:
             if timeout_seconds is None:
-                return self._serve(text, deliver=False)
+                return self._serve(text, deliver=False, caller=True)
             timer = threading.Timer(timeout_seconds, self.abort)  # ends the run at the deadline
+            timer.name = f"yiemagent-{self.name}-ask-timer"
+            timer.daemon = True
             timer.start()
             try:
-                answer = self._serve(text, deliver=False)
+                answer = self._serve(text, deliver=False, caller=True)
             finally:
                 timer.cancel()
             if answer.get("status") == "aborted" and timer.finished.is_set() and not timer.is_alive():
@@ -650,19 +661,22 @@ class Agent:
         Pending tool calls get "cancelled" results; requests in flight to the
         model (if ``llm_call`` has a ``cancel()`` method, as ``openai_chat``
         has) and to the MCP servers are cut; the run's answer has status
-        ``aborted``; the agent goes on with the next input.
+        ``aborted``; the agent goes on with the next input. A thread blocked
+        putting an answer on a full ``output_queue`` stops waiting; the answer
+        is kept in ``undelivered``.
         """
         self.abort_event.set()
+        self._abort_generation += 1  # a thread blocked on a full output queue gives up (see undelivered)
         cancel = getattr(self.config.llm_call, "cancel", None)
         if callable(cancel):
             try:
                 cancel()
-            except Exception:
+            except BaseException:
                 logger.exception("llm_call.cancel() raised; ignored")
         for client in self.mcp.clients:
             try:
                 client.cancel_in_flight()
-            except Exception:
+            except BaseException:
                 logger.exception("cancelling requests to %s raised; ignored", client.name)
 
     def openai_messages(self) -> list[dict[str, Any]]:
@@ -721,59 +735,3 @@ class Agent:
         agent.history = history
         agent.usage = dict(usage)
         return agent
-
-    def shutdown(
-        self, timeout_seconds: float = 10.0, mode: Literal["drain", "after_turn", "now"] = "drain"
-    ) -> list[Any]:
-        """Stop the agent thread; return the inputs it did not serve.
-
-        Args:
-            timeout_seconds: seconds to wait for the thread to end.
-            mode: ``"drain"`` serves every queued input first; ``"after_turn"``
-                stops after the current run; ``"now"`` aborts the current run.
-
-        Returns:
-            The inputs not served, as they were put (``submit`` futures of
-            those get ``AgentClosedError``). Safe to call twice.
-        """
-        if self._stop_mode is None:
-            self._stop_mode = mode
-        if mode == "now":
-            self.abort_event.set()
-        thread = self._thread
-        if thread is not None and thread.is_alive():
-            try:
-                self.input_queue.put_nowait(SHUTDOWN)
-            except queue.Full:
-                pass
-            self._wakeup.set()
-            if self._inside():  # from a tool or hook of this agent: the thread cannot be joined from here
-                logger.warning("shutdown() called from inside the agent; the thread stops after this run")
-            else:
-                thread.join(timeout_seconds)
-            if thread.is_alive():
-                logger.warning("agent thread still running after %.1fs", timeout_seconds)
-        self._closed = True
-        leftovers = []
-        for q in (self.input_queue, self.follow_up_queue):
-            while True:
-                try:
-                    item = q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not SHUTDOWN:
-                    leftovers.append(item)
-        returned = []
-        for item in [*self.unserved, *leftovers]:
-            if isinstance(item, _Input):
-                if item.future is not None and not item.future.done():
-                    item.future.set_exception(AgentClosedError("the agent shut down before serving this input"))
-                returned.append(item.original)
-            else:
-                returned.append(item)
-        self.unserved = []
-        if thread is None or not thread.is_alive():
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            for client in self._own_clients:
-                client.close()
-        return returned

@@ -255,10 +255,10 @@ EventSink = Callable[[Event], Any]
 
 
 def emit(sink: EventSink | None, event: Event) -> None:
-    """Send ``event`` to ``sink``; a raising sink is logged and ignored."""
+    """Send ``event`` to ``sink``; a raising sink (any ``BaseException``) is logged and ignored."""
     if sink is None:
         return
     try:
         sink(event)
-    except Exception:
+    except BaseException:  # SystemExit/KeyboardInterrupt too: a sink never ends a run or a thread
         logger.exception("event sink raised on %s; ignored", event.type)

@@ -91,7 +91,7 @@ def run_before_hook(
     name = ctx.tool_call.name
     try:
         answer = hook(ctx, abort_event)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
         logger.warning("before_tool_call raised for %s: %r", name, exc)
         return AgentToolResult.error(
             f"Tool {name!r} was not run: the before_tool_call hook failed ({type(exc).__name__}: {exc}).",
@@ -117,7 +117,7 @@ def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToo
         return result
     try:
         answer = hook(ctx)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
         logger.warning("after_tool_call raised for %s: %r", ctx.tool_call.name, exc)
         return AgentToolResult.error(
             f"Tool {ctx.tool_call.name!r} ran, but the after_tool_call hook failed "

@@ -39,9 +39,10 @@ from typing import Any, Literal, Protocol
 import requests
 
 from .__version__ import __version__
+from ._checks import check_number, check_str
 from ._http import CancellableSession
 from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
-from .exceptions import LLMError
+from .exceptions import ConfigError, LLMError
 from .mcp.sse import SSEParser
 
 __all__ = ["ChunkDeltas", "LLMCall", "OnDelta", "OpenAIChat", "accepts_on_delta", "merge_chunks", "openai_chat"]
@@ -270,6 +271,12 @@ class OpenAIChat:
         timeout_seconds: float = 120.0,
         **extra_body: Any,
     ) -> None:
+        check_str("base_url", base_url, empty=False)
+        check_str("model", model, empty=False)
+        check_str("api_key", api_key, optional=True)
+        check_number("timeout_seconds", timeout_seconds)
+        if "stream" in extra_body and not isinstance(extra_body["stream"], bool):
+            raise ConfigError(f"stream must be True or False, not {extra_body['stream']!r:.50}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout_seconds = timeout_seconds

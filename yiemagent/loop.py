@@ -171,6 +171,20 @@ def _closing_answer(reply: AssistantMessage, results: list[AgentToolResult], fal
     return AssistantMessage([TextContent(text)] if text else [], usage=reply.usage, finish_reason=reply.finish_reason)
 
 
+def _contained(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` on a worker; a ``BaseException`` that is not an ``Exception`` comes back as ``LLMError``.
+
+    So the loop thread meets only ``Exception`` from a model call, and a
+    ``KeyboardInterrupt`` it meets is its own (Ctrl-C), not the model's.
+    """
+    try:
+        return fn(*args)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
+
+
 class _Aborted(Exception):
     """Internal: the abort event was set while waiting."""
 
@@ -280,7 +294,7 @@ class _Run:
         if self.config.before_model_call is not None:
             try:
                 self.config.before_model_call()
-            except Exception as exc:
+            except BaseException as exc:
                 self.error("before_model_call", exc)
         if self.journal is None:
             return self.request_model(tools_enabled)
@@ -308,7 +322,7 @@ class _Run:
         llm_call: Callable[..., Any] = config.llm_call
         if self.sink is not None and config.streams():
             llm_call = functools.partial(llm_call, on_delta=self.on_delta)
-        future = self.submit(llm_call, messages, tools)
+        future = self.submit(_contained, llm_call, messages, tools)
         try:
             response = self.wait(future)
         except _Aborted:
@@ -381,7 +395,7 @@ class _Run:
             with report, idempotency_context(self.key(call)):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
             logger.info("tool %s raised: %r", call.name, exc)
             self.updates.put(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
             result = AgentToolResult.error(
@@ -610,7 +624,7 @@ class _Run:
             status, error = "error", exc
             self.error("request", exc)
             answer = AssistantMessage([TextContent(f"Error: the request could not be made valid: {exc}")])
-        except Exception as exc:  # a bug of ours or of a callback: report, never raise
+        except BaseException as exc:  # a bug of ours or of a callback (even SystemExit): report, never raise
             status, error = "error", exc
             self.error("agent", exc)
             answer = AssistantMessage([TextContent(f"Error: {type(exc).__name__}: {exc}")])

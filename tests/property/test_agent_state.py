@@ -1,9 +1,13 @@
-"""A hypothesis state machine over submit / put / abort / shutdown (issue 5, point 13).
+"""A hypothesis state machine over submit / put / abort / shutdown (issue 5 point 13, issue 8 point 6).
 
 Checked after every sequence: each accepted input gets exactly one answer or
 is returned by ``shutdown`` as not served; each tool call in the history has
 exactly one result right after its assistant message; no agent thread is left
-alive.
+alive. Issue 8 added the races: ``submit()`` and raw ``put()`` blocked on a full
+input queue while ``shutdown()`` runs (they must resolve: accepted and then
+answered or returned, or refused with ``AgentClosedError``), ``put(None)``
+(answered), puts after shutdown (refused), and a shutdown while nobody reads
+the output queue (answers kept in ``undelivered``, never a blocked thread).
 """
 
 import queue
@@ -14,7 +18,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from yiemagent import Agent, AgentTool
+from yiemagent import Agent, AgentClosedError, AgentTool
 from yiemagent.testing import text_reply
 
 from .. import strict_openai
@@ -51,6 +55,8 @@ class AgentMachine(RuleBasedStateMachine):
         self.answers = []
         self.closed = False
         self.count = 0
+        self.lock = threading.Lock()
+        self.blocked = []  # threads of blocking submit()/put() calls
 
     def _text(self):
         self.count += 1
@@ -74,6 +80,50 @@ class AgentMachine(RuleBasedStateMachine):
         except queue.Full:
             pass
 
+    @precondition(lambda self: not self.closed and len(self.blocked) < 4)
+    @rule(raw=st.booleans())
+    def blocking_put(self, raw):
+        """A put that waits for room without limit (the queue may be full): must resolve at shutdown."""
+        text = self._text()
+
+        def put():
+            try:
+                if raw:
+                    self.agent.input_queue.put(text)
+                    with self.lock:
+                        self.raw += 1
+                else:
+                    future = self.agent.submit(text)
+                    with self.lock:
+                        self.futures.append(future)
+            except AgentClosedError:
+                pass  # refused: not an input
+
+        thread = threading.Thread(target=put, daemon=True)
+        thread.start()
+        self.blocked.append(thread)
+
+    @precondition(lambda self: not self.closed)
+    @rule()
+    def fill_input_queue(self):
+        while True:
+            try:
+                self.agent.input_queue.put_nowait(self._text())
+            except queue.Full:
+                return
+            with self.lock:
+                self.raw += 1
+
+    @precondition(lambda self: not self.closed and self.raw < 12)
+    @rule()
+    def put_none(self):
+        try:
+            self.agent.input_queue.put_nowait(None)  # a bad input: answered with an error
+        except queue.Full:
+            return
+        with self.lock:
+            self.raw += 1
+
     @precondition(lambda self: not self.closed)
     @rule()
     def abort(self):
@@ -88,9 +138,9 @@ class AgentMachine(RuleBasedStateMachine):
             pass
 
     @precondition(lambda self: not self.closed)
-    @rule(mode=st.sampled_from(["drain", "after_turn", "now"]))
-    def shutdown(self, mode):
-        self.close(mode)
+    @rule(mode=st.sampled_from(["drain", "after_turn", "now"]), reading=st.booleans())
+    def shutdown(self, mode, reading):
+        self.close(mode, reading=reading)
 
     @precondition(lambda self: self.closed)
     @rule()
@@ -101,22 +151,35 @@ class AgentMachine(RuleBasedStateMachine):
             assert type(exc).__name__ == "AgentClosedError"
         else:
             raise AssertionError("submit after shutdown was accepted")
+        for target in (self.agent.input_queue, self.agent.follow_up_queue):
+            try:
+                target.put_nowait("late raw")
+            except AgentClosedError:
+                pass
+            else:
+                raise AssertionError("a raw put after shutdown was kept")
 
-    def close(self, mode):
+    def close(self, mode, reading=True):
         self.closed = True
         done = threading.Event()
         result = {}
 
         def stop():
-            result["left"] = self.agent.shutdown(timeout_seconds=10, mode=mode)
+            result["left"] = self.agent.shutdown(timeout_seconds=2 if not reading else 10, mode=mode)
             done.set()
 
         threading.Thread(target=stop, daemon=True).start()
+        if not reading:  # nobody reads: shutdown must still return; answers kept in undelivered
+            assert done.wait(10), "shutdown blocked on a full output queue"
         while not done.is_set():  # keep draining so the agent never blocks on a full output queue
             try:
                 self.answers.append(self.agent.output_queue.get(timeout=0.02))
             except queue.Empty:
                 pass
+        for thread in self.blocked:
+            thread.join(5)
+            assert not thread.is_alive(), "a blocked put/submit never resolved"
+        self.answers.extend(self.agent.undelivered)
         while True:
             try:
                 self.answers.append(self.agent.output_queue.get_nowait())
@@ -127,7 +190,7 @@ class AgentMachine(RuleBasedStateMachine):
 
     def check_final(self):
         assert not self.agent.is_running
-        left_raw = [x for x in self.left if isinstance(x, str)]
+        left_raw = list(self.left)  # originals: str, or None for put(None)
         answered = [f for f in self.futures if f.done() and f.exception() is None]
         failed = [f for f in self.futures if f.done() and f.exception() is not None]
         assert all(f.done() for f in self.futures), "a submitted input got neither answer nor failure"
@@ -137,7 +200,8 @@ class AgentMachine(RuleBasedStateMachine):
         assert len(ids) == len(set(ids)), "an input was answered twice"
         strict_openai.validate(self.agent.openai_messages())
         deadline = time.monotonic() + 5
-        while any(t.name.startswith("yiemagent-agent") for t in threading.enumerate()):
+        prefix = f"yiemagent-{self.agent.name}-"
+        while any(t.name.startswith(prefix) for t in threading.enumerate()):
             assert time.monotonic() < deadline, "agent thread still alive"
             time.sleep(0.01)
 

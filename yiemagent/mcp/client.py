@@ -32,8 +32,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..__version__ import __version__
+from .._checks import check_bool, check_callable, check_int, check_number, check_str
 from .._retry import RETRY_STATUS, make_retrying, never_sent
 from ..exceptions import (
+    ConfigError,
     MCPError,
     MCPProtocolError,
     MCPSessionExpiredError,
@@ -93,6 +95,30 @@ def _safe_to_repeat(exc: BaseException) -> bool:
     if isinstance(exc, MCPTransportError):
         return exc.status_code is None or exc.status_code in RETRY_STATUS
     return False
+
+
+def _check_client_arguments(args: dict[str, Any]) -> None:
+    """``ConfigError`` naming the first argument of ``MCPClient()`` with a wrong type or range."""
+    check_str("url", args["url"], optional=True)
+    check_str("name", args["name"], optional=True)
+    headers = args["headers"]
+    if headers is not None and (not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+        raise ConfigError(f"headers must be a dict of str to str, not {headers!r:.60}")
+    if args["transport"] is not None and not isinstance(args["transport"], Transport):
+        raise ConfigError(f"transport must be a Transport, not {type(args['transport']).__name__}")
+    for seconds in ("timeout_seconds", "list_deadline_seconds", "connect_timeout_seconds"):
+        check_number(seconds, args[seconds])
+    check_int("max_pages", args["max_pages"], minimum=1)
+    check_int("retry_attempts", args["retry_attempts"], minimum=1)
+    check_callable("retry_sleep", args["retry_sleep"], optional=False)
+    if args["capabilities"] is not None and not isinstance(args["capabilities"], Mapping):
+        raise ConfigError(f"capabilities must be a dict, not {type(args['capabilities']).__name__}")
+    handlers = args["request_handlers"]
+    if handlers is not None and (not isinstance(handlers, Mapping) or not all(
+            isinstance(k, str) and callable(v) for k, v in handlers.items())):
+        raise ConfigError(f"request_handlers must be a dict of method name to callable, not {handlers!r:.60}")
+    check_bool("listen", args["listen"])
 
 
 class MCPClient:
@@ -158,9 +184,10 @@ class MCPClient:
         listen: bool = False,
         follow_cross_origin_redirects: bool = False,
     ) -> None:
+        _check_client_arguments(locals())
         if transport is None:
             if not url:
-                raise ValueError("MCPClient needs a url or a transport")
+                raise ConfigError("MCPClient needs a url or a transport")
             transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name,
                                       connect_timeout_seconds=connect_timeout_seconds,
                                       follow_cross_origin_redirects=follow_cross_origin_redirects)
