@@ -13,6 +13,7 @@
     │   ├── ToolBlockedError                        before_tool_call blocked it; .reason
     │   └── ToolExecutionError                      the tool or a hook raised; original in __cause__
     ├── LLMError                                    llm_call raised or returned an unusable reply; .response, .status_code
+    │   └── LLMTimeoutError(LLMError, TimeoutError)  no complete reply within the whole-request deadline
     ├── MCPError                                    talking to an MCP server failed; .server
     │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body,
     │   │                                                  .retry_after
@@ -119,6 +120,10 @@ class LLMError(YiemagentError):
         super().__init__(message)
         self.response = response
         self.status_code = status_code
+
+
+class LLMTimeoutError(LLMError, TimeoutError):
+    """No complete reply within the whole-request deadline (``timeout_seconds``), however the bytes came."""
 
 
 class MCPError(YiemagentError):

@@ -25,6 +25,12 @@ loop's thread, in order, before the assistant's ``message_end``. The return
 value is still the whole reply: deltas are a preview, never the record.
 Callables without ``on_delta`` work as before.
 
+Incomplete streams: a streamed reply whose stream ended (or broke) after some
+chunks, without ``data: [DONE]`` and without any ``finish_reason``, comes
+back merged with ``finish_reason: "incomplete"`` (yiemagent's own value):
+the loop treats it like ``"length"`` (cut arguments are not repaired, the run
+ends ``truncated``).
+
 Spec: OpenAI Chat Completions, ``POST /chat/completions``.
 """
 
@@ -34,6 +40,8 @@ import codecs
 import inspect
 import json
 import logging
+import time
+from collections.abc import Iterator
 from typing import Any, Literal, Protocol
 
 import requests
@@ -42,12 +50,16 @@ from .__version__ import __version__
 from ._checks import check_number, check_str
 from ._http import CancellableSession
 from ._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
-from .exceptions import ConfigError, LLMError
+from .exceptions import ConfigError, LLMError, LLMTimeoutError
+from .mcp._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
 from .mcp.sse import SSEParser
 
 __all__ = ["ChunkDeltas", "LLMCall", "OnDelta", "OpenAIChat", "accepts_on_delta", "merge_chunks", "openai_chat"]
 
 logger = logging.getLogger("yiemagent.llm")
+
+INCOMPLETE = "incomplete"
+"""``finish_reason`` of a streamed reply that ended without ``[DONE]`` and without a ``finish_reason``."""
 
 
 class LLMCall(Protocol):
@@ -147,90 +159,167 @@ class _RetryableStatus(LLMError):
     retry_after: float | None = None
 
 
-def _merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Assemble streamed ``chat.completion.chunk`` deltas into one ``chat.completion`` reply."""
-    texts: list[str] = []
-    reasoning: dict[str, str] = {}
-    calls: dict[int, dict[str, Any]] = {}
-    finish_reason = None
-    usage = None
-    first: dict[str, Any] = chunks[0] if chunks else {}
-    for chunk in chunks:
+class _StreamMerger:
+    """Assembles ``chat.completion.chunk`` dicts, fed one at a time, into one ``chat.completion`` reply.
+
+    Tool-call deltas are merged by ``index``, except that a delta bringing a
+    new ``id`` at an index whose call already has another id starts a new call
+    (Ollama through LiteLLM streams every parallel call at ``index: 0``; source:
+    smolagents #1569, vercel/ai #14277). Calls keep the order they first
+    appeared in, by index. ``usage`` is the last one reported, kept whole
+    (nested ``prompt_tokens_details`` / ``completion_tokens_details`` too).
+    Only choice ``index`` 0 is read; malformed pieces (a delta or call that is
+    not an object, a non-integer index) are skipped, never raised on.
+    """
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.reasoning: dict[str, str] = {}
+        self.calls: list[tuple[int, dict[str, Any]]] = []
+        """(index, call) in order of first appearance."""
+        self.by_index: dict[int, dict[str, Any]] = {}
+        """The call each index currently extends."""
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.first: dict[str, Any] | None = None
+
+    def feed(self, chunk: dict[str, Any]) -> None:
+        """Merge one chunk."""
+        if self.first is None:
+            self.first = chunk
         if isinstance(chunk.get("usage"), dict):
-            usage = chunk["usage"]
+            self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                texts.append(delta["content"])
-            for key in ("reasoning_content", "reasoning"):
-                if isinstance(delta.get(key), str):
-                    reasoning[key] = reasoning.get(key, "") + delta[key]
-            for call in delta.get("tool_calls") or []:
-                slot = calls.setdefault(call.get("index", len(calls)), {
-                    "id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-                if call.get("id"):
-                    slot["id"] = call["id"]
-                fn = call.get("function") or {}
-                if fn.get("name") and not slot["function"]["name"]:
-                    slot["function"]["name"] = fn["name"]
-                if isinstance(fn.get("arguments"), str):
-                    slot["function"]["arguments"] += fn["arguments"]
-            if choice.get("finish_reason"):
-                finish_reason = choice["finish_reason"]
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None, **reasoning}
-    if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    reply: dict[str, Any] = {
-        "id": first.get("id"), "object": "chat.completion", "model": first.get("model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-    }
-    if usage is not None:
-        reply["usage"] = usage
-    return reply
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._delta(delta)
+            if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
+                self.finish_reason = choice["finish_reason"]
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        if isinstance(delta.get("content"), str):
+            self.texts.append(delta["content"])
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(key), str):
+                self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                self._tool_call(call)
+
+    def _tool_call(self, call: dict[str, Any]) -> None:
+        index = call.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = len(self.calls)
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+        slot = self.by_index.get(index)
+        if slot is None or (call_id is not None and slot["id"] is not None and slot["id"] != call_id):
+            slot = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+            self.calls.append((index, slot))
+            self.by_index[index] = slot
+        if call_id is not None:
+            slot["id"] = call_id
+        fn: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else {}
+        if isinstance(fn.get("name"), str) and fn["name"] and not slot["function"]["name"]:
+            slot["function"]["name"] = fn["name"]
+        if isinstance(fn.get("arguments"), str):
+            slot["function"]["arguments"] += fn["arguments"]
+
+    def reply(self, finish_reason: str | None = None) -> dict[str, Any]:
+        """The merged reply; ``finish_reason`` replaces a missing one (e.g. ``"incomplete"``)."""
+        first = self.first or {}
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.texts) if self.texts else None,
+                                   **self.reasoning}
+        if self.calls:
+            order = sorted(range(len(self.calls)), key=lambda i: (self.calls[i][0], i))
+            message["tool_calls"] = [self.calls[i][1] for i in order]
+        reply: dict[str, Any] = {
+            "id": first.get("id"), "object": "chat.completion", "model": first.get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason or finish_reason}],
+        }
+        if self.usage is not None:
+            reply["usage"] = self.usage
+        return reply
+
+
+def _merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Assemble streamed ``chat.completion.chunk`` deltas into one ``chat.completion`` reply."""
+    merger = _StreamMerger()
+    for chunk in chunks:
+        if isinstance(chunk, dict):
+            merger.feed(chunk)
+    return merger.reply()
 
 
 def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     """Assemble ``chat.completion.chunk`` dicts (in order) into one ``chat.completion`` reply dict.
 
     For adapters of other client libraries that stream; the result has the
-    shape ``parse_response`` reads. Spec: OpenAI Chat Completions streaming.
+    shape ``parse_response`` reads. Parallel calls sharing one ``index`` with
+    different ids stay separate calls; nested ``usage`` details are kept.
+    Spec: OpenAI Chat Completions streaming.
     """
     return _merge_chunks(chunks)
 
 
-def _read_stream(response: requests.Response, url: str, on_delta: OnDelta | None = None) -> dict[str, Any]:
-    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it.
+def _stream_chunk(data: str, url: str) -> dict[str, Any] | None:
+    """One SSE event's data as a chunk dict (None for a non-object); raises ``LLMError`` on bad JSON or an error."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise LLMError(f"POST {url}: a stream event is not JSON: {data[:200]!r}", response=data) from exc
+    except RecursionError as exc:
+        raise LLMError(f"POST {url}: a stream event is nested too deeply", response=data[:200]) from exc
+    if isinstance(chunk, dict) and "error" in chunk:
+        raise LLMError(f"POST {url}: the stream reported an error: {chunk['error']}", response=chunk)
+    return chunk if isinstance(chunk, dict) else None
 
-    Each chunk's deltas go to ``on_delta`` as they arrive.
-    """
-    deltas = ChunkDeltas(on_delta)
+
+def _stream_events(response: requests.Response) -> Iterator[str]:
+    """The ``data`` of each SSE event of ``response`` as it arrives (UTF-8, bad bytes replaced)."""
     parser = SSEParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    chunks: list[dict[str, Any]] = []
+    for raw in response.iter_content(chunk_size=None):
+        for event in parser.feed(decoder.decode(raw)):
+            yield event.data
+
+
+def _read_stream(
+    response: requests.Response, url: str, on_delta: OnDelta | None = None, deadline: float | None = None
+) -> dict[str, Any]:
+    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it.
+
+    Each chunk's deltas go to ``on_delta`` as they arrive. A stream that ends
+    (or breaks) after some chunks but without ``[DONE]`` and without any
+    ``finish_reason`` is not complete: the merged reply gets ``finish_reason:
+    "incomplete"`` (the loop then treats it like ``"length"``).
+    """
+    deltas = ChunkDeltas(on_delta)
+    merger = _StreamMerger()
+    broken: requests.RequestException | None = None
     try:
         with response:
-            for raw in response.iter_content(chunk_size=None):
-                for event in parser.feed(decoder.decode(raw)):
-                    if event.data.strip() == "[DONE]":
-                        return _merge_chunks(chunks)
-                    try:
-                        chunk = json.loads(event.data)
-                    except ValueError as exc:
-                        raise LLMError(f"POST {url}: a stream event is not JSON: {event.data[:200]!r}",
-                                       response=event.data) from exc
-                    if isinstance(chunk, dict) and "error" in chunk:
-                        raise LLMError(f"POST {url}: the stream reported an error: {chunk['error']}",
-                                       response=chunk)
-                    if isinstance(chunk, dict):
-                        chunks.append(chunk)
-                        deltas.feed(chunk)
+            for data in _stream_events(response):
+                if data.strip() == "[DONE]":
+                    return merger.reply()
+                chunk = _stream_chunk(data, url)
+                if chunk is not None:
+                    merger.feed(chunk)
+                    deltas.feed(chunk)
     except requests.RequestException as exc:
-        raise LLMError(f"POST {url}: the stream broke: {exc}") from exc
-    if not chunks:
+        broken = exc
+    if deadline is not None and time.monotonic() >= deadline:  # the watchdog cut it: a timeout, not an end
+        raise LLMTimeoutError(f"POST {url}: no complete reply within the deadline (the stream was cut)")
+    if merger.first is None:
+        if broken is not None:
+            raise LLMError(f"POST {url}: the stream broke: {broken}") from broken
         raise LLMError(f"POST {url}: the stream ended without any chunk")
-    return _merge_chunks(chunks)
+    if merger.finish_reason is None:
+        logger.warning("POST %s: the stream ended without [DONE] or finish_reason%s; the reply is incomplete",
+                       url, " (the connection broke)" if broken is not None else "")
+    return merger.reply(INCOMPLETE)
 
 
 class OpenAIChat:
@@ -240,8 +329,12 @@ class OpenAIChat:
         base_url: e.g. ``"https://api.openai.com/v1"`` or ``"http://127.0.0.1:8080/v1"``.
         model: the ``model`` field of each request.
         api_key: sent as ``Authorization: Bearer <api_key>``; None sends none.
-            Never logged, never in ``repr``.
-        timeout_seconds: connect and read timeout of each request, in seconds.
+            Never logged, never in ``repr``; a server that echoes it in an
+            error body has it replaced by ``***`` in the error's message,
+            ``response``, chained exceptions and log lines.
+        timeout_seconds: the whole call's deadline, in seconds: connecting,
+            retries and reading the reply (streamed or not, however slowly
+            the bytes come) end by then with ``LLMTimeoutError``.
         extra_body: more top-level request fields, e.g. ``temperature=0``,
             ``max_tokens=256``, ``tool_choice="auto"``. ``tool_choice`` is left
             out of requests that carry no tools. ``stream=True`` reads the reply
@@ -257,6 +350,7 @@ class OpenAIChat:
     Raises (from a call):
         LLMError: HTTP error (``.status_code``, the body in the message), a reply
             that is not JSON, or a connection failure.
+        LLMTimeoutError: no complete reply within ``timeout_seconds``.
 
     Thread safety: safe to call from several threads; ``cancel()`` from another
     thread cuts the requests in flight.
@@ -281,9 +375,15 @@ class OpenAIChat:
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.extra_body = extra_body
-        self._headers = {"Content-Type": "application/json", "User-Agent": f"yiemagent/{__version__}"}
+        self._headers: dict[str, str] = {"Content-Type": "application/json", "User-Agent": f"yiemagent/{__version__}"}
+        secrets = secrets_of({}, self.url)
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+            self._headers["Authorization"] = Secret(f"Bearer {api_key}")
+            secrets += secrets_of({"Authorization": f"Bearer {api_key}"}, "")
+            if len(api_key.strip()) >= 4:
+                secrets.append(Secret(api_key.strip()))
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        register_log_secrets(self._secrets)
         self._session = CancellableSession()
 
     def __repr__(self) -> str:
@@ -301,13 +401,18 @@ class OpenAIChat:
             body.pop("parallel_tool_calls", None)
         return body
 
-    def _post(self, body: dict[str, Any], on_delta: OnDelta | None = None) -> dict[str, Any]:
+    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float) -> dict[str, Any]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
         try:
             response = self._session.post(
-                self.url, json=body, headers=self._headers, timeout=self.timeout_seconds,
+                self.url, json=body, headers=self._headers, timeout=remaining,
                 stream=bool(body.get("stream")),
             )
         except requests.RequestException as exc:
+            if time.monotonic() >= deadline:
+                raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s") from exc
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
         if response.status_code >= 400:
             text = response.text[:2000]
@@ -318,7 +423,7 @@ class OpenAIChat:
                 raise error
             raise LLMError(message, status_code=response.status_code, response=text)
         if body.get("stream"):
-            return _read_stream(response, self.url, on_delta)
+            return _read_stream(response, self.url, on_delta, deadline)
         try:
             reply = response.json()
         except ValueError as exc:
@@ -345,14 +450,33 @@ class OpenAIChat:
         if response_format is not None:
             body["response_format"] = response_format
         logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
+        deadline = time.monotonic() + self.timeout_seconds
 
         def retryable(exc: BaseException) -> bool:
+            if time.monotonic() >= deadline or isinstance(exc, LLMTimeoutError):
+                return False
             return isinstance(exc, _RetryableStatus) or never_sent(exc)
 
-        for attempt in make_retrying(retryable):
-            with attempt:
-                return self._post(body, on_delta)
+        try:
+            with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
+                for attempt in make_retrying(retryable):
+                    with attempt:
+                        return self._post(body, on_delta, deadline)
+        except LLMError as exc:
+            self._scrub(exc)
+            raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _scrub(self, exc: LLMError) -> None:
+        """Replace the API key (and URL secrets) by ``***`` in ``exc``'s text, body and chain, in place."""
+        if not self._secrets:
+            return
+        scrub_exception(exc, self._secrets)
+        if isinstance(exc.response, (dict, list)):
+            try:
+                exc.response = json.loads(scrub(json.dumps(exc.response), self._secrets))
+            except ValueError:
+                exc.response = None
 
     def cancel(self) -> None:
         """Cut every request in flight (it fails with ``LLMError``); later calls work as usual.

@@ -152,13 +152,29 @@ class RunResult:
     """Ids of every input this run answers (steered inputs included)."""
 
 
-def add_usage(total: dict[str, Any], usage: dict[str, Any] | None) -> None:
-    """Add the numeric fields of ``usage`` (token counts) into ``total``."""
-    if not usage:
+def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:
+    """Add the token counts of ``usage`` into ``total``, in place.
+
+    Numbers are summed key by key; nested objects (OpenAI's
+    ``prompt_tokens_details.cached_tokens``,
+    ``completion_tokens_details.reasoning_tokens``) are summed key by key
+    inside the same nested key of ``total``, up to 4 levels. Other values
+    (strings, lists, booleans) are skipped.
+    """
+    if not isinstance(usage, dict) or _depth > 4:
         return
     for key, value in usage.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            total[key] = total.get(key, 0) + value
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            current = total.get(key, 0)
+            if isinstance(current, (int, float)) and not isinstance(current, bool):
+                total[key] = current + value
+        elif isinstance(value, dict):
+            nested = total.get(key)
+            if not isinstance(nested, dict):
+                nested = total[key] = {}
+            add_usage(nested, value, _depth=_depth + 1)
 
 
 def _closing_answer(reply: AssistantMessage, results: list[AgentToolResult], fallback: str) -> AssistantMessage:
