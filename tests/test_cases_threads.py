@@ -54,7 +54,7 @@ def test_vllm_mlx_672_done_without_any_finish_reason_still_runs_the_calls(peer):
 
     [DONE] says the stream is whole: the call runs (strict clients aborted and retried the turn).
     """
-    agent, answer = ask(peer, Reply(sse=[chunk(call_delta(0, "get_weather", '{"city": "Paris"}', "call_1"))]),
+    _agent, answer = ask(peer, Reply(sse=[chunk(call_delta(0, "get_weather", '{"city": "Paris"}', "call_1"))]),
                         done_text())
     assert answer["content"] == "done"
     assert [m["content"] for m in peer.requests[1]["body"]["messages"] if m["role"] == "tool"] == ["sunny in Paris"]
@@ -94,7 +94,7 @@ def test_symfony_ai_2178_cumulative_cache_counts_in_two_events_are_not_doubled(p
 
 
 def test_pixeltable_1234_a_usage_only_chunk_without_choices_is_read_not_crashed_on(peer):
-    """pixeltable PR #1234, XSpoonAi/spoon-core PR #179: the usage-only chunk has empty or no `choices`."""
+    """pixeltable/pixeltable PR #1234, XSpoonAi/spoon-core PR #179: the usage-only chunk has empty or no `choices`."""
     no_choices = {"id": "c", "object": "chat.completion.chunk", "usage": {"prompt_tokens": 5,
                                                                           "completion_tokens": 2, "total_tokens": 7}}
     agent, answer = ask(peer, Reply(sse=[chunk({"content": "hi"}), chunk(finish_reason="stop"), no_choices]))
