@@ -367,26 +367,57 @@ def postgres_dsn() -> Iterator[str]:
         server.stop()
 
 
+class _ClosingFactory:
+    """``factory() -> store`` that keeps what it made and closes it at teardown (picklable: without those).
+
+    Agents are garbage-collected once dropped (they keep no pool thread alive), so a store a test
+    made and never closed would otherwise be closed by the GC mid-test, with a ResourceWarning.
+    """
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+        self.made: list[Any] = []
+
+    def __call__(self) -> Any:
+        store = self.make()
+        self.made.append(store)
+        return store
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"make": self.make, "made": []}
+
+    def close_all(self) -> None:
+        for store in self.made:
+            try:
+                store.close()
+            except Exception:  # already closed, or the test broke it on purpose
+                pass
+
+
 @pytest.fixture
-def sqlite_store_factory(tmp_path: Path) -> Callable[[], Any]:
+def sqlite_store_factory(tmp_path: Path) -> Iterator[Callable[[], Any]]:
     """``factory() -> SQLiteStore`` on a fresh file of this test (picklable)."""
     from yiemagent.sqlite_store import SQLiteStore
 
-    return functools.partial(SQLiteStore, str(tmp_path / "conversations.db"))
+    factory = _ClosingFactory(functools.partial(SQLiteStore, str(tmp_path / "conversations.db")))
+    yield factory
+    factory.close_all()
 
 
 _prefixes = iter(range(1, 1_000_000))
 
 
 @pytest.fixture
-def postgres_store_factory(postgres_dsn: str) -> Callable[[], Any]:
+def postgres_store_factory(postgres_dsn: str) -> Iterator[Callable[[], Any]]:
     """``factory() -> PostgresStore`` on tables of this test only (fresh prefix; picklable)."""
     import os
 
     from yiemagent.postgres_store import PostgresStore
 
     prefix = f"t{os.getpid()}_{next(_prefixes)}_"
-    return functools.partial(PostgresStore, postgres_dsn, table_prefix=prefix)
+    factory = _ClosingFactory(functools.partial(PostgresStore, postgres_dsn, table_prefix=prefix))
+    yield factory
+    factory.close_all()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -57,7 +57,7 @@ from ._inbox import EMPTY, SHUTDOWN, ClosableQueue
 from ._lifecycle import Input, Lifecycle, check_agent_arguments, describe, resolve, user_message
 from .config import mcp_clients
 from .durable import DurableConversation
-from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError
+from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError, SimulatedCrash
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall
@@ -374,10 +374,14 @@ class Agent(Lifecycle):
                     break
                 try:
                     self._serve(item, deliver=True)
+                except SimulatedCrash:
+                    raise
                 except BaseException:  # never let the thread die, whatever user code raised
                     logger.exception("agent thread: unexpected error serving an input")
                 if self._stop_after_run:
                     break
+        except SimulatedCrash:
+            logger.debug("agent thread: simulated crash")
         except BaseException:
             logger.exception("agent thread: unexpected error; the thread stops")
         finally:
@@ -477,6 +481,8 @@ class Agent(Lifecycle):
                 answer = self._answer(result, result.input_ids, None)
                 if caller and isinstance(result.error, KeyboardInterrupt):
                     interrupt = result.error
+            except SimulatedCrash:
+                raise
             except BaseException as exc:  # run_turns does not raise; belt and braces
                 if caller and isinstance(exc, KeyboardInterrupt):
                     interrupt = exc

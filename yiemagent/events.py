@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from .exceptions import SimulatedCrash
 from .messages import Message, ToolCall
 
 __all__ = [
@@ -260,5 +261,7 @@ def emit(sink: EventSink | None, event: Event) -> None:
         return
     try:
         sink(event)
+    except SimulatedCrash:
+        raise
     except BaseException:  # SystemExit/KeyboardInterrupt too: a sink never ends a run or a thread
         logger.exception("event sink raised on %s; ignored", event.type)

@@ -126,6 +126,16 @@ class LLMTimeoutError(LLMError, TimeoutError):
     """No complete reply within the whole-request deadline (``timeout_seconds``), however the bytes came."""
 
 
+class SimulatedCrash(BaseException):
+    """For tests only: stands for the process dying at this point; the one exception yiemagent lets through.
+
+    Everything else a tool, hook, event sink, callback or ``llm_call`` raises
+    (``SystemExit`` and ``KeyboardInterrupt`` included) is contained. Tests of
+    durable runs subclass this to stop a run dead, as a power cut would, without
+    a child process. Also in ``yiemagent.testing``.
+    """
+
+
 class MCPError(YiemagentError):
     """Talking to an MCP server failed."""
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .exceptions import SimulatedCrash
 from .messages import ImageContent, Message, TextContent, ToolCall
 from .tools import AgentTool, AgentToolResult
 
@@ -91,6 +92,8 @@ def run_before_hook(
     name = ctx.tool_call.name
     try:
         answer = hook(ctx, abort_event)
+    except SimulatedCrash:
+        raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
         logger.warning("before_tool_call raised for %s: %r", name, exc)
         return AgentToolResult.error(
@@ -117,6 +120,8 @@ def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToo
         return result
     try:
         answer = hook(ctx)
+    except SimulatedCrash:
+        raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
         logger.warning("after_tool_call raised for %s: %r", ctx.tool_call.name, exc)
         return AgentToolResult.error(

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import events as ev
-from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, ToolError, YiemagentError
+from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash, ToolError, YiemagentError
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall, ToolCallContext, run_after_hook, run_before_hook
@@ -195,7 +195,7 @@ def _contained(fn: Callable[..., Any], *args: Any) -> Any:
     """
     try:
         return fn(*args)
-    except Exception:
+    except (Exception, SimulatedCrash):
         raise
     except BaseException as exc:
         raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
@@ -310,6 +310,8 @@ class _Run:
         if self.config.before_model_call is not None:
             try:
                 self.config.before_model_call()
+            except SimulatedCrash:
+                raise
             except BaseException as exc:
                 self.error("before_model_call", exc)
         if self.journal is None:
@@ -411,6 +413,8 @@ class _Run:
             with report, idempotency_context(self.key(call)):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
+        except SimulatedCrash:
+            raise
         except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
             logger.info("tool %s raised: %r", call.name, exc)
             self.updates.put(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
@@ -640,6 +644,8 @@ class _Run:
             status, error = "error", exc
             self.error("request", exc)
             answer = AssistantMessage([TextContent(f"Error: the request could not be made valid: {exc}")])
+        except SimulatedCrash:
+            raise
         except BaseException as exc:  # a bug of ours or of a callback (even SystemExit): report, never raise
             status, error = "error", exc
             self.error("agent", exc)

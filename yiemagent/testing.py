@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .events import Event
-from .exceptions import LLMError
+from .exceptions import LLMError, SimulatedCrash
 from .llm import OnDelta
 
-__all__ = ["EventRecorder", "ScriptedLLM", "text_reply", "tool_call_reply"]
+__all__ = ["EventRecorder", "ScriptedLLM", "SimulatedCrash", "text_reply", "tool_call_reply"]
 
 
 def text_reply(text: str, *, finish_reason: str = "stop") -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Durable runs: Agent(..., store=..., conversation_id=...) on SQLite and a real PostgreSQL.
 
-Crashes are real: in-process a tool raises a ``BaseException`` (nothing in the agent catches it, as
-nothing would survive a power cut), and in the child-process tests the agent's process is killed
+Crashes are real: in-process a tool raises a ``SimulatedCrash`` (the one exception the agent lets
+through, as nothing would survive a power cut; every other ``BaseException`` is contained since
+issue 8), and in the child-process tests the agent's process is killed
 with SIGKILL while a tool (local, or a real MCP server's) is running. Then a new agent on the same
 conversation finishes the run from the journal.
 """
@@ -26,12 +27,12 @@ from yiemagent.durable import _Heartbeat
 from yiemagent.hooks import ToolCallContext
 from yiemagent.journal import current_idempotency_key
 from yiemagent.store import ServedInput
-from yiemagent.testing import ScriptedLLM, text_reply
+from yiemagent.testing import ScriptedLLM, SimulatedCrash, text_reply
 
 Factory = Callable[[], Any]
 
 
-class Crash(BaseException):
+class Crash(SimulatedCrash):
     """Stands for the process dying: nothing in yiemagent catches it."""
 
 
