@@ -29,6 +29,7 @@
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
         └── MaxTurnsExceeded                        the turn limit was reached; .max_turns
     YiemagentWarning(UserWarning)                   visible by default
+    SimulatedCrash(BaseException)                   tests only: stands for the process dying; let through
 
 Raised vs reported: public APIs (``ToolRegistry.call``, ``MCPClient.call_tool``,
 ``extract_tool_calls``) raise these. The agent loop catches them and reports them
