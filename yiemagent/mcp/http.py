@@ -1,38 +1,21 @@
 """Streamable HTTP transport on a ``requests.Session`` (keep-alive).
 
-Every JSON-RPC message is one ``POST`` to the endpoint with
-``Accept: application/json, text/event-stream``. The server answers a request
-with a JSON body or an SSE stream that may carry notifications and server
-requests before the response (read by ``http_reply.ReplyReader``, strictly and
-under size limits); a notification is answered ``202 Accepted`` (or an empty
-``200``). The ``Mcp-Session-Id`` the server gives at ``initialize`` is sent on
-every later request, the negotiated ``MCP-Protocol-Version`` once known;
-``close()`` sends ``DELETE``.
-
-Deadlines: ``timeout_seconds`` bounds the whole request (connecting, the
-status line and headers, the whole body) whatever the framing and however
-slowly the bytes come: the session's watchdog cuts the socket at the deadline.
-
-Redirects (yiemagent-defined): same-origin redirects are followed; one to
-another origin (scheme, host or port) fails with ``MCPTransportError`` naming
-both origins, unless ``follow_cross_origin_redirects=True``: then it is
-followed without the static headers, ``Mcp-Session-Id`` or cookies. A
-``tools/call`` is never followed to another origin (it would run the tool on a
-server the caller did not name). A plain ``requests.Session`` passed as
-``session`` follows no redirect at all (a 3xx is an ``MCPTransportError``).
-
-An SSE stream that ends (or breaks) before the response, after the server
-gave it an event id, is resumed with ``GET`` and ``Last-Event-ID`` after the
-stream's ``retry`` delay; the request itself is never sent twice. A request
-cut by ``cancel()`` is never resumed: each ``cancel()`` starts a new cancel
-generation, and a request that sees the generation change fails at once with
-``MCPTransportError``. ``listen()`` opens the standalone ``GET`` stream
-(``http_listen.Listener``).
-
-Static headers (``Authorization: Bearer ...``) are kept as values whose
-``repr`` is ``'***'``; they and URL secrets (``?token=...``) are scrubbed from
-every error message, the exceptions chained to it, and log lines (urllib3's
-too).
+Every JSON-RPC message is one ``POST`` with ``Accept: application/json,
+text/event-stream``; a request's answer is a JSON body or an SSE stream that
+may carry server messages before the response (read by
+``http_reply.ReplyReader``: strictly, under size limits), a notification's is
+``202``. ``Mcp-Session-Id`` (from ``initialize``) and the negotiated
+``MCP-Protocol-Version`` go on every later request; ``close()`` sends
+``DELETE``. ``timeout_seconds`` bounds the whole request whatever the framing
+and however slowly bytes come (``CancellableSession.deadline``). Redirects:
+same origin followed; another origin refused (``MCPTransportError`` naming
+both) unless ``follow_cross_origin_redirects=True``, and never for
+``tools/call`` (see ``yiemagent._http``); a plain ``requests.Session`` follows
+none. An SSE stream that ends before the response, after giving an event id,
+is resumed with ``GET`` and ``Last-Event-ID`` (the request is never sent
+twice); a request cut by ``cancel()`` is never resumed. ``listen()`` opens the
+standalone ``GET`` stream (``http_listen``). Header values and URL secrets are
+``***`` in every message, chained exception and log line.
 
 Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
 "Streamable HTTP" (incl. "Resumability and Redelivery").
@@ -42,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -50,20 +32,21 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import requests
-import urllib3.exceptions
 
 from ..__version__ import __version__
-from .._http import CancellableSession, CrossOriginRedirect, body_chunks, origin_of
-from .._retry import retry_after_seconds
-from ..exceptions import (
-    MCPError,
-    MCPProtocolError,
-    MCPSessionExpiredError,
-    MCPTimeoutError,
-    MCPTransportError,
-)
+from .._http import CancellableSession, CrossOriginRedirect
+from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from ._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
+from .http_body import (
+    body_text,
+    check_accepted,
+    is_read_timeout,
+    redirect_error,
+    session_id_of,
+    status_error,
+    timed_chunks,
+)
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .transport import MessageHandler, Transport
@@ -74,26 +57,9 @@ logger = logging.getLogger("yiemagent.mcp.http")
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
-_ERROR_BODY_CHARS = 2000
 _MAX_RESUMES = 5
 _DEFAULT_RETRY_SECONDS = 1.0
 _CLOSE_SECONDS = 2.0
-
-
-def _is_read_timeout(exc: BaseException) -> bool:
-    cause: BaseException | None = exc
-    for _ in range(6):
-        if cause is None:
-            return False
-        if isinstance(cause, (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.Timeout)):
-            return True
-        if isinstance(cause, requests.exceptions.ConnectionError) and cause.args and isinstance(
-            cause.args[0], BaseException
-        ):
-            cause = cause.args[0]
-            continue
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 class _Cancelled(Exception):
@@ -241,7 +207,7 @@ class HTTPTransport(Transport):
         if isinstance(exc, requests.exceptions.ConnectTimeout):
             seconds = min(self.connect_timeout_seconds, timeout)
             return MCPTimeoutError(f"{what}: no connection within {seconds:g}s", server=self.name)
-        if _is_read_timeout(exc):
+        if is_read_timeout(exc):
             return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
         return MCPTransportError(self.scrub(f"{what} failed: {exc}"), server=self.name)
 
@@ -333,7 +299,7 @@ class HTTPTransport(Transport):
             if response.status_code >= 400:
                 self._raise_for_status(response, what, sent_session, deadline)
             if 300 <= response.status_code < 400:
-                self._raise_redirect(response, what)
+                raise redirect_error(response, what=what, server=self.name)
             if method == "initialize":
                 self._take_session_id(response, what)
             if not jsonrpc.is_request(message):
@@ -361,128 +327,30 @@ class HTTPTransport(Transport):
             )
 
     def _read_accepted(self, response: requests.Response, what: str, deadline: float, timeout: float) -> None:
-        """The answer to a notification or a response: 202 (or 200) with no JSON-RPC message in it.
-
-        Reading the (empty) body lets the keep-alive connection go back to the pool.
-        """
-        text = self._body_text(response, deadline, what, timeout)
-        if not text.strip():
-            return
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            logger.debug("%s: ignoring the body of the answer to a notification: %.200r", self.name, text)
-            return
-        items = payload if isinstance(payload, list) else [payload]
-        if any(jsonrpc.is_response(item) for item in items):
-            raise MCPProtocolError(f"{what}: the server answered a notification (no id) with a JSON-RPC response",
-                                   server=self.name, body=text[:500])
-
-    def _raise_redirect(self, response: requests.Response, what: str) -> None:
-        location = response.headers.get("Location", "")
-        raise MCPTransportError(
-            f"{what} answered HTTP {response.status_code} (a redirect to {origin_of(location) if location else '?'}),"
-            " which this session does not follow (only a CancellableSession follows same-origin redirects)",
-            server=self.name, status_code=response.status_code,
-        )
+        check_accepted(self._body_text(response, deadline, what, timeout), what=what, server=self.name)
 
     def _take_session_id(self, response: requests.Response, what: str) -> None:
-        getlist = getattr(getattr(response.raw, "headers", None), "getlist", None)
-        values = [v.strip() for v in getlist(SESSION_HEADER)] if callable(getlist) else (
-            [response.headers[SESSION_HEADER]] if SESSION_HEADER in response.headers else [])
-        if not values:
-            return
-        if len(set(values)) > 1:
-            raise MCPProtocolError(f"{what}: the server sent two different Mcp-Session-Id headers: "
-                                   f"{sorted(set(values))!r:.120}", server=self.name)
-        session_id = values[0]  # the same value twice (a proxy's duplicate) is one id, not "a, a"
-        if origin_of(response.url) != origin_of(self.url):
-            logger.warning("%s: ignoring the Mcp-Session-Id given by %s (a redirect's target, another origin)",
-                           self.name, origin_of(response.url))
-            return
-        if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
-            raise MCPProtocolError(f"{what}: the Mcp-Session-Id is not visible ASCII: {session_id!r:.80}",
-                                   server=self.name)
-        self.session_id = session_id
+        session_id = session_id_of(response, what=what, server=self.name, url=self.url)
+        if session_id is not None:
+            self.session_id = session_id
 
     # ------------------------------------------------------------------ reading
 
     def _chunks(
         self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
     ) -> Iterator[bytes]:
-        """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds).
+        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``_Cancelled``."""
+        check = (lambda: self._check(generation)) if generation is not None else None
+        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check)
 
-        With ``generation``, a ``cancel()`` since it was read raises ``_Cancelled`` (also when the cut
-        shows as a clean end of the body). A body that ends at or after the deadline (the watchdog's
-        cut) raises ``MCPTimeoutError``.
-        """
-        chunks = body_chunks(response)
-        while True:
-            if generation is not None:
-                self._check(generation)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=self.name)
-            self._set_read_timeout(response, remaining)
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                if generation is not None:
-                    self._check(generation)
-                if time.monotonic() >= deadline:
-                    raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s",
-                                          server=self.name) from None
-                return
-            except requests.exceptions.ConnectionError as exc:
-                if generation is not None:
-                    self._check(generation)
-                if _is_read_timeout(exc) or time.monotonic() >= deadline:
-                    raise MCPTimeoutError(
-                        f"{what}: no complete answer within {timeout:g}s", server=self.name
-                    ) from exc
-                raise
-            yield chunk
-
-    @staticmethod
-    def _set_read_timeout(response: requests.Response, seconds: float) -> None:
-        """Bound the next socket read to ``seconds`` (the watchdog bounds the whole request)."""
-        connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
-        sock = getattr(connection, "sock", None)
-        if sock is not None:
-            try:
-                sock.settimeout(max(seconds, 0.001))
-            except OSError:
-                pass
-
-    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float,
-                   limit: int = _ERROR_BODY_CHARS) -> str:
-        """Up to ``limit`` characters of the body (scrubbed); never waits past ``deadline``."""
-        data = b""
-        try:
-            for chunk in self._chunks(response, deadline, what, timeout):
-                data += chunk
-                if len(data) >= limit * 4:
-                    break
-        except (MCPTimeoutError, requests.RequestException) as exc:
-            logger.debug("%s: reading the body failed: %s", self.name, self.scrub(str(exc)))
-        return self.scrub(data.decode("utf-8", errors="replace")[:limit])
+    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
+        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub)
 
     def _raise_for_status(
         self, response: requests.Response, what: str, sent_session: str | None, deadline: float
     ) -> None:
-        status = response.status_code
-        body = self._body_text(response, min(deadline, time.monotonic() + 5.0), what, 5.0)
-        if sent_session and (status == 404 or (status == 400 and "session" in body.lower())):
-            # Python SDK: 404 for an unknown session; Node SDK: 400 "No valid session ID provided"
-            raise MCPSessionExpiredError(
-                -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
-                {"session_id": sent_session, "status_code": status}, server=self.name,
-            )
-        reason = f" {response.reason}" if response.reason else ""
-        raise MCPTransportError(
-            f"{what} answered HTTP {status}{reason}: {body[:500]}", server=self.name, status_code=status, body=body,
-            retry_after=retry_after_seconds(response.headers.get("Retry-After")),
-        )
+        raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
+                           scrub=self.scrub)
 
     def answer(self, item: dict[str, Any], on_message: MessageHandler | None) -> None:
         """Hand a server message to ``on_message``; POST the reply to a server request (``ping`` always)."""

@@ -1,0 +1,220 @@
+"""Reading an HTTP response body under a deadline, and turning an error status into an ``MCPError``.
+
+``timed_chunks`` yields the body as it arrives (``_http.body_chunks``) and
+ends the read at the request's deadline: each socket read is bounded by the
+time left, and a body that ends at or after the deadline (the session's
+watchdog cut its socket) is a timeout, not a short answer. ``status_error``
+reads a little of an error body (5 s at most) for the message.
+
+Spec: MCP 2025-11-25, "Streamable HTTP" (status codes, session expiry).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
+
+import requests
+import urllib3.exceptions
+
+from .._http import body_chunks, origin_of
+from .._retry import retry_after_seconds
+from ..exceptions import MCPError, MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from . import jsonrpc
+
+__all__ = [
+    "ERROR_BODY_CHARS",
+    "SESSION_HEADER",
+    "body_text",
+    "check_accepted",
+    "is_read_timeout",
+    "redirect_error",
+    "session_id_of",
+    "set_read_timeout",
+    "status_error",
+    "timed_chunks",
+]
+
+logger = logging.getLogger("yiemagent.mcp.http")
+
+ERROR_BODY_CHARS = 2000
+"""Characters of an error body kept in messages and ``.body``."""
+SESSION_HEADER = "Mcp-Session-Id"
+
+
+def is_read_timeout(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps or chains) is a read timeout."""
+    cause: BaseException | None = exc
+    for _ in range(6):
+        if cause is None:
+            return False
+        if isinstance(cause, (urllib3.exceptions.ReadTimeoutError, socket.timeout, requests.exceptions.Timeout)):
+            return True
+        if isinstance(cause, requests.exceptions.ConnectionError) and cause.args and isinstance(
+            cause.args[0], BaseException
+        ):
+            cause = cause.args[0]
+            continue
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def set_read_timeout(response: requests.Response, seconds: float) -> None:
+    """Bound the next socket read to ``seconds`` (the watchdog bounds the whole request)."""
+    connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.settimeout(max(seconds, 0.001))
+        except OSError:
+            pass
+
+
+def timed_chunks(
+    response: requests.Response, *, deadline: float, what: str, timeout: float, server: str,
+    check: Callable[[], None] | None = None,
+) -> Iterator[bytes]:
+    """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds).
+
+    Args:
+        response: a ``stream=True`` response.
+        deadline: ``time.monotonic()`` value when the request must be done.
+        what: ``"tools/call to <server>"``, the start of error messages.
+        timeout: the request's timeout in seconds (for the message).
+        server: the server name carried by errors.
+        check: called before each read and at the end; it raises to stop
+            (the transport's cancel check).
+
+    Raises:
+        MCPTimeoutError: the deadline passed (also when the body ended at it).
+        requests.ConnectionError: the connection broke before the deadline.
+    """
+    chunks = body_chunks(response)
+    while True:
+        if check is not None:
+            check()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server)
+        set_read_timeout(response, remaining)
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            if check is not None:
+                check()
+            if time.monotonic() >= deadline:
+                raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server) from None
+            return
+        except requests.exceptions.ConnectionError as exc:
+            if check is not None:
+                check()
+            if is_read_timeout(exc) or time.monotonic() >= deadline:
+                raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server) from exc
+            raise
+        yield chunk
+
+
+def body_text(
+    response: requests.Response, *, deadline: float, what: str, timeout: float, server: str,
+    scrub: Callable[[str], str], limit: int = ERROR_BODY_CHARS,
+) -> str:
+    """Up to ``limit`` characters of the body (scrubbed, invalid UTF-8 replaced); never waits past ``deadline``."""
+    data = b""
+    try:
+        for chunk in timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=server):
+            data += chunk
+            if len(data) >= limit * 4:
+                break
+    except (MCPTimeoutError, requests.RequestException) as exc:
+        logger.debug("%s: reading the body failed: %s", server, scrub(str(exc)))
+    return scrub(data.decode("utf-8", errors="replace")[:limit])
+
+
+def status_error(
+    response: requests.Response, *, what: str, sent_session: str | None, deadline: float, server: str,
+    scrub: Callable[[str], str],
+) -> MCPError:
+    """The error for an HTTP status >= 400.
+
+    Returns:
+        ``MCPSessionExpiredError`` for a 404 (or a 400 naming the session)
+        to a request that carried ``Mcp-Session-Id``; else
+        ``MCPTransportError`` with ``status_code``, ``body`` and
+        ``retry_after`` (seconds, from ``Retry-After``).
+    """
+    status = response.status_code
+    body = body_text(response, deadline=min(deadline, time.monotonic() + 5.0), what=what, timeout=5.0, server=server,
+                     scrub=scrub)
+    if sent_session and (status == 404 or (status == 400 and "session" in body.lower())):
+        # Python SDK: 404 for an unknown session; Node SDK: 400 "No valid session ID provided"
+        return MCPSessionExpiredError(
+            -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
+            {"session_id": sent_session, "status_code": status}, server=server,
+        )
+    reason = f" {response.reason}" if response.reason else ""
+    return MCPTransportError(
+        f"{what} answered HTTP {status}{reason}: {body[:500]}", server=server, status_code=status, body=body,
+        retry_after=retry_after_seconds(response.headers.get("Retry-After")),
+    )
+
+
+def check_accepted(text: str, *, what: str, server: str) -> None:
+    """The body of the answer to a notification or a response: it must carry no JSON-RPC response.
+
+    MCP: 202 with no body (an empty 200 is accepted too). Other text is ignored (logged at DEBUG).
+
+    Raises:
+        MCPProtocolError: the body holds a JSON-RPC response (a result for a notification).
+    """
+    if not text.strip():
+        return
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        logger.debug("%s: ignoring the body of the answer to a notification: %.200r", server, text)
+        return
+    items = payload if isinstance(payload, list) else [payload]
+    if any(jsonrpc.is_response(item) for item in items):
+        raise MCPProtocolError(f"{what}: the server answered a notification (no id) with a JSON-RPC response",
+                               server=server, body=text[:500])
+
+
+def redirect_error(response: requests.Response, *, what: str, server: str) -> MCPTransportError:
+    """The error for a 3xx a plain ``requests.Session`` did not follow."""
+    location = response.headers.get("Location", "")
+    return MCPTransportError(
+        f"{what} answered HTTP {response.status_code} (a redirect to {origin_of(location) if location else '?'}),"
+        " which this session does not follow (only a CancellableSession follows same-origin redirects)",
+        server=server, status_code=response.status_code,
+    )
+
+
+def session_id_of(response: requests.Response, *, what: str, server: str, url: str) -> str | None:
+    """The ``Mcp-Session-Id`` an ``initialize`` answer gives, or None.
+
+    The same value sent twice (a proxy's duplicate) is one id, never
+    ``"a, a"``; an id given by another origin (a followed redirect's target)
+    is ignored.
+
+    Raises:
+        MCPProtocolError: two different values, or an id that is not visible ASCII.
+    """
+    getlist = getattr(getattr(response.raw, "headers", None), "getlist", None)
+    values = [v.strip() for v in getlist(SESSION_HEADER)] if callable(getlist) else (
+        [response.headers[SESSION_HEADER]] if SESSION_HEADER in response.headers else [])
+    if not values:
+        return None
+    if len(set(values)) > 1:
+        raise MCPProtocolError(f"{what}: the server sent two different Mcp-Session-Id headers: "
+                               f"{sorted(set(values))!r:.120}", server=server)
+    session_id = str(values[0])
+    if origin_of(response.url) != origin_of(url):
+        logger.warning("%s: ignoring the Mcp-Session-Id given by %s (a redirect's target, another origin)",
+                       server, origin_of(response.url))
+        return None
+    if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
+        raise MCPProtocolError(f"{what}: the Mcp-Session-Id is not visible ASCII: {session_id!r:.80}", server=server)
+    return session_id
