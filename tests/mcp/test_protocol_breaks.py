@@ -42,6 +42,8 @@ BREAKS = {
                                       headers=JSON),
     "nesting_100k_deep": Reply(body='{"jsonrpc": "2.0", "id": 2, "result": {"x": ' + "[" * 100_000 + "]" * 100_000
                                + "}}", headers=JSON),
+    "nesting_200_deep": Reply(body='{"jsonrpc": "2.0", "id": 2, "result": {"x": ' + "[" * 200 + "]" * 200 + "}}",
+                              headers=JSON),
     "sse_response_for_another_id": Reply(body=sse(response(request_id=999)), headers=SSE, linger_seconds=30,
                                          framing="chunked"),
     "sse_response_with_a_bool_id": Reply(body=sse(response(request_id=True)), headers=SSE, linger_seconds=30,
@@ -138,3 +140,19 @@ def test_an_event_id_outside_latin_1_is_sent_back_as_utf_8_when_resuming(raw_pee
         assert client.call_tool("get_time")["content"][0]["text"] == "resumed"
     (resume,) = peer.received("GET")
     assert resume.headers["last-event-id"].encode("latin-1").decode("utf-8") == "é€-1"
+
+
+def test_nesting_up_to_the_limit_is_accepted(raw_peer):
+    """Control for ``nesting_200_deep``: a result nested 100 levels (under ``MAX_JSON_DEPTH`` = 128, the
+    stdio transport's rule too) arrives whole.
+    """
+    peer = raw_peer()
+    deep = "[" * 100 + "]" * 100
+    peer.script("tools/call", Reply(body='{"jsonrpc": "2.0", "id": 2, "result": {"content": [], "x": ' + deep + "}}",
+                                    headers=JSON))
+    with MCPClient(peer.url, timeout_seconds=10) as client:
+        result = client.call_tool("get_time")
+    depth, node = 0, result["x"]
+    while isinstance(node, list):
+        depth, node = depth + 1, node[0] if node else None
+    assert depth == 100

@@ -8,6 +8,7 @@ checks for 100,000+ examples; here a few thousand run in CI.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,8 @@ SSE_TEXT = st.text(alphabet=st.sampled_from(["d", "a", "t", ":", " ", "\r", "\n"
                    max_size=80)
 
 
-@settings(max_examples=1500)
+@pytest.mark.timeout(600)
+@settings(max_examples=1000)
 @given(st.data())
 def test_an_sse_reply_cut_anywhere_gives_the_same_outcome_and_only_protocol_errors(data):
     """Any SSE byte stream (JSON-RPC messages, junk, invalid UTF-8), cut at any byte boundaries."""
@@ -25,7 +27,8 @@ def test_an_sse_reply_cut_anywhere_gives_the_same_outcome_and_only_protocol_erro
     check_reader("sse", body, data.draw(splits(body)))
 
 
-@settings(max_examples=500)
+@pytest.mark.timeout(600)
+@settings(max_examples=400)
 @given(st.data())
 def test_an_sse_reply_under_tight_limits_fails_cleanly(data):
     """The same streams with tiny caps (event size, message count): a clear error, never another exception."""
@@ -34,7 +37,8 @@ def test_an_sse_reply_under_tight_limits_fails_cleanly(data):
                  max_messages=data.draw(st.integers(1, 4)))
 
 
-@settings(max_examples=1000)
+@pytest.mark.timeout(600)
+@settings(max_examples=800)
 @given(st.data())
 def test_a_json_reply_of_any_bytes_gives_a_response_or_a_protocol_error(data):
     """Any JSON body (a message, a batch, deep nesting, huge numbers, random bytes), in any chunks."""
@@ -42,7 +46,8 @@ def test_a_json_reply_of_any_bytes_gives_a_response_or_a_protocol_error(data):
     check_reader("json", body, data.draw(splits(body)), max_body_bytes=data.draw(st.sampled_from([16, 10**6])))
 
 
-@settings(max_examples=1000)
+@pytest.mark.timeout(600)
+@settings(max_examples=800)
 @given(SSE_TEXT, st.lists(st.integers(0, 80), max_size=6), st.sampled_from([None, 5, 40]))
 def test_the_sse_parser_gives_the_same_events_however_the_text_is_cut(text, cuts, limit):
     """WHATWG SSE: line endings split across chunks (CR | LF) are one ending; limits fail the same way."""

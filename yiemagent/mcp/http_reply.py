@@ -8,8 +8,8 @@ out its timeout:
 
 - bytes that are not UTF-8, text that is not JSON (also ``NaN``,
   ``Infinity``, a number out of float range, an integer over Python's digit
-  limit, nesting too deep to decode), a message that is neither a request,
-  a notification nor a response;
+  limit), nesting deeper than ``MAX_JSON_DEPTH`` (128, as on stdio), a
+  message that is neither a request, a notification nor a response;
 - a response whose ``id`` is not the pending request's (compared with its
   JSON type: ``1``, ``1.0``, ``true`` and ``"1"`` are four ids); an error
   with ``id: null`` answers the pending request (JSON-RPC 2.0: the server
@@ -37,7 +37,16 @@ from typing import Any
 from ..exceptions import FormatError, MCPProtocolError
 from .sse import SSEEvent, SSEParser
 
-__all__ = ["MAX_BODY_BYTES", "MAX_EVENT_BYTES", "MAX_MESSAGES", "NO_REQUEST", "ReplyReader", "loads_strict"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_EVENT_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_MESSAGES",
+    "NO_REQUEST",
+    "ReplyReader",
+    "loads_strict",
+    "too_deep",
+]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Bytes a JSON reply body may have (checked against ``Content-Length`` first, then as it arrives)."""
@@ -45,6 +54,9 @@ MAX_EVENT_BYTES = 8 * 1024 * 1024
 """Characters (at most as many bytes) one SSE event may hold."""
 MAX_MESSAGES = 10_000
 """Messages (SSE events, JSON batch items) one request may receive before its response."""
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of arrays and objects in one message (the message object is level 1); the same rule as
+the stdio transport's, so that nothing later (encoding, validation) meets a recursion limit."""
 
 NO_REQUEST = object()
 """``request_id`` of a stream that answers no request (the standalone ``GET``): every response is unexpected."""
@@ -75,6 +87,21 @@ def loads_strict(text: str) -> Any:
         return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("JSON nested too deeply to decode") from None
+
+
+def too_deep(value: Any, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """True when lists and dicts in ``value`` nest deeper than ``max_depth`` (``value`` is level 1).
+
+    Iterative and linear in the number of containers: no input exhausts the Python stack here.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _same_id(got: Any, expected: Any) -> bool:
@@ -230,6 +257,9 @@ class ReplyReader:
             payload = loads_strict(text)
         except ValueError as exc:
             raise self.error(f"{where} is not JSON: {exc}", text) from None
+        if isinstance(payload, (dict, list)) and too_deep(payload, MAX_JSON_DEPTH + isinstance(payload, list)):
+            raise self.error(f"{where} nests deeper than {MAX_JSON_DEPTH} levels (limit MAX_JSON_DEPTH)",
+                             text[:_ERROR_CHARS])
         if isinstance(payload, list):
             if not payload:
                 raise self.error(f"{where} is an empty batch", text)
