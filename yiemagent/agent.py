@@ -57,7 +57,15 @@ from ._inbox import EMPTY, SHUTDOWN, ClosableQueue
 from ._lifecycle import Input, Lifecycle, check_agent_arguments, describe, resolve, user_message
 from .config import mcp_clients
 from .durable import DurableConversation
-from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError, SimulatedCrash
+from .exceptions import (
+    AgentBusyError,
+    AgentClosedError,
+    AgentError,
+    ConfigError,
+    FormatError,
+    InvalidRequestError,
+    SimulatedCrash,
+)
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall
@@ -699,7 +707,10 @@ class Agent(Lifecycle):
             messages = copy.deepcopy(formatter(list(self.history)))
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
-        return RequestGuard()(messages)[0] if messages else messages  # valid to send, as every request is
+        try:
+            return RequestGuard()(messages)[0] if messages else messages  # valid to send, as every request is
+        except InvalidRequestError:  # nothing valid is left (only orphaned tool results)
+            return []
 
     def state_to_json(self) -> str:
         """The conversation and usage as JSON text (yiemagent's own lossless form).

@@ -292,3 +292,15 @@ def test_real_model_overflowing_its_context_then_a_short_input_is_answered(local
     second = agent.ask("Say hello.")
     assert second["status"] in ("completed", "truncated"), second
     assert second["content"]
+
+
+@pytest.mark.model
+def test_N09_real_model_cut_by_max_tokens_is_truncated(local_model):
+    """N09 against llama.cpp: ``max_tokens=4`` on a prompt asking for a long story; the server answers
+    ``finish_reason: "length"``; the answer has status ``truncated``, ``finish_reason`` ``length`` and the
+    partial text.
+    """
+    answer = Agent(local_model.llm_call(max_tokens=4)).ask("Tell me a very long story about a ship.")
+    assert answer["status"] == "truncated", answer
+    assert answer["finish_reason"] == "length"
+    assert answer["content"]
