@@ -272,3 +272,29 @@ def test_ida_pro_mcp_129_mcp_tool_name_longer_than_64_characters(stdio_client):
     assert Agent(llm, mcp_servers=[client]).ask("go")["status"] == "completed"
     _valid(llm)
     assert llm.calls[1]["messages"][-1]["content"] == "long ok"
+
+
+def test_copilotkit_529_request_with_no_messages_is_refused_before_sending():
+    """CopilotKit/CopilotKit #529: a request went out with ``messages: []`` and OpenAI answered "Invalid
+    'messages': empty array. Expected an array with minimum length 1" (code ``empty_array``). Here a
+    ``prepare_context`` returns nothing. Correct: nothing is sent; the answer is an error naming the
+    problem (``InvalidRequestError``), and an error event says ``where="request"``.
+    """
+    llm = ScriptedLLM([text_reply("never")])
+    events = EventRecorder()
+    answer = Agent(llm, prepare_context=lambda h: [], event_sink=events).ask("hi")
+    assert llm.calls == []
+    assert answer["status"] == "error" and "at least one message" in answer["error"]
+    assert [e.where for e in events.of_type("error")] == ["request"]
+
+
+def test_copilotkit_529_user_message_with_an_empty_content_list():
+    """CopilotKit/CopilotKit #529, same error for one message's content (``content: []`` is an "empty
+    array"): a user message whose parts are all gone. Correct: it is sent as ``""``, the request is
+    accepted and answered.
+    """
+    llm = ScriptedLLM([text_reply("hm?")])
+    answer = Agent(llm).ask(UserMessage([]))
+    assert answer["status"] == "completed"
+    _valid(llm)
+    assert llm.calls[0]["messages"] == [{"role": "user", "content": ""}]
