@@ -293,3 +293,35 @@ def test_shutdown_from_inside_a_tool_does_not_wait_for_itself():
     assert agent.output_queue.get(timeout=5)["content"] == "bye"
     agent._thread.join(5)
     assert took["seconds"] < 1.0 and not agent.is_running
+
+
+def test_leaving_a_with_block_by_an_exception_aborts_the_run_in_flight():
+    """Ctrl-C in a script inside ``with Agent(...)`` (the demo, issue 11): the run in flight is aborted,
+    not waited for (a drain would wait for the slow tool); leaving normally still drains.
+    """
+    import threading
+
+    from yiemagent import Agent, AgentTool
+    from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+    started, saw_abort = threading.Event(), threading.Event()
+
+    def slow(tool_call_id, arguments, abort_event):
+        started.set()
+        if abort_event.wait(30):
+            saw_abort.set()
+        return "done"
+
+    llm = ScriptedLLM([tool_call_reply("slow", {}), text_reply("finished")])
+    tool = AgentTool("slow", "Slow.", {"type": "object", "properties": {}}, slow)
+    with pytest.raises(KeyboardInterrupt), Agent(llm, tools=[tool]) as agent:
+        future = agent.submit("go")
+        assert started.wait(10)
+        raise KeyboardInterrupt
+    assert saw_abort.is_set()
+    assert future.result(timeout=5)["status"] == "aborted"
+    assert not agent.is_running
+
+    with Agent(ScriptedLLM([text_reply("drained")])) as agent:
+        queued = agent.submit("hi")
+    assert queued.result(timeout=5)["content"] == "drained"

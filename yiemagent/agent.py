@@ -266,8 +266,10 @@ class Agent(Lifecycle):
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # Leaving the block normally serves what is queued ("drain"); leaving it because of an
+        # exception (Ctrl-C's KeyboardInterrupt among them) aborts the run in flight ("now").
+        self.shutdown(mode="drain" if exc_type is None else "now")
 
     # ------------------------------------------------------------------ events
 
