@@ -21,6 +21,7 @@ from yiemagent import Agent
 from yiemagent.exceptions import ConfigError, MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient, StdioTransport
 from yiemagent.mcp import stdio as stdio_module
+from yiemagent.mcp import stdio_process
 from yiemagent.mcp.jsonrpc import make_notification, make_request
 from yiemagent.mcp.stdio import DEFAULT_INHERITED_ENV_VARS, parse_line
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply
@@ -232,7 +233,7 @@ def test_junk_lines_on_stdout_are_logged_and_skipped(stdio_client, caplog):
     """
     caplog.set_level(logging.WARNING, logger="yiemagent.mcp.stdio")
     client = stdio_client([*QUIRKS, "--junk"])
-    assert len(client.list_tools()) == 5
+    assert {"echo", "crash", "hang", "slow", "ping_client"} <= {t["name"] for t in client.list_tools()}
     assert text_of(client.call_tool("echo", {"text": NON_ASCII})) == NON_ASCII
     skipped = [r for r in caplog.records if "skipped a stdout line" in r.getMessage()]
     assert len(skipped) >= 3 * 3  # three junk lines before each of the three messages
@@ -304,6 +305,7 @@ def test_close_escalates_to_sigterm_then_sigkill_for_servers_that_do_not_exit(
     servers exit on EOF. The 2 s waits are shortened so the test is fast.
     """
     monkeypatch.setattr(stdio_module, "SHUTDOWN_WAIT_SECONDS", 0.15)
+    monkeypatch.setattr(stdio_process, "SHUTDOWN_WAIT_SECONDS", 0.15)
     client = stdio_client([*QUIRKS, flag])
     client.connect()
     process = client.transport.process

@@ -17,20 +17,32 @@ Tools (``tools/call``):
     slow {"seconds"}           -> sleeps, then answers (ignores ``notifications/cancelled``)
     ping_client {}             -> sends a ``ping`` request to the client, waits for its reply, and
                                   answers with the reply it got
+    flood_pings {"count", "read"} -> sends ``count`` ``ping`` requests at once while a thread reads the
+                                  replies, and answers with how many came back and how many were ``{}``;
+                                  ``read=false`` never reads them and answers "flooded" at once
+    raw {"lines", "answer"}    -> writes each of ``lines`` (base64 of raw bytes; ``{id}`` inside is replaced
+                                  by this request's id as JSON) to stdout followed by ``\n``, then answers
+                                  "raw done" if ``answer`` (default true)
+    deep {"depth", "where"}    -> nested arrays ``depth`` deep: ``where="line"`` writes them as a bare line
+                                  and then answers; ``"result"`` answers with them inside the result
+    huge {"bytes", "id_at"}    -> answers with one line of about ``bytes`` bytes (a long text);
+                                  ``id_at="end"`` puts ``id`` last, as the TypeScript SDK does
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import sys
+import threading
 import time
 
 JUNK = [b"Starting quirky server v0.1 ...", b'{"jsonrpc": "2.0", "id": ', b"\xff\xfe not utf-8 \xc3", b"42", b""]
 
 TOOLS = [
     {"name": name, "description": f"quirk: {name}", "inputSchema": {"type": "object", "properties": {}}}
-    for name in ("echo", "crash", "hang", "slow", "ping_client")
+    for name in ("echo", "crash", "hang", "slow", "ping_client", "flood_pings", "raw", "deep", "huge")
 ]
 
 
@@ -93,6 +105,56 @@ def main() -> None:
                     if reply.get("id") == "server-ping-1":
                         break
                 text(request_id, json.dumps(reply))
+            elif name == "flood_pings":
+                count = int(arguments.get("count", 100))
+                if not arguments.get("read", True):  # a server that never reads the replies
+                    for n in range(count):
+                        out.write(json.dumps({"jsonrpc": "2.0", "id": f"flood-{n}", "method": "ping"}).encode()
+                                  + b"\n")
+                    text(request_id, "flooded")
+                    continue
+                counts = {"replies": 0, "empty_results": 0}
+
+                def read_replies(counts=counts, count=count) -> None:  # replies arrive while we still write
+                    while counts["replies"] < count:
+                        reply = json.loads(stdin.readline())
+                        if str(reply.get("id", "")).startswith("flood-"):
+                            counts["replies"] += 1
+                            counts["empty_results"] += reply.get("result") == {}
+
+                reader = threading.Thread(target=read_replies)
+                reader.start()
+                for n in range(count):
+                    out.write(json.dumps({"jsonrpc": "2.0", "id": f"flood-{n}", "method": "ping"}).encode() + b"\n")
+                out.flush()
+                reader.join(30)
+                text(request_id, json.dumps(counts))
+            elif name == "raw":
+                for item in arguments.get("lines", []):
+                    line = base64.b64decode(item).replace(b"{id}", json.dumps(request_id).encode())
+                    out.write(line + b"\n")
+                out.flush()
+                if arguments.get("answer", True):
+                    text(request_id, "raw done")
+            elif name == "deep":
+                depth = int(arguments.get("depth", 100_000))
+                nested = "[" * depth + "]" * depth
+                if arguments.get("where", "line") == "line":
+                    out.write(nested.encode() + b"\n")
+                    text(request_id, "deep done")
+                else:
+                    out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+                              + b',"result":{"content":[],"deep":' + nested.encode() + b"}}\n")
+                    out.flush()
+            elif name == "huge":
+                size = int(arguments.get("bytes", 1 << 20))
+                block = {"type": "text", "text": "x" * size}
+                if arguments.get("id_at") == "end":
+                    body = {"result": {"content": [block]}, "jsonrpc": "2.0", "id": request_id}
+                else:
+                    body = {"jsonrpc": "2.0", "id": request_id, "result": {"content": [block]}}
+                out.write(json.dumps(body).encode() + b"\n")
+                out.flush()
             else:
                 write({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
         elif request_id is not None:

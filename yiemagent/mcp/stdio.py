@@ -5,7 +5,16 @@ JSON ending in ``\\n``; the server writes its messages to stdout the same way
 and may log anything to stderr. A reader thread reads stdout and hands each
 response to the request waiting for its ``id``; notifications and server
 requests go to the ``on_message`` handler (a server ``ping`` is always
-answered). A line that is not JSON is logged and skipped, never fatal.
+answered, by a small bounded pool of threads, never a thread each).
+
+A bad line is never fatal: whatever the server writes (bytes that are not
+UTF-8, text that is not JSON, JSON nested 100,000 deep, a line of 300 MB, a
+response with both ``result`` and ``error``), the reader goes on and the
+connection keeps serving. If the bad line answers a request we can identify
+(its top-level ``id``), that request fails at once with ``MCPProtocolError``;
+otherwise the line is logged at WARNING and skipped. Lines longer than
+``max_line_bytes`` are never held in memory (see ``yiemagent.mcp.lines``), and
+the limits are listed in ``yiemagent.mcp.limits``.
 
 Lifecycle::
 
@@ -17,11 +26,9 @@ Lifecycle::
                              the process is never restarted (make a new transport/client)
     close()                  close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL
 
-The child sees only an allow-list of the parent's environment (``HOME``,
-``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``, as the MCP Python SDK
-does) plus the ``env`` given, so secrets in the parent's environment do not
-leak to third-party servers. On POSIX the server runs in its own process
-group, and a server that has to be stopped is stopped with its children.
+The child sees only an allow-list of the parent's environment plus the
+``env`` given, and runs in its own process group (see
+``yiemagent.mcp.stdio_process``).
 
 Spec: MCP 2025-11-25, "Transports", stdio; "Lifecycle", "Shutdown".
 """
@@ -29,73 +36,48 @@ Spec: MCP 2025-11-25, "Transports", stdio; "Lifecycle", "Shutdown".
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import shlex
-import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import Any
 
-from ..exceptions import ConfigError, MCPTimeoutError, MCPTransportError
+from ..exceptions import ConfigError, MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
+from .limits import (
+    DEFAULT_MAX_JSON_DEPTH,
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_MAX_SERVER_REQUESTS,
+    DEFAULT_SERVER_REQUEST_WORKERS,
+    MAX_EARLY_NOTIFICATIONS,
+)
+from .lines import SNIFF_BYTES, LineReader, OversizedLine, encode_message, parse_line, sniff_response_id
+from .request_workers import RequestWorkers
+from .stdio_process import (
+    DEFAULT_INHERITED_ENV_VARS,
+    SHUTDOWN_WAIT_SECONDS,
+    StderrTail,
+    close_quietly,
+    default_environment,
+    spawn,
+    stop_process,
+)
 from .transport import MessageHandler, Transport
 
-__all__ = ["DEFAULT_INHERITED_ENV_VARS", "StdioTransport", "default_environment", "parse_line"]
+__all__ = [
+    "DEFAULT_INHERITED_ENV_VARS",
+    "SHUTDOWN_WAIT_SECONDS",
+    "StdioTransport",
+    "default_environment",
+    "parse_line",
+]
 
 logger = logging.getLogger("yiemagent.mcp.stdio")
 
-DEFAULT_INHERITED_ENV_VARS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-"""Variables of the parent's environment a stdio server inherits (the MCP Python SDK's POSIX list)."""
-
-STDERR_TAIL_BYTES = 4096
-"""How much of the end of the server's stderr is kept for error messages."""
-
-SHUTDOWN_WAIT_SECONDS = 2.0
-"""Seconds ``close()`` waits after closing stdin, and again after SIGTERM."""
-
 _EXIT_WAIT_SECONDS = 1.0  # after stdout EOF: time for the exit code and the last stderr bytes
 _ABANDONED_IDS = 1024  # ids of timed-out or cancelled requests remembered, to discard late answers
-_EARLY_MESSAGES = 100  # notifications kept while no handler is known yet
-
-
-def default_environment() -> dict[str, str]:
-    """The allow-listed part of this process's environment (``DEFAULT_INHERITED_ENV_VARS``).
-
-    Values that start with ``()`` (exported shell functions) are left out, as
-    the MCP Python SDK does.
-    """
-    env = {}
-    for key in DEFAULT_INHERITED_ENV_VARS:
-        value = os.environ.get(key)
-        if value is not None and not value.startswith("()"):
-            env[key] = value
-    return env
-
-
-def parse_line(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of one stdout line (a batch array gives several).
-
-    Args:
-        raw: one line as read, with or without its ``\\n`` / ``\\r\\n``.
-
-    Returns:
-        The message objects; ``[]`` for a blank line.
-
-    Raises:
-        ValueError: the line is not UTF-8, not JSON, or not JSON objects
-            (``UnicodeDecodeError`` and ``json.JSONDecodeError`` are ValueErrors).
-    """
-    line = raw.strip()
-    if not line:
-        return []
-    item = json.loads(line.decode("utf-8"))
-    items = item if isinstance(item, list) else [item]
-    if not items or not all(isinstance(each, dict) for each in items):
-        raise ValueError("a JSON value that is not a JSON-RPC message object")
-    return items
 
 
 class _Slot:
@@ -106,7 +88,7 @@ class _Slot:
     def __init__(self) -> None:
         self.event = threading.Event()
         self.response: dict[str, Any] | None = None
-        self.error: _Failure | None = None
+        self.error: _Failure | MCPError | None = None
 
 
 class _Failure:
@@ -129,6 +111,18 @@ class _Failure:
         return exc
 
 
+def _raise_for(error: _Failure | MCPError, server: str) -> None:
+    """Raise the error of a slot (a fresh exception per waiting thread for a ``_Failure``)."""
+    if isinstance(error, _Failure):
+        raise error.error(server)
+    raise error
+
+
+def _usable_id(value: Any) -> bool:
+    """True for an id we could have sent: an int (not a bool) or a str (JSON-RPC 2.0; 1.0 and true are not 1)."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
 class StdioTransport(Transport):
     """Run an MCP server as a subprocess and talk to it over stdin/stdout.
 
@@ -146,6 +140,16 @@ class StdioTransport(Transport):
         cwd: working directory of the server; None inherits ours.
         timeout_seconds: default seconds ``send`` waits for a response.
         name: label of the server in errors and logs; empty uses the command line.
+        max_line_bytes: longest stdout line read (bytes, without ``\\n``);
+            a longer one is discarded without being held in memory, and the
+            request it answered (if its ``id`` can be found in its first or
+            last 4 KB) fails with ``MCPProtocolError``.
+        max_json_depth: deepest nesting of arrays/objects in one message;
+            deeper is treated like a line that is not JSON.
+        max_server_requests: server requests waiting for an answer at most
+            (and ``max_line_bytes`` of them in all); more are dropped
+            (logged at WARNING; the server gets no answer to those).
+        server_request_workers: threads answering server requests at most.
 
     Attributes:
         process: the ``subprocess.Popen`` once started, else None.
@@ -167,6 +171,10 @@ class StdioTransport(Transport):
         cwd: str | os.PathLike[str] | None = None,
         timeout_seconds: float = 30.0,
         name: str = "",
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+        max_server_requests: int = DEFAULT_MAX_SERVER_REQUESTS,
+        server_request_workers: int = DEFAULT_SERVER_REQUEST_WORKERS,
     ) -> None:
         if isinstance(args, str):
             raise ConfigError("args must be a sequence of strings, not one string (use shlex.split)")
@@ -176,6 +184,11 @@ class StdioTransport(Transport):
         self.cwd = cwd
         self.timeout_seconds = timeout_seconds
         self.name = name or shlex.join([os.path.basename(self.command), *self.args])[:80]
+        if max_line_bytes < 1 or max_json_depth < 1:
+            raise ConfigError("max_line_bytes and max_json_depth must be at least 1")
+        self.max_line_bytes = max_line_bytes
+        self.max_json_depth = max_json_depth
+        self.max_server_requests = max_server_requests
         self.process: subprocess.Popen[bytes] | None = None
         self.protocol_version: str | None = None
         self._lock = threading.Lock()  # guards the fields below
@@ -186,9 +199,13 @@ class StdioTransport(Transport):
         self._closed = False
         self._handler: MessageHandler | None = None
         self._early: list[dict[str, Any]] = []
-        self._stderr = bytearray()
-        self._stderr_lock = threading.Lock()
+        self._stderr: StderrTail | None = None
         self._threads: list[threading.Thread] = []
+        self._workers = RequestWorkers(self._answer, self._write_replies, max_workers=server_request_workers,
+                                       max_pending=max_server_requests, max_pending_bytes=max_line_bytes,
+                                       name="yiemagent-stdio-request")
+        self.bad_lines = 0
+        """Stdout lines that could not be used (not UTF-8, not JSON, too long or deep, not JSON-RPC)."""
 
     def __repr__(self) -> str:
         pid = self.process.pid if self.process is not None else None
@@ -206,9 +223,7 @@ class StdioTransport(Transport):
     @property
     def stderr_tail(self) -> str:
         """The last ~4 KB the server wrote to stderr (UTF-8, undecodable bytes replaced)."""
-        with self._stderr_lock:
-            data = bytes(self._stderr)
-        return data.decode("utf-8", errors="replace")
+        return self._stderr.text if self._stderr is not None else ""
 
     def reset_session(self) -> None:
         """Do nothing: over stdio the process is the session."""
@@ -231,67 +246,78 @@ class StdioTransport(Transport):
                 raise MCPTransportError(f"the stdio transport of {self.name} is closed", server=self.name)
             if self.process is not None:
                 return
-            env = {**default_environment(), **self.env}
             try:
-                process = subprocess.Popen(
-                    [self.command, *self.args],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=env,
-                    cwd=self.cwd,
-                    start_new_session=os.name == "posix",
-                )
+                process = spawn(self.command, self.args, self.env, self.cwd)
             except (OSError, ValueError) as exc:
                 raise MCPTransportError(f"cannot start {self.name}: {exc}", server=self.name) from exc
             self.process = process
             logger.debug("%s: started pid %d (extra env: %s)", self.name, process.pid, sorted(self.env))
+            self._stderr = StderrTail(process, self.name)
             self._threads = [
                 threading.Thread(target=self._read_stdout, args=(process,), daemon=True,
                                  name=f"yiemagent-stdio-out-{process.pid}"),
-                threading.Thread(target=self._read_stderr, args=(process,), daemon=True,
-                                 name=f"yiemagent-stdio-err-{process.pid}"),
+                self._stderr.thread,
             ]
             for thread in self._threads:
                 thread.start()
 
-    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
-        stream: Any = process.stderr
-        try:
-            while True:
-                chunk = stream.read1(4096)
-                if not chunk:
-                    break
-                with self._stderr_lock:
-                    self._stderr += chunk
-                    del self._stderr[:-STDERR_TAIL_BYTES]
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s stderr: %s", self.name, chunk.decode("utf-8", errors="replace").rstrip())
-        except (OSError, ValueError) as exc:  # the pipe was closed under us
-            logger.debug("%s: stderr reader stopped: %s", self.name, exc)
-        finally:
-            _close_quietly(stream)
-
     def _read_stdout(self, process: subprocess.Popen[bytes]) -> None:
         stream: Any = process.stdout
         try:
-            for raw in iter(stream.readline, b""):
+            for line in LineReader(stream, self.max_line_bytes):
                 try:
-                    messages = parse_line(raw)
-                except ValueError as exc:
-                    logger.warning("%s: skipped a stdout line that is not a JSON-RPC message (%s): %.200r",
-                                   self.name, exc, raw)
-                    continue
-                for message in messages:
-                    try:
-                        self._dispatch(message)
-                    except Exception:  # a handler bug must not kill the reader
-                        logger.exception("%s: handling a server message failed", self.name)
+                    self._handle_line(line)
+                except Exception:  # whatever a line does, the reader lives on (a bad line is never fatal)
+                    logger.exception("%s: handling a stdout line failed", self.name)
         except (OSError, ValueError) as exc:
             logger.debug("%s: stdout reader stopped: %s", self.name, exc)
         finally:
-            _close_quietly(stream)
+            close_quietly(stream)
             self._process_gone(process)
+
+    def _handle_line(self, line: bytes | OversizedLine) -> None:
+        if isinstance(line, OversizedLine):
+            self._bad_line(f"a line of {line.size:,} bytes, over max_line_bytes={self.max_line_bytes:,}",
+                           line.head, line.tail)
+            return
+        try:
+            messages = parse_line(line, max_depth=self.max_json_depth)
+        except ValueError as exc:
+            self._bad_line(str(exc), line[:SNIFF_BYTES], line[-SNIFF_BYTES:])
+            return
+        size = len(line) // max(1, len(messages))
+        for message in messages:
+            try:
+                self._dispatch(message, size)
+            except Exception:  # a handler bug must not kill the reader
+                logger.exception("%s: handling a server message failed", self.name)
+
+    def _bad_line(self, reason: str, head: bytes, tail: bytes) -> None:
+        """A line that cannot be used: fail the request it answers, if we can tell which; else log it."""
+        self.bad_lines += 1
+        request_id = sniff_response_id(head, tail)
+        body = head[:200].decode("utf-8", errors="replace")
+        if request_id is not None and self._fail_one(request_id, MCPProtocolError(
+                f"{self.name} answered request {request_id!r} with a line that cannot be read: {reason}",
+                server=self.name, body=body)):
+            logger.warning("%s: request %r failed: its response is unreadable (%s)", self.name, request_id, reason)
+            return
+        logger.warning("%s: skipped a stdout line that is not a usable JSON-RPC message (%s): %.200r",
+                       self.name, reason, head)
+
+    def _fail_one(self, request_id: Any, error: MCPError) -> bool:
+        """Fail the waiting request ``request_id`` with ``error``; False if none waits under that id."""
+        if not _usable_id(request_id):
+            return False
+        with self._lock:
+            slot = self._pending.pop(request_id, None)
+            if slot is not None:
+                self._abandon(request_id)
+        if slot is None:
+            return False
+        slot.error = error
+        slot.event.set()
+        return True
 
     def _process_gone(self, process: subprocess.Popen[bytes]) -> None:
         """Stdout ended: record why and fail every waiting request at once."""
@@ -307,7 +333,7 @@ class StdioTransport(Transport):
             message = f"the server process {self.name} exited with code {code}"
         if code is not None and self._write_lock.acquire(timeout=_EXIT_WAIT_SECONDS):
             try:
-                _close_quietly(process.stdin)
+                close_quietly(process.stdin)
             finally:
                 self._write_lock.release()
         if not self._closed:
@@ -316,36 +342,56 @@ class StdioTransport(Transport):
 
     # ------------------------------------------------------------------ reading
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        if jsonrpc.is_response(message):
-            request_id = message["id"]
-            with self._lock:
-                slot = self._pending.pop(request_id, None)
-                late = slot is None and request_id in self._abandoned
-            if slot is not None:
-                slot.response = message
-                slot.event.set()
-            elif late:
-                logger.info("%s: discarded a late response to request %r (timed out or cancelled)",
-                            self.name, request_id)
-            else:
-                logger.warning("%s: discarded a response to unknown request %r", self.name, request_id)
+    def _dispatch(self, message: dict[str, Any], size: int = 0) -> None:
+        if "id" in message and "method" not in message:
+            self._dispatch_response(message)
             return
         handler = self._handler
         if jsonrpc.is_request(message):
-            # On a thread of its own: a handler may block (ask a user), and the
-            # reader must never wait for stdin.
-            threading.Thread(target=self._answer, args=(message, handler), daemon=True,
-                             name="yiemagent-stdio-request").start()
+            # On a worker (a handler may block, e.g. to ask a user), never on the reader: the reader
+            # must never wait for stdin. The pool is bounded, so a flood of requests costs no threads.
+            if not self._workers.submit({"message": message, "handler": handler}, size):
+                logger.warning("%s: dropped server request %.50r (%.50r): too many (at most %d, %s bytes) wait "
+                               "for an answer", self.name, message.get("id"), message.get("method"),
+                               self.max_server_requests, f"{self.max_line_bytes:,}")
         elif jsonrpc.is_notification(message):
             if handler is not None:
                 handler(message)
             else:
                 with self._lock:
-                    if len(self._early) < _EARLY_MESSAGES:
+                    if len(self._early) < MAX_EARLY_NOTIFICATIONS:
                         self._early.append(message)
         else:
             logger.warning("%s: skipped a message that is not JSON-RPC: %.200r", self.name, message)
+
+    def _dispatch_response(self, message: dict[str, Any]) -> None:
+        """Hand a response to the request waiting for its ``id``; a malformed one fails that request."""
+        request_id = message["id"]
+        problem = None
+        if "result" in message and "error" in message:
+            problem = "a response with both result and error"
+        elif "result" not in message and "error" not in message:
+            problem = "a response with neither result nor error"
+        if problem is not None:
+            if not self._fail_one(request_id, MCPProtocolError(
+                    f"{self.name} answered request {request_id!r} with {problem}", server=self.name,
+                    body=repr(message)[:200])):
+                logger.warning("%s: discarded %s for unknown request %.50r", self.name, problem, request_id)
+            return
+        slot = None
+        late = False
+        if _usable_id(request_id):
+            with self._lock:
+                slot = self._pending.pop(request_id, None)
+                late = slot is None and request_id in self._abandoned
+        if slot is not None:
+            slot.response = message
+            slot.event.set()
+        elif late:
+            logger.info("%s: discarded a late response to request %r (timed out or cancelled)",
+                        self.name, request_id)
+        else:
+            logger.warning("%s: discarded a response to unknown request %.50r", self.name, request_id)
 
     def _use_handler(self, on_message: MessageHandler) -> None:
         with self._lock:
@@ -359,10 +405,9 @@ class StdioTransport(Transport):
 
     # ------------------------------------------------------------------ writing
 
-    def _write(self, message: dict[str, Any]) -> None:
+    def _write(self, data: bytes) -> None:
         process = self.process
         assert process is not None and process.stdin is not None
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         with self._write_lock:
             try:
                 process.stdin.write(data)
@@ -379,8 +424,10 @@ class StdioTransport(Transport):
                                             self.stderr_tail)
         raise failure.error(self.name) from error
 
-    def _answer(self, request: dict[str, Any], handler: MessageHandler | None) -> None:
-        """Reply to a server request: the handler's answer, ``{}`` for ``ping``, else -32601."""
+    def _answer(self, job: dict[str, Any]) -> bytes | None:
+        """The encoded reply to a server request (on a worker): the handler's, ``{}`` for ``ping``, else -32601."""
+        request: dict[str, Any] = job["message"]
+        handler: MessageHandler | None = job["handler"]
         reply = None
         if handler is not None:
             try:
@@ -396,9 +443,17 @@ class StdioTransport(Transport):
                 reply = {"jsonrpc": "2.0", "id": request["id"],
                          "error": {"code": -32601, "message": f"method not found: {request.get('method')}"}}
         try:
-            self._write(reply)
+            return encode_message(reply, server=self.name)
+        except MCPProtocolError as exc:
+            logger.warning("%s: could not answer server request %r: %s", self.name, request.get("id"), exc)
+            return encode_message({"jsonrpc": "2.0", "id": request["id"], "error": {
+                "code": -32603, "message": "the client's answer could not be encoded as JSON"}}, server=self.name)
+
+    def _write_replies(self, data: bytes) -> None:
+        try:
+            self._write(data)
         except MCPTransportError as exc:
-            logger.debug("%s: could not answer a server request: %s", self.name, exc)
+            logger.debug("%s: could not answer server requests: %s", self.name, exc)
 
     # ------------------------------------------------------------------ send
 
@@ -421,8 +476,9 @@ class StdioTransport(Transport):
                 server sends from now on (the last handler given wins).
                 Contract: notifications are handed over on the reader thread,
                 in order and before any later response is returned, so it must
-                not block for them; each server request gets a thread of its
-                own, where it may block. What it returns for a request is
+                not block for them; server requests are handed over on a
+                small pool of worker threads (``server_request_workers``,
+                ``max_server_requests`` waiting), where it may block. What it returns for a request is
                 written back (a ``ping`` it leaves unanswered gets ``{}``, any
                 other method -32601); an exception is logged (a request then
                 gets -32603).
@@ -436,12 +492,18 @@ class StdioTransport(Transport):
                 discarded; the process keeps running).
             MCPTransportError: the process could not start, exited (``exit_code``,
                 ``stderr_tail``), or ``cancel()``/``close()`` was called.
+            MCPProtocolError: ``message`` cannot be sent as strict JSON (a
+                lone surrogate, NaN; nothing is written), or the server's
+                response to it is unreadable (not UTF-8, not JSON, over
+                ``max_line_bytes``, both ``result`` and ``error``): raised
+                as soon as that response arrives, the connection stays up.
             ConfigError: the request reuses an ``id`` still waiting or recently
                 abandoned (spec: ids are unique within a session).
 
         Spec: MCP 2025-11-25, "Transports", stdio.
         Thread safety: safe from any thread.
         """
+        data = encode_message(message, server=self.name)  # before anything is registered or written
         if on_message is not None:
             self._use_handler(on_message)
         self.start()
@@ -456,9 +518,9 @@ class StdioTransport(Transport):
                     raise ConfigError(f"request id {request_id!r} is already in use on {self.name}")
                 slot = self._pending[request_id] = _Slot()
         if slot is not None and slot.error is not None:
-            raise slot.error.error(self.name)  # cancelled before it was written: never write it
+            _raise_for(slot.error, self.name)  # cancelled before it was written: never write it
         try:
-            self._write(message)
+            self._write(data)
         except MCPTransportError:
             if slot is not None:
                 with self._lock:
@@ -479,7 +541,7 @@ class StdioTransport(Transport):
                 )
             slot.event.wait(_EXIT_WAIT_SECONDS)  # answered just now: the reader is setting it
         if slot.error is not None:
-            raise slot.error.error(self.name)
+            _raise_for(slot.error, self.name)
         assert slot.response is not None
         return slot.response
 
@@ -538,52 +600,19 @@ class StdioTransport(Transport):
             self._closed = True
             process = self.process
         self._fail_pending(_Failure(f"the stdio transport of {self.name} was closed"), final=True)
+        self._workers.close(SHUTDOWN_WAIT_SECONDS)
         if process is None:
             return
         if self._write_lock.acquire(timeout=SHUTDOWN_WAIT_SECONDS):
             try:
-                _close_quietly(process.stdin)
+                close_quietly(process.stdin)
             finally:
                 self._write_lock.release()
-        try:
-            process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            logger.info("%s: did not exit %gs after stdin closed; terminating", self.name, SHUTDOWN_WAIT_SECONDS)
-            _signal(process, signal.SIGTERM)
-            try:
-                process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                logger.warning("%s: still running %gs after SIGTERM; killing", self.name, SHUTDOWN_WAIT_SECONDS)
-                _signal(process, signal.SIGKILL)
-                try:
-                    process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-                except subprocess.TimeoutExpired:
-                    logger.warning("%s: pid %d survived SIGKILL", self.name, process.pid)
+        stop_process(process, self.name)
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=SHUTDOWN_WAIT_SECONDS)
                 if thread.is_alive():  # a child of the server still holds the pipe open
                     logger.warning("%s: %s did not stop", self.name, thread.name)
-        _close_quietly(process.stdin)
+        close_quietly(process.stdin)
 
-
-def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
-    """Send ``signum`` to the server's process group (POSIX), or to the process."""
-    try:
-        if os.name == "posix":
-            os.killpg(process.pid, signum)
-        elif signum == signal.SIGTERM:
-            process.terminate()
-        else:
-            process.kill()
-    except (ProcessLookupError, PermissionError) as exc:
-        logger.debug("signal %d to %d: %s", signum, process.pid, exc)
-
-
-def _close_quietly(stream: IO[bytes] | None) -> None:
-    if stream is None:
-        return
-    try:
-        stream.close()
-    except (OSError, ValueError):
-        pass

@@ -1,0 +1,108 @@
+"""Limits on what an MCP server can make yiemagent hold, queue or show the model: all in one place.
+
+MCP servers are written by strangers; what they send is untrusted input. Each
+limit below has a default, a parameter that changes it, and a documented
+effect when it is passed: a clear error, or a visible truncation
+(``…[truncated N chars]``). None of them is silent.
+
+Stdio transport (``StdioTransport`` arguments):
+
+- one stdout line: 16 MiB (``max_line_bytes``). A longer line is discarded
+  unread, never buffered whole; the request it answered fails with
+  ``MCPProtocolError`` (else the line is logged and skipped).
+- nesting of one message: 128 levels (``max_json_depth``); as above.
+- server requests waiting for an answer: 1024, and 16 MiB of lines in all
+  (``max_server_requests``); more are dropped and logged at WARNING.
+- threads answering server requests: 4 (``server_request_workers``);
+  started when needed, gone when idle.
+- notifications kept before a handler is known: 100 (fixed); more dropped.
+
+Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
+
+- ``structuredContent`` kept in a result's ``details``: 1,000,000 characters
+  of compact JSON (``max_structured_chars``); beyond, ``details`` holds
+  ``{"truncated": True, "chars": N, "max_chars": M, "preview": "<first 1,000
+  chars>…[truncated N chars]"}`` instead, and the model's text says so.
+- ``_meta`` kept in ``details``: 100,000 characters (``max_meta_chars``); the same.
+- the tool result the model sees: 100,000 characters (``max_result_chars`` of
+  ``Agent`` / ``MCPToolset``): text cut, a ``[truncated: ...]`` note.
+- a tool description: 8,192 characters (``max_description_chars``); cut,
+  ending ``…[truncated N chars]``.
+- an ``inputSchema``: 100,000 characters of compact JSON
+  (``max_schema_chars``) and 32 levels of nesting (``max_schema_depth``);
+  beyond, the tool is skipped (WARNING, and listed in ``MCPToolset.skipped``).
+- tools of one server: 128 (``max_tools``); the rest are skipped, the same way.
+- a tool name as the server gives it: 256 characters
+  (``max_tool_name_chars``); a longer one is skipped (the wire needs the
+  exact name, so it cannot be cut; the model sees a sanitised 64-character
+  name in any case).
+
+Why these numbers: 16 MiB holds a large screenshot or file as base64 and
+parses in about 0.1 s; 128 tools is the most an OpenAI request accepts; MCP
+2025-11-25 says tool names SHOULD be 1-128 characters (256 leaves room); a
+description beyond 8 KB is instructions, not a description, and is sent to
+the model on every call.
+
+Spec: MCP 2025-11-25, "Tools" (tool names), "Transports" (stdio).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_SERVER_REQUESTS",
+    "DEFAULT_SERVER_REQUEST_WORKERS",
+    "MAX_EARLY_NOTIFICATIONS",
+    "MCPLimits",
+    "truncate_text",
+]
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Longest stdio line read (bytes, without the ``\\n``)."""
+
+DEFAULT_MAX_JSON_DEPTH = 128
+"""Deepest nesting of arrays and objects in one message (the message object is level 1)."""
+
+DEFAULT_MAX_SERVER_REQUESTS = 1024
+"""Server requests (``ping``, ``elicitation/create``...) waiting for a worker, per stdio connection
+(their lines count against ``max_line_bytes`` in all, too)."""
+
+DEFAULT_SERVER_REQUEST_WORKERS = 4
+"""Threads answering server requests, per stdio connection (started when needed, gone when idle)."""
+
+MAX_EARLY_NOTIFICATIONS = 100
+"""Notifications kept while no handler is known yet (before the first request)."""
+
+
+@dataclass(frozen=True)
+class MCPLimits:
+    """Caps on the tools and results of MCP servers (see the table in ``yiemagent.mcp.limits``).
+
+    Attributes:
+        max_structured_chars: characters of ``structuredContent`` (as compact
+            JSON) kept in a tool result's ``details``; None: no cap.
+        max_meta_chars: the same for the result's ``_meta``.
+        max_description_chars: characters of a tool description given to the model.
+        max_schema_chars: characters of an ``inputSchema`` (as compact JSON).
+        max_schema_depth: nesting of an ``inputSchema`` (the schema object is level 1).
+        max_tools: tools registered per server (in the server's order).
+        max_tool_name_chars: characters of a tool name as the server gives it.
+    """
+
+    max_structured_chars: int | None = 1_000_000
+    max_meta_chars: int | None = 100_000
+    max_description_chars: int = 8192
+    max_schema_chars: int = 100_000
+    max_schema_depth: int = 32
+    max_tools: int = 128
+    max_tool_name_chars: int = 256
+
+
+def truncate_text(text: str, max_chars: int) -> str:
+    """``text`` if it fits, else its first ``max_chars`` characters and ``…[truncated N chars]`` (N: cut off)."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}…[truncated {len(text) - max_chars:,} chars]"
