@@ -19,9 +19,8 @@ import pytest
 from tests.helpers import PYTHON, SERVERS, run_in_thread
 from yiemagent import Agent
 from yiemagent.exceptions import ConfigError, MCPTimeoutError, MCPTransportError
-from yiemagent.mcp import MCPClient, StdioTransport
+from yiemagent.mcp import MCPClient, StdioTransport, stdio_process
 from yiemagent.mcp import stdio as stdio_module
-from yiemagent.mcp import stdio_process
 from yiemagent.mcp.jsonrpc import make_notification, make_request
 from yiemagent.mcp.stdio import DEFAULT_INHERITED_ENV_VARS, parse_line
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply

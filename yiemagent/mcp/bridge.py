@@ -19,11 +19,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..exceptions import MCPError, MCPRPCError, MCPTimeoutError
+from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
 from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
 from .client import MCPClient
+from .limits import MCPLimits, truncate_text
 from .results import DEFAULT_MAX_RESULT_CHARS, result_to_tool_result
-from .schema import normalize_input_schema
+from .schema import normalize_input_schema, schema_problem
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -63,6 +64,7 @@ class MCPToolExecutor:
             default. A call that takes longer becomes an error result (C21).
         max_result_chars: cap of the result the model sees (see
             ``result_to_tool_result``); None: no cap.
+        limits: caps of what a result's ``details`` keeps; None: ``MCPLimits()``.
     """
 
     def __init__(
@@ -72,11 +74,13 @@ class MCPToolExecutor:
         timeout_seconds: float | None = None,
         *,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        limits: MCPLimits | None = None,
     ) -> None:
         self.client = client
         self.tool_name = tool_name
         self.timeout_seconds = timeout_seconds
         self.max_result_chars = max_result_chars
+        self.limits = limits
 
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
         """Send ``tools/call``; MCP errors become error results (never raised)."""
@@ -96,7 +100,7 @@ class MCPToolExecutor:
             )
         except MCPError as exc:
             return AgentToolResult.error(f"MCP tool {self.tool_name!r} failed: {exc}", details={"error": exc})
-        return result_to_tool_result(result, max_chars=self.max_result_chars)
+        return result_to_tool_result(result, max_chars=self.max_result_chars, limits=self.limits)
 
     def __repr__(self) -> str:
         return f"MCPToolExecutor(server={self.client.name!r}, tool={self.tool_name!r})"
@@ -121,6 +125,7 @@ def mcp_tool(
     name: str | None = None,
     timeout_seconds: float | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    limits: MCPLimits | None = None,
 ) -> AgentTool:
     """An ``AgentTool`` for one MCP tool object.
 
@@ -132,19 +137,35 @@ def mcp_tool(
         name: the name the model sees; None sanitises ``spec["name"]``.
         timeout_seconds: seconds each call may take; None: the client's default.
         max_result_chars: cap of each result (see ``result_to_tool_result``).
+        limits: the caps of ``yiemagent.mcp.limits``; None: ``MCPLimits()``.
+            The description is cut to ``max_description_chars`` (ending
+            ``…[truncated N chars]``).
 
     Returns:
         An ``AgentTool`` whose schema is ``normalize_input_schema(inputSchema)``
         and whose ``execute`` sends ``tools/call`` with the original name.
+
+    Raises:
+        ConfigError: the tool is over a limit that cannot be cut (name
+            longer than ``max_tool_name_chars``, ``inputSchema`` over
+            ``max_schema_chars`` or ``max_schema_depth``).
     """
+    limits = limits or MCPLimits()
     original = str(spec["name"])
     annotations = spec.get("annotations")
     hints = annotations if isinstance(annotations, dict) else {}
+    if len(original) > limits.max_tool_name_chars:
+        raise ConfigError(f"tool name of {len(original):,} characters, over {limits.max_tool_name_chars}")
+    problem = schema_problem(spec.get("inputSchema"), limits)
+    if problem is not None:
+        raise ConfigError(problem)
+    description = spec.get("description") or spec.get("title") or ""
     return AgentTool(
         name=name or sanitize_tool_name(original),
-        description=str(spec.get("description") or spec.get("title") or ""),
+        description=truncate_text(str(description), limits.max_description_chars),
         input_schema=normalize_input_schema(spec.get("inputSchema")),
-        execute=MCPToolExecutor(client, original, timeout_seconds, max_result_chars=max_result_chars),
+        execute=MCPToolExecutor(client, original, timeout_seconds, max_result_chars=max_result_chars,
+                                limits=limits),
         idempotent=hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True,
     )
 
@@ -168,6 +189,14 @@ class MCPToolset:
             each client's default.
         max_result_chars: cap of each tool result the model sees (see
             ``result_to_tool_result``); None: no cap.
+        limits: caps on tools and results (``yiemagent.mcp.limits``); None:
+            ``MCPLimits()``. A tool over a cap that cannot be cut (name,
+            schema) and the tools past ``max_tools`` of one server are not
+            registered: each is logged at WARNING and listed in ``skipped``.
+
+    Attributes:
+        skipped: ``[{"server": name, "tool": original name (first 100
+            characters), "reason": str}]`` of the last listing of each server.
 
     Thread safety: ``refresh`` may be called from any thread.
     """
@@ -181,8 +210,11 @@ class MCPToolset:
         on_error: Callable[[MCPClient, Exception], None] | None = None,
         call_timeout_seconds: float | None = None,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        limits: MCPLimits | None = None,
     ) -> None:
         self.clients = list(clients)
+        self.limits = limits or MCPLimits()
+        self._skipped: dict[int, list[dict[str, str]]] = {}  # id(client) -> tools not registered
         self.registry = registry
         self.on_change = on_change
         self.on_error = on_error
@@ -211,6 +243,16 @@ class MCPToolset:
             return execute.client, execute.tool_name
         return None
 
+    @property
+    def skipped(self) -> list[dict[str, str]]:
+        """The tools not registered at the last listing of each server, and why."""
+        return [entry for client in self.clients for entry in self._skipped.get(id(client), [])]
+
+    def _skip(self, client: MCPClient, spec: Any, reason: str) -> None:
+        name = str(spec.get("name") if isinstance(spec, dict) else spec)[:100]
+        logger.warning("skipping MCP tool %r of %s: %s", name, client.name, reason)
+        self._skipped.setdefault(id(client), []).append({"server": client.name, "tool": name, "reason": reason})
+
     def _stale(self, client: MCPClient) -> bool:
         return id(client) not in self._names or client.tools_changed.is_set()
 
@@ -236,16 +278,21 @@ class MCPToolset:
                 old = set(self._names.get(id(client), []))
                 for name in old:
                     self.registry.remove(name)
-                names = []
+                names: list[str] = []
+                self._skipped[id(client)] = []
                 for spec in specs:
-                    name = self._free_name(client, str(spec["name"]))
-                    try:
-                        self.registry.add(mcp_tool(client, spec, name=name, timeout_seconds=self.call_timeout_seconds,
-                                                   max_result_chars=self.max_result_chars))
-                    except Exception as exc:  # a schema jsonschema rejects: skip this tool only
-                        logger.warning("skipping MCP tool %r of %s: %s", spec.get("name"), client.name, exc)
+                    if len(names) >= self.limits.max_tools:
+                        self._skip(client, spec, f"over max_tools={self.limits.max_tools} for one server")
                         continue
-                    names.append(name)
+                    try:
+                        name = self._free_name(client, str(spec["name"])[: self.limits.max_tool_name_chars + 1])
+                        tool = self.registry.add(mcp_tool(
+                            client, spec, name=name, timeout_seconds=self.call_timeout_seconds,
+                            max_result_chars=self.max_result_chars, limits=self.limits))
+                    except Exception as exc:  # over a limit, or a schema jsonschema rejects: skip this tool only
+                        self._skip(client, spec, str(exc))
+                        continue
+                    names.append(tool.name)
                 self._names[id(client)] = names
                 added += sorted(set(names) - old)
                 removed += sorted(old - set(names))

@@ -49,6 +49,7 @@ Spec: MCP 2025-11-25, "Tools" (tool names), "Transports" (stdio).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
@@ -57,6 +58,7 @@ __all__ = [
     "DEFAULT_SERVER_REQUEST_WORKERS",
     "MAX_EARLY_NOTIFICATIONS",
     "MCPLimits",
+    "nesting_exceeds",
     "truncate_text",
 ]
 
@@ -106,3 +108,24 @@ def truncate_text(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}…[truncated {len(text) - max_chars:,} chars]"
+
+
+def nesting_exceeds(value: Any, max_depth: int) -> bool:
+    """True when lists/dicts in ``value`` nest deeper than ``max_depth`` (``value`` itself is level 1).
+
+    Iterative and linear in the number of nodes: no input can exhaust the
+    Python stack here.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..exceptions import MCPProtocolError
+from .limits import nesting_exceeds
 
 __all__ = [
     "CHUNK_BYTES",
@@ -119,23 +120,6 @@ class LineReader:
             yield bytes(buffer)
 
 
-def _max_depth_exceeded(value: Any, max_depth: int) -> bool:
-    """True when arrays/objects in ``value`` nest deeper than ``max_depth`` (iterative, linear)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > max_depth:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
-
-
 def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
     """The JSON-RPC messages of one stdout line (a batch array gives several).
 
@@ -162,7 +146,7 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
     except RecursionError:
         raise ValueError("JSON nested too deep to decode") from None
     # cheap bound first: fewer brackets than max_depth cannot nest deeper
-    if line.count(b"[") + line.count(b"{") > max_depth and _max_depth_exceeded(item, max_depth):
+    if line.count(b"[") + line.count(b"{") > max_depth and nesting_exceeds(item, max_depth):
         raise ValueError(f"JSON nested deeper than {max_depth} levels")
     items = item if isinstance(item, list) else [item]
     if not items or not all(isinstance(each, dict) for each in items):

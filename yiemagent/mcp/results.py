@@ -3,7 +3,10 @@
 ``isError`` -> ``is_error``; text -> text; images -> image parts; embedded
 resources, resource links, audio and blobs -> readable text or short
 placeholders (never base64 inlined as text); ``structuredContent`` alone ->
-its JSON text; a size cap with a visible truncation note.
+its JSON text; a size cap with a visible truncation note. What is kept in
+``details`` is capped too (``MCPLimits.max_structured_chars``,
+``max_meta_chars``): a 50 MB ``structuredContent`` is never kept whole in the
+history or the saved state.
 
 Spec: MCP 2025-11-25, "Tools" ("Tool Result"). Cases C16, C17, C18.
 """
@@ -15,11 +18,32 @@ from typing import Any
 
 from ..messages import ImageContent, TextContent
 from ..tools import AgentToolResult, cap_result
+from .limits import MCPLimits, truncate_text
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "result_to_tool_result"]
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
 """Characters of a tool result the model sees by default (text plus image data)."""
+
+PREVIEW_CHARS = 1000
+"""Characters of a value too large for ``details`` kept as its ``preview``."""
+
+_DEFAULT_LIMITS = MCPLimits()
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):  # not from JSON after all: keep something readable
+        return repr(value)
+
+
+def _kept(value: Any, text: str, max_chars: int | None) -> Any:
+    """``value`` if its JSON ``text`` fits ``max_chars``, else a visible stand-in with a preview."""
+    if max_chars is None or len(text) <= max_chars:
+        return value
+    return {"truncated": True, "chars": len(text), "max_chars": max_chars,
+            "preview": truncate_text(text, min(PREVIEW_CHARS, max_chars))}
 
 
 def _size_of(data: Any) -> int:
@@ -58,7 +82,7 @@ def _content_part(block: Any) -> TextContent | ImageContent:
 
 
 def result_to_tool_result(
-    result: dict[str, Any], *, max_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    result: dict[str, Any], *, max_chars: int | None = DEFAULT_MAX_RESULT_CHARS, limits: MCPLimits | None = None
 ) -> AgentToolResult:
     """Turn an MCP ``tools/call`` result into an ``AgentToolResult``.
 
@@ -74,20 +98,38 @@ def result_to_tool_result(
             beyond it text is cut, images are left out, and a last text part
             says ``[truncated: the tool result has N characters; the first
             M are shown]``. None: no cap.
+        limits: caps of what ``details`` keeps (``max_structured_chars``,
+            ``max_meta_chars``); None uses ``MCPLimits()`` (1,000,000 and
+            100,000 characters of JSON).
 
     Returns:
         ``AgentToolResult``; ``details`` keeps ``structuredContent`` and
-        ``_meta``, plus ``{"truncated": {"chars": N, "max_chars": M}}`` when cut.
+        ``_meta`` (each replaced by ``{"truncated": True, "chars": N,
+        "max_chars": M, "preview": "<first 1,000 chars>…[truncated K
+        chars]"}`` when over its cap, and then the model's text says so),
+        plus ``{"truncated": {"chars": N, "max_chars": M}}`` when the text was cut.
 
     Spec: MCP 2025-11-25, "Tools" ("Tool Result").
     """
-    blocks: list[Any] = result["content"] if isinstance(result.get("content"), list) else []
+    limits = limits or _DEFAULT_LIMITS
+    content = result.get("content")
+    blocks: list[Any] = content if isinstance(content, list) else []
     parts = [_content_part(b) for b in blocks]
-    structured = result.get("structuredContent")
-    if structured is not None and not any(
-        isinstance(p, ImageContent) or (isinstance(p, TextContent) and p.text) for p in parts
-    ):
-        parts = [TextContent(json.dumps(structured, ensure_ascii=False))]
-    details = {k: result[k] for k in ("structuredContent", "_meta") if k in result}
+    details: dict[str, Any] = {}
+    if "structuredContent" in result:
+        structured = result["structuredContent"]
+        text = _json_text(structured)
+        details["structuredContent"] = _kept(structured, text, limits.max_structured_chars)
+        if structured is not None and not any(
+            isinstance(p, ImageContent) or (isinstance(p, TextContent) and p.text) for p in parts
+        ):
+            parts = [TextContent(text)]
+        elif details["structuredContent"] is not structured:
+            parts.append(TextContent(
+                f"[structuredContent of {len(text):,} characters left out: over the "
+                f"{limits.max_structured_chars:,} character cap]"))
+    if "_meta" in result:
+        meta = result["_meta"]
+        details["_meta"] = _kept(meta, _json_text(meta), limits.max_meta_chars)
     converted = AgentToolResult(parts, is_error=bool(result.get("isError")), details=details or None)
     return cap_result(converted, max_chars)

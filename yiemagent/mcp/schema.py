@@ -7,6 +7,7 @@ Spec: MCP 2025-11-25, "Tools" (``inputSchema``); OpenAI function calling
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import urllib.parse
 from typing import Any
@@ -14,8 +15,9 @@ from typing import Any
 import jsonschema
 
 from ..guard import fix_schema
+from .limits import MCPLimits, nesting_exceeds
 
-__all__ = ["normalize_input_schema"]
+__all__ = ["normalize_input_schema", "schema_problem"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -118,6 +120,23 @@ def _merge_branches(schema: dict[str, Any], root: dict[str, Any]) -> None:
             required |= set.intersection(*required_sets)
         if required:
             schema["required"] = sorted(required)
+
+
+def schema_problem(schema: Any, limits: MCPLimits) -> str | None:
+    """Why ``schema`` is too large to use (``max_schema_chars`` of JSON, ``max_schema_depth``), or None.
+
+    Both checks are linear and iterative (a schema nested 10,000 deep cannot
+    exhaust the stack); run it before ``normalize_input_schema``, which copies.
+    """
+    if nesting_exceeds(schema, limits.max_schema_depth):
+        return f"inputSchema nests deeper than {limits.max_schema_depth} levels"
+    try:
+        size = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"inputSchema is not JSON: {exc}"
+    if size > limits.max_schema_chars:
+        return f"inputSchema has {size:,} characters of JSON, over {limits.max_schema_chars:,}"
+    return None
 
 
 def normalize_input_schema(schema: Any) -> dict[str, Any]:

@@ -351,9 +351,12 @@ class StdioTransport(Transport):
             # On a worker (a handler may block, e.g. to ask a user), never on the reader: the reader
             # must never wait for stdin. The pool is bounded, so a flood of requests costs no threads.
             if not self._workers.submit({"message": message, "handler": handler}, size):
-                logger.warning("%s: dropped server request %.50r (%.50r): too many (at most %d, %s bytes) wait "
-                               "for an answer", self.name, message.get("id"), message.get("method"),
-                               self.max_server_requests, f"{self.max_line_bytes:,}")
+                dropped = self._workers.dropped
+                if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood is not a log flood
+                    logger.warning("%s: dropped server request %.50r (%.50r): too many (at most %d, %s bytes) "
+                                   "wait for an answer (%d dropped so far)", self.name, message.get("id"),
+                                   message.get("method"), self.max_server_requests, f"{self.max_line_bytes:,}",
+                                   dropped)
         elif jsonrpc.is_notification(message):
             if handler is not None:
                 handler(message)
