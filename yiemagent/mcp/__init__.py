@@ -11,6 +11,7 @@ from .bridge import (
 )
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 from .http import HTTPTransport
+from .limits import MCPLimits
 from .sse import SSEEvent, SSEParser
 from .stdio import StdioTransport
 from .transport import Transport
@@ -21,6 +22,7 @@ __all__ = [
     "SUPPORTED_PROTOCOL_VERSIONS",
     "HTTPTransport",
     "MCPClient",
+    "MCPLimits",
     "MCPToolExecutor",
     "MCPToolset",
     "SSEEvent",
