@@ -64,6 +64,7 @@ from .exceptions import (
     ConfigError,
     FormatError,
     InvalidRequestError,
+    MCPError,
     SimulatedCrash,
 )
 from .formatting import OpenAIFormatter
@@ -73,6 +74,7 @@ from .journal import Journal
 from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
+from .mcp.limits import MCPLimits
 from .messages import (
     AssistantMessage,
     Message,
@@ -142,6 +144,21 @@ class Agent(Lifecycle):
         lease_seconds: with a store, how long the conversation's lease lasts
             without renewal (renewed every third of it while serving): the time
             a crashed process blocks its conversation before another takes over.
+        mcp_required: an MCP server that cannot be reached (refused, command
+            not found, not an MCP server) makes the answer of each input an
+            error (``status: "error"``, ``error`` naming the server, the model
+            not called, the input not added to the history) until it can be
+            reached; the servers are listed again at every input. False (the
+            default): the run goes on with the tools that are there, and the
+            answer says which servers are missing (``mcp_unavailable``).
+        close_mcp_clients: ownership of the ``MCPClient`` objects given in
+            ``mcp_servers``. False (the default): they stay the caller's, and
+            ``shutdown()`` (or leaving ``with Agent(...)``) leaves them open
+            (a stdio server keeps running) for the caller to close. True: the
+            agent owns them and closes them at shutdown. Clients the agent makes
+            (from URLs or config) are always its own and always closed.
+        mcp_limits: caps on the tools and results of MCP servers
+            (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
 
@@ -149,6 +166,10 @@ class Agent(Lifecycle):
         ConfigError: an argument of the wrong type or out of range (at once,
             naming it): e.g. ``max_turns="3"``, ``tools="add"``,
             ``max_repeated_calls=0``, ``event_sink="x"``.
+
+    Answer dicts carry ``mcp_unavailable: [{"server": name, "error": message}]``
+    while a server could not be reached at its last listing (the key is absent
+    when every server is fine); ``mcp_status()`` gives the same for UIs.
 
     Thread safety: every public method is safe from any thread; runs happen one
     at a time (on the agent thread, or in the caller of ``ask`` before ``start``).
@@ -179,6 +200,9 @@ class Agent(Lifecycle):
         conversation_id: str | None = None,
         lease_seconds: float = 30.0,
         name: str | None = None,
+        mcp_required: bool = False,
+        close_mcp_clients: bool = False,
+        mcp_limits: MCPLimits | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -198,7 +222,11 @@ class Agent(Lifecycle):
         self.tools = ToolRegistry(tools)
         self.event_sink = event_sink
         clients, self._own_clients = mcp_clients(mcp_servers)
-        self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error)
+        if close_mcp_clients:  # the caller hands its clients over: the agent closes them all
+            self._own_clients = list(clients)
+        self.mcp_required = mcp_required
+        self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error,
+                              limits=mcp_limits)
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())
         self._worker_idents: set[int] = set()
@@ -426,7 +454,37 @@ class Agent(Lifecycle):
             answer = {"role": "assistant", "content": f"Error: {describe(error)}", "status": "error",
                       "error": describe(error)}
         answer["input_ids"] = list(input_ids)
+        unavailable = self.mcp.unavailable()
+        if unavailable:
+            answer["mcp_unavailable"] = unavailable
         return answer
+
+    def _required_servers_unreachable(self) -> MCPError | None:
+        """With ``mcp_required``: list the servers now; the error to answer with if one cannot be reached."""
+        if not (self.mcp_required and self.mcp.clients):
+            return None
+        self.mcp.refresh()
+        missing = self.mcp.unavailable()
+        if not missing:
+            return None
+        names = ", ".join(item["server"] for item in missing)
+        return MCPError(f"mcp_required: cannot reach MCP server {names}: {missing[0]['error']}",
+                        server=missing[0]["server"])
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """The MCP servers and whether they can be reached, for UIs (``yiemagent chat``, the demo).
+
+        Returns:
+            One dict per server in ``mcp_servers`` order (``MCPToolset.status``)::
+
+                {"server": name, "state": "connected" | "unavailable" | "not_connected",
+                 "error": str | None, "tools": [model-side names], "server_info": {...},
+                 "skipped": [{"server", "tool", "reason"}]}
+
+            ``not_connected``: not listed yet (listing happens before the first
+            model call of a run). Safe from any thread; nothing is sent.
+        """
+        return self.mcp.status()
 
     def _deliver_error(self, entry: Input | None, exc: BaseException) -> dict[str, Any]:
         answer = self._answer(None, [entry.id] if entry else [], exc)
@@ -483,14 +541,18 @@ class Agent(Lifecycle):
                 self._steered = []
             self._deliver_current = deliver and entry.future is None
             try:
-                result = run_turns(
-                    self.history, [entry.message], self.config, self.abort_event, self._sink,
-                    run_id=run_id, input_ids=[entry.id], journal=journal,
-                )
-                add_usage(self.usage, result.usage)
-                answer = self._answer(result, result.input_ids, None)
-                if caller and isinstance(result.error, KeyboardInterrupt):
-                    interrupt = result.error
+                unreachable = self._required_servers_unreachable()
+                if unreachable is not None:
+                    answer = self._answer(None, [entry.id], unreachable)
+                else:
+                    result = run_turns(
+                        self.history, [entry.message], self.config, self.abort_event, self._sink,
+                        run_id=run_id, input_ids=[entry.id], journal=journal,
+                    )
+                    add_usage(self.usage, result.usage)
+                    answer = self._answer(result, result.input_ids, None)
+                    if caller and isinstance(result.error, KeyboardInterrupt):
+                        interrupt = result.error
             except SimulatedCrash:
                 raise
             except BaseException as exc:  # run_turns does not raise; belt and braces

@@ -40,6 +40,9 @@ logger = logging.getLogger("yiemagent.mcp")
 
 _VALID_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
+ERROR_CHARS = 500
+"""Characters of an error message kept in ``unavailable()`` and ``status()``."""
+
 
 def sanitize_tool_name(name: str) -> str:
     """Return ``name`` if OpenAI accepts it, else a valid name with a short hash suffix.
@@ -198,6 +201,11 @@ class MCPToolset:
         skipped: ``[{"server": name, "tool": original name (first 100
             characters), "reason": str}]`` of the last listing of each server.
 
+    Reachability: a server whose listing failed (refused, command not found,
+    not an MCP server, handshake timeout) is *unavailable* until a later
+    listing succeeds; it is listed again at every ``refresh``.
+    ``unavailable()`` and ``status()`` say which and why.
+
     Thread safety: ``refresh`` may be called from any thread.
     """
 
@@ -215,6 +223,7 @@ class MCPToolset:
         self.clients = list(clients)
         self.limits = limits or MCPLimits()
         self._skipped: dict[int, list[dict[str, str]]] = {}  # id(client) -> tools not registered
+        self._errors: dict[int, Exception] = {}  # id(client) -> why its last listing failed
         self.registry = registry
         self.on_change = on_change
         self.on_error = on_error
@@ -254,7 +263,37 @@ class MCPToolset:
         self._skipped.setdefault(id(client), []).append({"server": client.name, "tool": name, "reason": reason})
 
     def _stale(self, client: MCPClient) -> bool:
-        return id(client) not in self._names or client.tools_changed.is_set()
+        return id(client) not in self._names or id(client) in self._errors or client.tools_changed.is_set()
+
+    def unavailable(self) -> list[dict[str, str]]:
+        """``[{"server": name, "error": message}]`` for each server whose last listing failed (``[]`` if none).
+
+        ``error`` is the ``MCPError`` message, cut to ``ERROR_CHARS`` characters.
+        """
+        return [{"server": client.name, "error": truncate_text(str(self._errors[id(client)]), ERROR_CHARS)}
+                for client in self.clients if id(client) in self._errors]
+
+    def status(self) -> list[dict[str, Any]]:
+        """One dict per server, in order, for UIs (``yiemagent chat``, the demo).
+
+        Shape: ``{"server": client.name, "state": "connected" | "unavailable"
+        | "not_connected" (never listed yet), "error": str | None (the message
+        when unavailable), "tools": [names the model sees], "server_info":
+        {"name", "version"} ({} before the handshake), "skipped": [tools over
+        a limit, see ``skipped``]}``.
+        """
+        out = []
+        for client in self.clients:
+            error = self._errors.get(id(client))
+            state = "unavailable" if error is not None else (
+                "connected" if id(client) in self._names else "not_connected")
+            out.append({
+                "server": client.name, "state": state,
+                "error": truncate_text(str(error), ERROR_CHARS) if error is not None else None,
+                "tools": list(self._names.get(id(client), [])), "server_info": client.server_info,
+                "skipped": list(self._skipped.get(id(client), [])),
+            })
+        return out
 
     def refresh(self, *, force: bool = False) -> tuple[list[str], list[str]]:
         """List the tools of every server that is new, changed, or all with ``force``.
@@ -272,9 +311,11 @@ class MCPToolset:
                     specs = client.list_tools()
                 except MCPError as exc:
                     logger.warning("listing tools of %s failed: %s", client.name, exc)
+                    self._errors[id(client)] = exc
                     if self.on_error is not None:
                         self.on_error(client, exc)
                     continue
+                self._errors.pop(id(client), None)
                 old = set(self._names.get(id(client), []))
                 for name in old:
                     self.registry.remove(name)

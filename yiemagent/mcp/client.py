@@ -47,7 +47,13 @@ from . import jsonrpc
 from .http import HTTPTransport
 from .transport import Transport
 
-__all__ = ["LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "MCPClient", "default_server_name"]
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "MCPClient",
+    "default_server_name",
+    "server_info_name",
+]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -82,6 +88,17 @@ def default_server_name(url: str) -> str:
     pieces = [host, str(port) if port is not None else "", *segments]
     name = re.sub(r"[^a-zA-Z0-9-]+", "_", "_".join(p for p in pieces if p)).strip("_")
     return name[:40].rstrip("_") or "mcp"
+
+
+def server_info_name(info: Any) -> str | None:
+    """A short name from ``serverInfo.name`` as ``[a-zA-Z0-9_-]``, at most 40 characters; None if unusable.
+
+    Example: ``"mcp-servers/everything"`` -> ``"mcp-servers_everything"``.
+    """
+    raw = info.get("name") if isinstance(info, dict) else None
+    if not isinstance(raw, str):
+        return None
+    return re.sub(r"[^a-zA-Z0-9-]+", "_", raw[:200]).strip("_")[:40].rstrip("_") or None
 
 
 def _safe_to_repeat(exc: BaseException) -> bool:
@@ -134,8 +151,11 @@ class MCPClient:
             takes its own ``timeout_seconds`` too.
         name: a short name for this server (errors, events, tool prefixes);
             None uses ``default_server_name(url)`` (``"127_0_0_1_3001"`` for
-            ``http://127.0.0.1:3001/mcp``), or the transport's name when a
-            ``transport`` is given. Transport errors name the URL as well.
+            ``http://127.0.0.1:3001/mcp``); with a ``transport`` (stdio), the
+            transport's name until the handshake, then
+            ``server_info_name(serverInfo)`` (``"mcp-time"`` for
+            mcp-server-time, not its command line). Transport errors name the
+            URL or command line as well.
         transport: a ready ``Transport``; overrides ``url`` and ``headers``.
         max_pages: ``tools/list`` pages followed at most.
         list_deadline_seconds: seconds all pages of one ``list_tools`` may take.
@@ -193,7 +213,8 @@ class MCPClient:
                                       follow_cross_origin_redirects=follow_cross_origin_redirects)
             name = name or default_server_name(url)
         self.transport = transport
-        self.name = name or transport.name or "mcp"
+        self._name = name or transport.name or "mcp"
+        self._name_from_server = name is None  # a stdio client without a name takes serverInfo.name
         self.timeout_seconds = timeout_seconds
         self.max_pages = max_pages
         self.list_deadline_seconds = list_deadline_seconds
@@ -244,7 +265,8 @@ class MCPClient:
             cwd: the server's working directory (a ``pathlib.Path`` works too);
                 None inherits ours.
             timeout_seconds: default seconds to wait for each response.
-            name: a short name for the server; None uses the command line.
+            name: a short name for the server; None uses the command line
+                until the handshake, then the server's ``serverInfo.name``.
 
         Returns:
             An unconnected ``MCPClient``; ``close()`` stops the process
@@ -276,6 +298,16 @@ class MCPClient:
         self.close()
 
     # ------------------------------------------------------------------ properties
+
+    @property
+    def name(self) -> str:
+        """The server's short name (errors, events, tool prefixes); setting it keeps it (no ``serverInfo`` name)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
+        self._name_from_server = False
 
     @property
     def protocol_version(self) -> str | None:
@@ -461,6 +493,8 @@ class MCPClient:
             if self.listen and callable(start_listening):
                 start_listening(self._on_message)
             info = result.get("serverInfo") or {}
+            if self._name_from_server:
+                self._name = server_info_name(info) or self._name
             logger.info("%s: connected to %s %s (protocol %s)", self.name, info.get("name"), info.get("version"),
                         version)
             return result
