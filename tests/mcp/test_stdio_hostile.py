@@ -292,3 +292,29 @@ def test_a_timeout_still_holds_when_the_server_writes_only_junk(quirks):
     assert 0.4 < time.monotonic() - started < 2
     assert not isinstance(client.transport._failure, MCPTransportError)
     assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
+
+
+def test_nan_infinity_and_out_of_range_numbers_in_a_response_are_not_json(quirks):
+    """RFC 8259 has no NaN or Infinity; Python's ``json.loads`` accepts them (and ``1e999`` as inf). A response
+    holding one fails its request at once as unreadable, like any line that is not JSON.
+    """
+    client = quirks()
+    for bad in (b"NaN", b"-Infinity", b"1e999"):
+        line = b'{"jsonrpc":"2.0","id":{id},"result":{"content":[],"v":%s}}' % bad
+        with pytest.raises(MCPProtocolError, match="not JSON|out of range"):
+            client.call_tool("raw", {"lines": b64(line), "answer": False})
+    assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
+
+
+def test_an_error_with_id_null_fails_the_one_waiting_request_at_once(quirks):
+    """JSON-RPC 2.0 §5: a server that cannot read a request's id answers with ``id: null`` (e.g. -32700 Parse
+    error). With one request waiting it is that one: it fails now with the server's error, not at the timeout.
+    """
+    client = quirks(timeout_seconds=10)
+    client.connect()
+    line = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
+    started = time.monotonic()
+    with pytest.raises(MCPProtocolError, match="-32700: Parse error"):
+        client.call_tool("raw", {"lines": b64(line), "answer": False})
+    assert time.monotonic() - started < 5
+    assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"

@@ -26,6 +26,7 @@ and MUST NOT contain embedded newlines; UTF-8); JSON-RPC 2.0; RFC 8259.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,6 +121,17 @@ class LineReader:
             yield bytes(buffer)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
 def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
     """The JSON-RPC messages of one stdout line (a batch array gives several).
 
@@ -132,7 +144,9 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
         The message objects; ``[]`` for a blank line.
 
     Raises:
-        ValueError: the line is not UTF-8, not JSON, nested deeper than
+        ValueError: the line is not UTF-8, not JSON (``NaN``,
+            ``Infinity`` and numbers out of float range are not JSON, nor are
+            integers over Python's 4,300-digit limit), nested deeper than
             ``max_depth``, or not JSON objects (``UnicodeDecodeError`` and
             ``json.JSONDecodeError`` are ValueErrors; a ``RecursionError``
             of the decoder becomes one too).
@@ -142,7 +156,7 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
         return []
     text = line.decode("utf-8")
     try:
-        item = json.loads(text)
+        item = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:
         raise ValueError("JSON nested too deep to decode") from None
     # cheap bound first: fewer brackets than max_depth cannot nest deeper

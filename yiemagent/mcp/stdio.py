@@ -305,6 +305,25 @@ class StdioTransport(Transport):
         logger.warning("%s: skipped a stdout line that is not a usable JSON-RPC message (%s): %.200r",
                        self.name, reason, head)
 
+    def _fail_only_pending(self, message: dict[str, Any]) -> bool:
+        """Fail the one waiting request on an error with ``id: null``; False if not exactly one waits.
+
+        JSON-RPC 2.0: ``id`` is null when the server could not read the
+        request's id (a parse error). With one request waiting it is that one;
+        with several we cannot tell which, and the error is only logged.
+        """
+        with self._lock:
+            waiting = list(self._pending)
+        if len(waiting) != 1:
+            logger.warning("%s: an error with id null and %d requests waiting (cannot tell which): %.200r",
+                           self.name, len(waiting), message.get("error"))
+            return False
+        error = message.get("error")
+        detail = f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else repr(error)[:200]
+        return self._fail_one(waiting[0], MCPProtocolError(
+            f"{self.name} could not read request {waiting[0]!r} (JSON-RPC error with id null, {detail:.300})",
+            server=self.name, body=repr(message)[:200]))
+
     def _fail_one(self, request_id: Any, error: MCPError) -> bool:
         """Fail the waiting request ``request_id`` with ``error``; False if none waits under that id."""
         if not _usable_id(request_id):
@@ -380,6 +399,8 @@ class StdioTransport(Transport):
                     f"{self.name} answered request {request_id!r} with {problem}", server=self.name,
                     body=repr(message)[:200])):
                 logger.warning("%s: discarded %s for unknown request %.50r", self.name, problem, request_id)
+            return
+        if request_id is None and "error" in message and self._fail_only_pending(message):
             return
         slot = None
         late = False
