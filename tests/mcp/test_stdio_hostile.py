@@ -301,7 +301,7 @@ def test_nan_infinity_and_out_of_range_numbers_in_a_response_are_not_json(quirks
     client = quirks()
     for bad in (b"NaN", b"-Infinity", b"1e999"):
         line = b'{"jsonrpc":"2.0","id":{id},"result":{"content":[],"v":%s}}' % bad
-        with pytest.raises(MCPProtocolError, match="not JSON|out of range"):
+        with pytest.raises(MCPProtocolError, match=r"not JSON|out of range"):
             client.call_tool("raw", {"lines": b64(line), "answer": False})
     assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
 
