@@ -120,13 +120,12 @@ def test_stdio_servers_are_named_after_server_info_not_their_command_line():
     the handshake an unnamed stdio client takes ``serverInfo.name``; a name given (or set) is kept.
     """
     first = MCPClient.stdio(QUIRKS[0], QUIRKS[1:])
-    second = MCPClient.stdio(QUIRKS[0], QUIRKS[1:])
+    second = MCPClient.stdio(PYTHON, [str(SERVERS / "raw_stdio_peer.py")])  # also has a tool named echo
     named = MCPClient.stdio(TIME_SERVER[0], TIME_SERVER[1:], name="clock")
     assert first.name.startswith("python ")  # before the handshake: the command line
     with Agent(ScriptedLLM([text_reply("ok")]), mcp_servers=[first, second, named], close_mcp_clients=True) as agent:
         agent.ask("hi", timeout_seconds=60)
-        assert (first.name, second.name, named.name) == ("stdio-quirks", "stdio-quirks", "clock")
-        names = set(agent.tools.names())
-        assert {"echo", "stdio-quirks_echo"} <= names  # the clash is prefixed with the readable name
+        assert (first.name, second.name, named.name) == ("stdio-quirks", "raw-stdio-peer", "clock")
+        assert {"echo", "raw-stdio-peer_echo"} <= set(agent.tools.names())  # the clash, prefixed readably
     assert server_info_name({"name": "mcp-servers/everything"}) == "mcp-servers_everything"
     assert server_info_name({"name": 5}) is None and server_info_name(None) is None
