@@ -97,16 +97,17 @@ def test_a_1mb_description_is_cut_visibly_and_oversized_schemas_and_names_are_sk
 
 
 def test_more_tools_than_max_tools_registers_the_first_128_and_lists_the_rest(sdk_stdio):
-    """Issue 9 point 3 (number of tools; OpenAI accepts at most 128 per request): a server listing 205 tools
+    """Issue 9 point 3 (number of tools; OpenAI accepts at most 128 per request): a server listing 209 tools
     gets its first 128 usable ones registered, in its order; the others are listed as skipped.
     """
     client = sdk_stdio("--many", "200")
     toolset = MCPToolset([client], ToolRegistry())
     added, _ = toolset.refresh()
     assert len(added) == 128
-    assert "t122" in added and "t123" not in added
-    over = [entry for entry in toolset.skipped if "max_tools" in entry["reason"]]
-    assert [entry["tool"] for entry in over] == [f"t{i:03d}" for i in range(123, 200)]
+    kept = sorted(name for name in added if name.startswith("t"))
+    over = [entry["tool"] for entry in toolset.skipped if "max_tools" in entry["reason"]]
+    assert kept == [f"t{i:03d}" for i in range(len(kept))]  # the server's order: the first ones are kept
+    assert over == [f"t{i:03d}" for i in range(len(kept), 200)]
 
 
 def test_limits_are_configurable(sdk_stdio):

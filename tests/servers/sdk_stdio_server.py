@@ -11,6 +11,8 @@ tests see exactly what a real Python server writes; only the sizes are unusual. 
     big_structured {"chars"}      -> ``content: []`` and ``structuredContent: {"data": "x" * chars}``
     big_text {"chars"}            -> one text block of ``chars`` characters
     blob {"bytes"}                -> an embedded resource with a base64 ``blob`` of ``bytes`` bytes
+    odd_images                    -> four image blocks: data as a whole ``data:`` URL, base64 wrapped at
+                                     76 columns, text that is not base64, and a ``text/plain`` mimeType
     wordy                         a tool whose description has 1,000,000 characters
     deep_schema                   ``inputSchema`` nested 40 objects deep (80 levels of JSON)
     huge_schema                   ``inputSchema`` of about 200,000 characters (2,000 properties)
@@ -30,6 +32,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+TINY_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
 
 
 def _deep_schema(levels: int) -> dict[str, Any]:
@@ -47,6 +51,7 @@ def _tools(many: int) -> list[types.Tool]:
         types.Tool(name="big_structured", description="structuredContent of N chars", input_schema=number),
         types.Tool(name="big_text", description="a text of N chars", input_schema=number),
         types.Tool(name="blob", description="a resource blob of N bytes", input_schema=number),
+        types.Tool(name="odd_images", description="images in odd shapes", input_schema=OBJECT),
         types.Tool(name="wordy", description="w" * 1_000_000, input_schema=OBJECT),
         types.Tool(name="deep_schema", description="deep", input_schema=_deep_schema(40)),
         types.Tool(name="huge_schema", description="huge", input_schema={
@@ -79,6 +84,15 @@ def main() -> None:
             resource = types.BlobResourceContents(uri="file:///blob.bin", mime_type="application/octet-stream",
                                                   blob=data)
             return types.CallToolResult(content=[types.EmbeddedResource(resource=resource)])
+        if name == "odd_images":
+            png = base64.b64encode(TINY_PNG).decode("ascii")
+            wrapped = base64.encodebytes(TINY_PNG * 4).decode("ascii")  # lines of 76 characters
+            return types.CallToolResult(content=[
+                types.ImageContent(data=f"data:image/png;base64,{png}", mime_type="image/png"),
+                types.ImageContent(data=wrapped, mime_type="image/png"),
+                types.ImageContent(data="not base64!!", mime_type="image/png"),
+                types.ImageContent(data=png, mime_type="text/plain"),
+            ])
         return types.CallToolResult(content=[types.TextContent(text=str(arguments.get("text", name)))])
 
     server = Server("sdk-stdio-big", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -27,6 +27,8 @@ Tools (``tools/call``):
                                   and then answers; ``"result"`` answers with them inside the result
     huge {"bytes", "id_at"}    -> answers with one line of about ``bytes`` bytes (a long text);
                                   ``id_at="end"`` puts ``id`` last, as the TypeScript SDK does
+    stderr {"bytes", "lines"}  -> writes ``bytes`` bytes to stderr (in lines of 100, or one line without
+                                  a newline if ``lines`` is false), then answers "stderr done"
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ JUNK = [b"Starting quirky server v0.1 ...", b'{"jsonrpc": "2.0", "id": ', b"\xff
 
 TOOLS = [
     {"name": name, "description": f"quirk: {name}", "inputSchema": {"type": "object", "properties": {}}}
-    for name in ("echo", "crash", "hang", "slow", "ping_client", "flood_pings", "raw", "deep", "huge")
+    for name in ("echo", "crash", "hang", "slow", "ping_client", "flood_pings", "raw", "deep", "huge", "stderr")
 ]
 
 
@@ -146,6 +148,13 @@ def main() -> None:
                     out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
                               + b',"result":{"content":[],"deep":' + nested.encode() + b"}}\n")
                     out.flush()
+            elif name == "stderr":
+                size = int(arguments.get("bytes", 1 << 20))
+                chunk = ("e" * 99 + "\n") if arguments.get("lines", True) else "e" * 100
+                for _ in range(size // 100):
+                    sys.stderr.write(chunk)
+                sys.stderr.flush()
+                text(request_id, "stderr done")
             elif name == "huge":
                 size = int(arguments.get("bytes", 1 << 20))
                 block = {"type": "text", "text": "x" * size}

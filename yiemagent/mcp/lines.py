@@ -8,6 +8,7 @@ linear in the bytes read, whatever their shape.
 
 Parsing (``parse_line``): one line -> its JSON-RPC message objects; anything
 else (not UTF-8, not JSON, nested too deep, not objects) is a ``ValueError``.
+A UTF-8 byte order mark at the start of a line is ignored (RFC 8259 §8.1).
 
 Identifying (``sniff_response_id``): the ``id`` of a response whose line could
 not be parsed, from the top-level ``"id"`` at the start or end of the line as
@@ -50,6 +51,9 @@ CHUNK_BYTES = 65536
 
 SNIFF_BYTES = 4096
 """Bytes kept from the start and the end of a line that cannot be used, to find its ``id``."""
+
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark; ignored at the start of a line."""
 
 
 @dataclass
@@ -152,6 +156,8 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
             of the decoder becomes one too).
     """
     line = raw.strip()
+    if line.startswith(BOM):  # RFC 8259 §8.1: a parser may ignore a byte order mark (Windows servers write one)
+        line = line[len(BOM):].lstrip()
     if not line:
         return []
     text = line.decode("utf-8")
@@ -182,6 +188,7 @@ def sniff_response_id(head: bytes, tail: bytes = b"") -> int | str | None:
     inputs are at most ``SNIFF_BYTES`` long: the patterns cannot backtrack
     badly.
     """
+    head = head[len(BOM):] if head.startswith(BOM) else head
     for pattern, data in ((_HEAD_ID, head[:SNIFF_BYTES]), (_TAIL_ID, (tail or head)[-SNIFF_BYTES:])):
         found = pattern.search(data)
         if found is None:

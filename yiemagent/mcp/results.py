@@ -13,7 +13,10 @@ Spec: MCP 2025-11-25, "Tools" ("Tool Result"). Cases C16, C17, C18.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from typing import Any
 
 from ..messages import ImageContent, TextContent
@@ -55,6 +58,35 @@ def _label(*parts: Any) -> str:
     return " ".join(str(p) for p in parts if p not in (None, ""))
 
 
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(?:;[\w=.+-]+)*;base64,", re.ASCII)
+
+
+def _image_part(data: str, mime: Any) -> TextContent | ImageContent:
+    """An image block as an ``ImageContent`` a strict model API accepts, else a placeholder saying why.
+
+    MCP ``data`` is bare base64, but servers also send a whole ``data:`` URL
+    (it was prefixed twice), base64 with line breaks, or text that is not
+    base64 at all, and a ``mimeType`` that is not an image: a provider
+    rejects the whole request for one such image, so it is normalised
+    (prefix dropped, its MIME type used when ``mimeType`` is missing,
+    whitespace removed) or left out with a note.
+    """
+    found = _DATA_URL.match(data)
+    if found is not None:
+        data = data[found.end():]
+        mime = mime or found.group(1)
+    mime = str(mime or "image/png")
+    if any(space in data for space in (" ", "\n", "\r", "\t")):  # base64 wrapped at 76 columns (RFC 2045)
+        data = "".join(data.split())
+    if not mime.startswith("image/"):
+        return TextContent(f"[image left out: mimeType {mime[:60]!r} is not an image type]")
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return TextContent(f"[image {mime[:60]} left out: its data ({len(data):,} characters) is not base64]")
+    return ImageContent.from_base64(data, mime)
+
+
 def _content_part(block: Any) -> TextContent | ImageContent:
     """One MCP content block as text or image (C18: no base64 inlined as text)."""
     if not isinstance(block, dict):
@@ -63,7 +95,7 @@ def _content_part(block: Any) -> TextContent | ImageContent:
     if kind == "text":
         return TextContent(str(block.get("text", "")))
     if kind == "image" and isinstance(block.get("data"), str):
-        return ImageContent.from_base64(block["data"], str(block.get("mimeType") or "image/png"))
+        return _image_part(block["data"], block.get("mimeType"))
     if kind == "audio":
         mime = block.get("mimeType") or "unknown"
         return TextContent(f"[{_label('audio', mime)}, {_size_of(block.get('data'))} bytes]")

@@ -5,7 +5,9 @@ The child sees only an allow-list of the parent's environment (``HOME``,
 does) plus the ``env`` given, so secrets in the parent's environment do not
 leak to third-party servers. On POSIX the server runs in its own process
 group, and a server that has to be stopped is stopped with its children:
-close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL.
+close stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL; and whatever is left of its
+group after it exited (the server a launcher such as ``npx`` started) is
+stopped too.
 
 Spec: MCP 2025-11-25, "Transports", stdio; "Lifecycle", "Shutdown".
 """
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -113,23 +116,54 @@ class StderrTail:
 
 
 def stop_process(process: subprocess.Popen[bytes], name: str) -> None:
-    """Wait for ``process`` (its stdin closed already) to exit; SIGTERM, then SIGKILL, its group if it does not."""
-    try:
-        process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-        return
-    except subprocess.TimeoutExpired:
+    """Stop ``process`` (its stdin closed already) and every process left in its group.
+
+    Wait for it to exit; else SIGTERM, then SIGKILL, to its process group.
+    Then, on POSIX, if the group still has members (the real server of a
+    launcher such as ``npx`` or ``sh -c``, which outlives the launcher it
+    was started by), SIGTERM and then SIGKILL them too: nothing the server
+    started is left running. Each wait is ``SHUTDOWN_WAIT_SECONDS``.
+    """
+    if not _exited(process):
         logger.info("%s: did not exit %gs after stdin closed; terminating", name, SHUTDOWN_WAIT_SECONDS)
-    _signal(process, signal.SIGTERM)
+        _signal(process, signal.SIGTERM)
+        if not _exited(process):
+            logger.warning("%s: still running %gs after SIGTERM; killing", name, SHUTDOWN_WAIT_SECONDS)
+            _signal(process, signal.SIGKILL)
+            if not _exited(process):
+                logger.warning("%s: pid %d survived SIGKILL", name, process.pid)
+    if os.name == "posix" and _group_alive(process.pid):
+        logger.info("%s: processes of its group outlived it; terminating them", name)
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                return
+            deadline = time.monotonic() + SHUTDOWN_WAIT_SECONDS
+            while time.monotonic() < deadline:
+                if not _group_alive(process.pid):
+                    return
+                time.sleep(0.02)
+        logger.warning("%s: processes of group %d survived SIGKILL", name, process.pid)
+
+
+def _exited(process: subprocess.Popen[bytes]) -> bool:
     try:
         process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-        return
+        return True
     except subprocess.TimeoutExpired:
-        logger.warning("%s: still running %gs after SIGTERM; killing", name, SHUTDOWN_WAIT_SECONDS)
-    _signal(process, signal.SIGKILL)
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while the process group ``pgid`` has a member (POSIX)."""
     try:
-        process.wait(timeout=SHUTDOWN_WAIT_SECONDS)
-    except subprocess.TimeoutExpired:
-        logger.warning("%s: pid %d survived SIGKILL", name, process.pid)
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member we may not signal: it exists
+        return True
 
 
 def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
