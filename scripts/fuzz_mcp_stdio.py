@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import signal
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, given, seed, settings
 
 from tests.mcp.stdio_fuzz import make_client, run_example, streams
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _passes_with_time(stream: dict[str, object]) -> bool:
@@ -72,14 +77,18 @@ def main() -> int:
             if len(samples) < 5:
                 samples.append(f"{kind}: {exc} <- {stream!r:.300}")
         done = sum(outcomes.values()) + sum(failures.values())
-        if done % 10_000 == 0:
+        if done % 2_000 == 0:
             print(f"{done:,} examples, {time.monotonic() - started:.0f} s: {dict(outcomes)} failures "
                   f"{dict(failures)}", flush=True)
 
-    one()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        one()
+    except KeyboardInterrupt:  # SIGTERM or Ctrl-C: report what ran
+        print("interrupted", flush=True)
     state["client"].close()  # type: ignore[attr-defined]
     total = sum(outcomes.values()) + sum(failures.values())
-    print(f"examples: {total:,} in {time.monotonic() - started:.0f} s (seed {args.seed})")
+    print(f"examples: {total:,} in {time.monotonic() - started:.0f} s (seed {args.seed})", flush=True)
     print(f"outcomes: {dict(outcomes)}")
     print(f"failures: {sum(failures.values())} {dict(failures)}; reconnects: {state['reconnects']}; "
           f"timeouts that passed when replayed alone with a 60 s timeout (a busy machine): {len(starved)}")

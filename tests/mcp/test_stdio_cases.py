@@ -178,3 +178,29 @@ def test_a_bom_alone_is_a_blank_line_and_a_broken_bom_response_still_fails_its_r
     with pytest.raises(MCPProtocolError):
         client.call_tool("raw", {"lines": lines, "answer": False})
     assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
+
+
+def test_openai_agents_js_1934_tools_of_one_server_that_sanitise_alike_stay_distinct():
+    """Source: openai/openai-agents-js #1934 "two tools on the same server that normalize to one function-tool
+    name are both returned" (the model's call went to the wrong one); also openai/openai-agents-python PR
+    #3561 (duplicates within one server overwrote each other). A real SDK server lists ``get.data``,
+    ``get_data``, ``get data``, ``get-data`` and ``get_data`` again: four distinct valid names, each call
+    reaching its own tool; the duplicate is dropped (the first is kept, logged).
+    """
+    from yiemagent.mcp import MCPToolset
+    from yiemagent.tools import ToolRegistry
+
+    client = MCPClient.stdio(SDK_STDIO[0], [*SDK_STDIO[1:], "--collide"], timeout_seconds=30)
+    try:
+        toolset = MCPToolset([client], ToolRegistry())
+        toolset.refresh()
+        wire = {"get.data", "get_data", "get data", "get-data"}
+        names = {name: toolset.resolve(name)[1] for name in toolset.registry.names()
+                 if toolset.resolve(name) and toolset.resolve(name)[1] in wire}
+        assert sorted(names.values()) == sorted(wire)  # each wire name once
+        assert len(set(names)) == 4
+        for name, original in names.items():
+            result = toolset.registry.get(name).execute("call_1", {}, None)
+            assert result.text == original
+    finally:
+        client.close()

@@ -306,15 +306,13 @@ def test_nan_infinity_and_out_of_range_numbers_in_a_response_are_not_json(quirks
     assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
 
 
-def test_an_error_with_id_null_fails_the_one_waiting_request_at_once(quirks):
-    """JSON-RPC 2.0 §5: a server that cannot read a request's id answers with ``id: null`` (e.g. -32700 Parse
-    error). With one request waiting it is that one: it fails now with the server's error, not at the timeout.
+def test_an_error_with_id_null_is_logged_and_fails_no_request(quirks, caplog):
+    """JSON-RPC 2.0 §5: a server that cannot read a request's id answers with ``id: null``. Over stdio that
+    cannot be tied to one request: failing "the one waiting" (as over HTTP, one request per POST) blamed an
+    innocent later request when the fuzz replayed a stale id-null error. It is logged; the call is answered.
     """
     client = quirks(timeout_seconds=10)
-    client.connect()
     line = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
-    started = time.monotonic()
-    with pytest.raises(MCPProtocolError, match="-32700: Parse error"):
-        client.call_tool("raw", {"lines": b64(line), "answer": False})
-    assert time.monotonic() - started < 5
-    assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
+    with caplog.at_level(logging.WARNING, logger="yiemagent.mcp.stdio"):
+        assert text_of(client.call_tool("raw", {"lines": b64(line)})) == "raw done"
+    assert "could not read (id null)" in caplog.text

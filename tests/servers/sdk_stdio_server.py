@@ -18,6 +18,9 @@ tests see exactly what a real Python server writes; only the sizes are unusual. 
     huge_schema                   ``inputSchema`` of about 200,000 characters (2,000 properties)
     <300 x "n">                   a tool whose name has 300 characters
     t000 ... t<N-1>               with ``--many N``: N more small tools
+    get.data, get_data, get data, get-data, get_data (again)
+                                  with ``--collide``: names that sanitise alike, and a duplicate;
+                                  each answers with its own name
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def _deep_schema(levels: int) -> dict[str, Any]:
     return schema
 
 
-def _tools(many: int) -> list[types.Tool]:
+def _tools(many: int, collide: bool = False) -> list[types.Tool]:
     text_schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     number = {"type": "object", "properties": {"chars": {"type": "integer"}, "bytes": {"type": "integer"}}}
     tools = [
@@ -60,14 +63,18 @@ def _tools(many: int) -> list[types.Tool]:
         types.Tool(name="n" * 300, description="long name", input_schema=OBJECT),
     ]
     tools += [types.Tool(name=f"t{i:03d}", description=f"tool {i}", input_schema=OBJECT) for i in range(many)]
+    if collide:
+        tools += [types.Tool(name=n, description=f"collide {i}", input_schema=OBJECT)
+                  for i, n in enumerate(["get.data", "get_data", "get data", "get-data", "get_data"])]
     return tools
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--many", type=int, default=0)
+    parser.add_argument("--collide", action="store_true")
     args = parser.parse_args()
-    tools = _tools(args.many)
+    tools = _tools(args.many, args.collide)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)

@@ -17,6 +17,14 @@ Stdio transport (``StdioTransport`` arguments):
   started when needed, gone when idle.
 - notifications kept before a handler is known: 100 (fixed); more dropped.
 
+Streamable HTTP (``HTTPTransport`` arguments; constants in ``yiemagent.mcp.http_reply``):
+
+- a JSON reply body: 8 MiB (``max_body_bytes``, ``MAX_BODY_BYTES``);
+- one SSE event: 8 MiB (``max_event_bytes``, ``MAX_EVENT_BYTES``);
+- messages before the response of one request: 10,000 (``max_messages``,
+  ``MAX_MESSAGES``). Past any of them the request fails with
+  ``MCPProtocolError`` and nothing past the limit is read into memory.
+
 Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
 
 - ``structuredContent`` kept in a result's ``details``: 1,000,000 characters

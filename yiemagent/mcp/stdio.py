@@ -10,7 +10,8 @@ answered, by a small bounded pool of threads, never a thread each).
 A bad line is never fatal: whatever the server writes (bytes that are not
 UTF-8, text that is not JSON, JSON nested 100,000 deep, a line of 300 MB, a
 response with both ``result`` and ``error``), the reader goes on and the
-connection keeps serving. If the bad line answers a request we can identify
+connection keeps serving. An error with ``id: null`` is logged only: over
+stdio it cannot be tied to one request. If the bad line answers a request we can identify
 (its top-level ``id``), that request fails at once with ``MCPProtocolError``;
 otherwise the line is logged at WARNING and skipped. Lines longer than
 ``max_line_bytes`` are never held in memory (see ``yiemagent.mcp.lines``), and
@@ -305,25 +306,6 @@ class StdioTransport(Transport):
         logger.warning("%s: skipped a stdout line that is not a usable JSON-RPC message (%s): %.200r",
                        self.name, reason, head)
 
-    def _fail_only_pending(self, message: dict[str, Any]) -> bool:
-        """Fail the one waiting request on an error with ``id: null``; False if not exactly one waits.
-
-        JSON-RPC 2.0: ``id`` is null when the server could not read the
-        request's id (a parse error). With one request waiting it is that one;
-        with several we cannot tell which, and the error is only logged.
-        """
-        with self._lock:
-            waiting = list(self._pending)
-        if len(waiting) != 1:
-            logger.warning("%s: an error with id null and %d requests waiting (cannot tell which): %.200r",
-                           self.name, len(waiting), message.get("error"))
-            return False
-        error = message.get("error")
-        detail = f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else repr(error)[:200]
-        return self._fail_one(waiting[0], MCPProtocolError(
-            f"{self.name} could not read request {waiting[0]!r} (JSON-RPC error with id null, {detail:.300})",
-            server=self.name, body=repr(message)[:200]))
-
     def _fail_one(self, request_id: Any, error: MCPError) -> bool:
         """Fail the waiting request ``request_id`` with ``error``; False if none waits under that id."""
         if not _usable_id(request_id):
@@ -400,7 +382,11 @@ class StdioTransport(Transport):
                     body=repr(message)[:200])):
                 logger.warning("%s: discarded %s for unknown request %.50r", self.name, problem, request_id)
             return
-        if request_id is None and "error" in message and self._fail_only_pending(message):
+        if request_id is None and "error" in message:
+            # JSON-RPC: the server could not read some request's id. Over stdio we cannot tell which (an
+            # earlier, already answered request is as likely as the one waiting now), so nothing is failed.
+            logger.warning("%s: the server reported an error for a request it could not read (id null): %.200r",
+                           self.name, message.get("error"))
             return
         slot = None
         late = False
