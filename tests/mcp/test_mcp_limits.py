@@ -74,9 +74,10 @@ def test_a_structured_content_over_the_line_cap_fails_that_call_clearly_and_the_
 
 
 def test_a_1mb_description_is_cut_visibly_and_oversized_schemas_and_names_are_skipped_and_listed(sdk_stdio):
-    """Issue 9 point 3: a 1 MB description was sent to the model on every call. It is cut to 8,192
-    characters ending ``…[truncated 991,808 chars]``; a schema over 100,000 characters or 32 levels and a
-    300-character name are not registered, each listed in ``MCPToolset.skipped`` with its reason.
+    """Issue 9 point 3: a 1 MB description was sent to the model on every call. It is cut to 1,024
+    characters (OpenAI's limit), note included, ending ``…[truncated 999,002 chars]``; a schema over 100,000
+    characters or 32 levels and a 300-character name are not registered, each listed in
+    ``MCPToolset.skipped`` with its reason.
     """
     client = sdk_stdio()
     llm = ScriptedLLM([text_reply("ok")])
@@ -84,7 +85,8 @@ def test_a_1mb_description_is_cut_visibly_and_oversized_schemas_and_names_are_sk
     try:
         agent.ask("hi", timeout_seconds=60)
         tools = {t["function"]["name"]: t["function"] for t in llm.calls[0]["tools"]}
-        assert tools["wordy"]["description"] == "w" * 8192 + "…[truncated 991,808 chars]"
+        assert tools["wordy"]["description"] == "w" * 998 + "…[truncated 999,002 chars]"
+        assert len(tools["wordy"]["description"]) == 1024
         assert {"echo", "big_structured", "big_text", "blob"} <= set(tools)
         reasons = {entry["tool"][:20]: entry["reason"] for entry in agent.mcp.skipped}
         assert set(reasons) == {"deep_schema", "huge_schema", "n" * 20}
@@ -112,11 +114,11 @@ def test_more_tools_than_max_tools_registers_the_first_128_and_lists_the_rest(sd
 
 def test_limits_are_configurable(sdk_stdio):
     client = sdk_stdio()
-    toolset = MCPToolset([client], ToolRegistry(), limits=MCPLimits(max_description_chars=13, max_tools=2))
+    toolset = MCPToolset([client], ToolRegistry(), limits=MCPLimits(max_description_chars=25, max_tools=2))
     added, _ = toolset.refresh()
     assert sorted(added) == ["big_structured", "echo"]
     assert toolset.registry.get("echo").description == "Echo the text"
-    assert toolset.registry.get("big_structured").description == "structuredCon…[truncated 15 chars]"
+    assert toolset.registry.get("big_structured").description == "stru…[truncated 24 chars]"
 
 
 def test_a_5mb_resource_blob_is_a_placeholder_never_inlined(sdk_stdio):
@@ -142,6 +144,6 @@ def test_result_details_caps_apply_to_meta_and_leave_small_values_alone():
 
 def test_truncate_text_says_how_much_was_cut():
     assert truncate_text("abc", 3) == "abc"
-    assert truncate_text("abcdef", 2) == "ab…[truncated 4 chars]"
+    assert truncate_text("a" * 100, 30) == "a" * 9 + "…[truncated 91 chars]"  # 30 characters, note included
 
 

@@ -34,8 +34,9 @@ Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
 - ``_meta`` kept in ``details``: 100,000 characters (``max_meta_chars``); the same.
 - the tool result the model sees: 100,000 characters (``max_result_chars`` of
   ``Agent`` / ``MCPToolset``): text cut, a ``[truncated: ...]`` note.
-- a tool description: 8,192 characters (``max_description_chars``); cut,
-  ending ``…[truncated N chars]``.
+- a tool description: 1,024 characters (``max_description_chars``, OpenAI's
+  limit, which ``yiemagent.guard`` also enforces on every request); cut,
+  ending ``…[truncated N chars]``, the note within the 1,024.
 - an ``inputSchema``: 100,000 characters of compact JSON
   (``max_schema_chars``) and 32 levels of nesting (``max_schema_depth``);
   beyond, the tool is skipped (WARNING, and listed in ``MCPToolset.skipped``).
@@ -47,9 +48,9 @@ Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
 
 Why these numbers: 16 MiB holds a large screenshot or file as base64 and
 parses in about 0.1 s; 128 tools is the most an OpenAI request accepts; MCP
-2025-11-25 says tool names SHOULD be 1-128 characters (256 leaves room); a
-description beyond 8 KB is instructions, not a description, and is sent to
-the model on every call.
+2025-11-25 says tool names SHOULD be 1-128 characters (256 leaves room);
+OpenAI refuses a description over 1,024 characters, and a longer one is sent
+to the model on every call.
 
 Spec: MCP 2025-11-25, "Tools" (tool names), "Transports" (stdio).
 """
@@ -104,7 +105,7 @@ class MCPLimits:
 
     max_structured_chars: int | None = 1_000_000
     max_meta_chars: int | None = 100_000
-    max_description_chars: int = 8192
+    max_description_chars: int = 1024
     max_schema_chars: int = 100_000
     max_schema_depth: int = 32
     max_tools: int = 128
@@ -112,10 +113,19 @@ class MCPLimits:
 
 
 def truncate_text(text: str, max_chars: int) -> str:
-    """``text`` if it fits, else its first ``max_chars`` characters and ``…[truncated N chars]`` (N: cut off)."""
+    """``text`` if it fits in ``max_chars``, else its start and ``…[truncated N chars]`` (N: characters cut off).
+
+    The result, note included, has at most ``max_chars`` characters (when
+    ``max_chars`` leaves room for the note at all), so a consumer with the
+    same limit (OpenAI's 1024 for a description) never cuts the note off.
+    """
     if len(text) <= max_chars:
         return text
-    return f"{text[:max_chars]}…[truncated {len(text) - max_chars:,} chars]"
+    keep = max_chars
+    for _ in range(3):  # the note's length depends on N, which depends on what is kept
+        note = f"…[truncated {len(text) - keep:,} chars]"
+        keep = max(0, max_chars - len(note))
+    return f"{text[:keep]}…[truncated {len(text) - keep:,} chars]"
 
 
 def nesting_exceeds(value: Any, max_depth: int) -> bool:
