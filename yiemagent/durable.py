@@ -193,8 +193,19 @@ class DurableConversation:
                 time.sleep(_POLL_SECONDS)
 
     def drain(self) -> list[dict[str, Any]]:
-        """Serve every pending input (lease held); return their answers; [] if another process serves."""
-        return self._drain(until_seq=None) or []
+        """Serve every pending input (lease held); return their answers; [] if another process serves.
+
+        After releasing the lease it looks at the inbox again, so an input that
+        arrived while another drain was giving up is not left without a server.
+        """
+        answers: list[dict[str, Any]] = []
+        while True:
+            served = self._drain(until_seq=None)
+            if not served:  # lease held elsewhere (its holder serves the rest), or no progress
+                return answers
+            answers += served
+            if not self.store.pending(self.conversation_id, limit=1):
+                return answers
 
     def _drain(self, until_seq: int | None) -> list[dict[str, Any]] | None:
         lease = self.store.acquire(self.conversation_id, self.owner, ttl_seconds=self.lease_seconds)

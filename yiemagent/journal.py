@@ -13,6 +13,12 @@ The loop (``run_turns(..., journal=...)``) calls, in this order:
   right before the tool runs, ``tool_started(call)``, and on the worker thread
   the moment the result exists, ``tool_result(call, result)``.
 
+Order guarantees (crash tests rely on them): ``model/<turn>`` is recorded
+before any tool of that reply starts; ``started/<id>`` before the tool runs;
+``tool/<id>`` on the tool's worker thread as soon as it returns, before
+``after_tool_call`` runs and before the run commits. A crash anywhere after a
+``tool/<id>`` write therefore never runs that call again.
+
 ``StoreJournal`` keeps these steps in a ``ConversationStore`` under the run's
 key (see ``yiemagent.store`` for the step keys). Inside a running tool,
 ``current_idempotency_key()`` gives the call's stable key; hooks find it in

@@ -360,7 +360,7 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     if problem:
         raise FormatError(f"not a saved yiemagent message: {problem}", raw=data)
     try:
-        return cls.from_dict(data)  # type: ignore[no-any-return]
+        return _build(cls, data)  # type: ignore[no-any-return]
     except FormatError:
         raise
     except Exception as exc:  # dataclasses-json raises many kinds for bad shapes
@@ -433,6 +433,29 @@ def messages_from_dicts(items: Any) -> list[Message]:
     if not isinstance(items, list):
         raise FormatError(f"a saved history must be a list, not {type(items).__name__}", raw=items)
     return [message_from_dict(item) for item in items]
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    """``cls(**data)`` for the fields ``cls`` has (others ignored), content parts and tool calls built too.
+
+    What dataclasses-json's ``from_dict`` gives for yiemagent's own dicts (a
+    property test checks it), without its per-call type inspection.
+    """
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    kwargs = {name: data[name] for name in names if name in data}
+    if "content" in kwargs and isinstance(kwargs["content"], list):
+        parts = []
+        for item in kwargs["content"]:
+            part_cls = _PARTS.get(item.get("type", "")) if isinstance(item, dict) else None
+            if part_cls is None:
+                raise FormatError(f"unknown content type in state: {item!r:.60}", raw=item)
+            parts.append(_build(part_cls, item))
+        kwargs["content"] = parts
+    if cls is AssistantMessage and isinstance(kwargs.get("tool_calls"), list):
+        kwargs["tool_calls"] = [_build(ToolCall, c) for c in kwargs["tool_calls"]]
+    return cls(**kwargs)
 
 
 # --------------------------------------------------------------------------- to OpenAI

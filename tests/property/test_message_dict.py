@@ -24,3 +24,25 @@ def test_details_that_are_not_json_are_kept_as_their_repr():
     message = ToolResultMessage("c1", "failed", details={"exception": error, "n": (1, 2)})
     assert message_to_dict(message)["details"] == message.to_dict(encode_json=True)["details"]
     assert message_to_dict(message)["details"]["exception"] == {"repr": "ValueError('boom')"}
+
+
+@given(messages)
+def test_message_from_dict_is_exactly_dataclasses_json_from_dict(message):
+    """The fast reader builds what dataclasses-json's from_dict builds, field by field."""
+    data = json.loads(json.dumps(message.to_dict(encode_json=True), ensure_ascii=False))
+    fast = message_from_dict(data)
+    slow = type(message).from_dict(data)
+    assert type(fast) is type(slow)
+    assert message_to_dict(fast) == message_to_dict(slow)
+    assert fast == slow
+
+
+def test_message_from_dict_refuses_what_is_not_a_saved_message():
+    import pytest
+
+    from yiemagent.exceptions import FormatError
+
+    for bad in ({"role": "user", "content": [{"type": "video"}]}, {"role": "tool"}, {"role": "x"}, [1],
+                {"role": "assistant", "tool_calls": [{"name": "no id"}]}):
+        with pytest.raises(FormatError):
+            message_from_dict(bad)

@@ -494,16 +494,20 @@ def test_a_crash_in_a_parallel_batch_keeps_the_finished_results_and_reports_the_
     ran: list[str] = []
     crash = {"on": True}
 
+    keys: dict[str, str | None] = {}
+
     @tool
     def charge(amount: int) -> str:
         """Charge (not safe to repeat)."""
         ran.append("charge")
+        keys["charge"] = current_idempotency_key()  # on a pool thread, beside the others
         return f"charged {amount}"
 
     @tool(idempotent=True)
     def lookup(city: str) -> str:
         """Look the weather up (safe to repeat)."""
         ran.append("lookup")
+        keys["lookup"] = current_idempotency_key()
         return f"sunny in {city}"
 
     @tool
@@ -522,6 +526,7 @@ def test_a_crash_in_a_parallel_batch_keeps_the_finished_results_and_reports_the_
         Agent(llm, tools=tools, store=s, conversation_id="c-p", tool_execution="parallel").ask("all three")
     crash["on"] = False
     assert sorted(ran) == ["charge", "lookup", "ship"]
+    assert keys == {"charge": "c-p:seq-1:p1", "lookup": "c-p:seq-1:p2"}
     llm2 = ScriptedLLM([text_reply("charged, sunny, shipping unknown")])
     answer = Agent(llm2, tools=tools, store=store_factory(), conversation_id="c-p", tool_execution="parallel").drain()
     assert answer[0]["content"] == "charged, sunny, shipping unknown"
@@ -549,3 +554,17 @@ def test_postgres_reconnects_after_the_server_dropped_the_connection(postgres_st
     assert store.enqueue("c-r", "two") == 2
     assert [e.message["content"] for e in store.pending("c-r")] == ["one", "two"]
     store.close()
+
+
+def test_drain_serves_inputs_that_arrive_while_it_runs(s: Any) -> None:
+    """An input enqueued during a drain (by another process, say) is served by that same drain."""
+    arrived: list[int] = []
+
+    def llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if not arrived:
+            arrived.append(s.enqueue("c-w", "late"))  # as a web process would, mid-run
+        return echo_llm(messages, tools)
+
+    s.enqueue("c-w", "early")
+    answers = Agent(llm, store=s, conversation_id="c-w").drain()
+    assert [a["content"] for a in answers] == ["re: early", "re: late"] and s.pending("c-w") == []
