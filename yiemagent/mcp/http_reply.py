@@ -216,6 +216,7 @@ class ReplyReader:
         try:
             tail = decoder.decode(b"", final=True)
         except UnicodeDecodeError as exc:
+            self._events(parser, "")  # an overflow seen before the cut character comes first
             raise self.error(f"the SSE stream ends inside a UTF-8 character ({exc.reason})") from None
         found = self._events(parser, tail)
         if found is not None:
