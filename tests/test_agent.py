@@ -325,3 +325,55 @@ def test_leaving_a_with_block_by_an_exception_aborts_the_run_in_flight():
     with Agent(ScriptedLLM([text_reply("drained")])) as agent:
         queued = agent.submit("hi")
     assert queued.result(timeout=5)["content"] == "drained"
+
+
+def test_ctrl_c_in_ask_on_a_started_agent_aborts_its_run_at_once():
+    """A new user's trial: Ctrl-C during ``agent.ask`` with the thread started was seen only when the run
+    ended (a lock wait defers the signal) and the run went on; now ``KeyboardInterrupt`` is raised at once
+    and the run of that input is aborted (its tool sees ``abort_event``).
+    """
+    import _thread
+    import time
+
+    from yiemagent import Agent, AgentTool
+    from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+    started, saw_abort = threading.Event(), threading.Event()
+
+    def slow(tool_call_id, arguments, abort_event):
+        started.set()
+        if abort_event.wait(30):
+            saw_abort.set()
+        return "done"
+
+    tool = AgentTool("slow", "Slow.", {"type": "object", "properties": {}}, slow)
+    agent = Agent(ScriptedLLM([tool_call_reply("slow", {}), text_reply("x")], repeat_last=True), tools=[tool]).start()
+    try:
+        threading.Thread(target=lambda: started.wait(10) and _thread.interrupt_main(), daemon=True).start()
+        begun = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            agent.ask("go")
+        assert time.monotonic() - begun < 10  # not the 30 s the tool would take
+        assert saw_abort.wait(5)
+        assert agent.ask("again", timeout_seconds=10)["content"] == "x"  # the agent goes on
+    finally:
+        agent.shutdown(mode="now")
+
+
+def test_openai_messages_leave_out_the_messages_of_a_failed_run():
+    """A new user's trial: after an input too long for the model failed, ``openai_messages()`` (documented as
+    the conversation ready to send) still held that input; it is left out, as from every request.
+    """
+    from yiemagent import Agent, LLMError
+    from yiemagent.testing import text_reply
+
+    def model(messages, tools):
+        if len(messages[-1]["content"]) > 100:
+            raise LLMError("request (5016 tokens) exceeds the available context size (4096 tokens)")
+        return text_reply("ok")
+
+    agent = Agent(model)
+    assert agent.ask("x" * 200)["status"] == "error"
+    assert agent.ask("short")["status"] == "completed"
+    assert [(m["role"], m["content"]) for m in agent.openai_messages()] == [("user", "short"), ("assistant", "ok")]
+    assert any(getattr(m, "excluded", None) for m in agent.history)  # kept in the history, marked

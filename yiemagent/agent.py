@@ -96,6 +96,9 @@ logger = logging.getLogger("yiemagent.agent")
 
 
 
+_ASK_POLL_SECONDS = 0.1
+"""``ask()`` waits in steps this long, so that Ctrl-C in the calling thread is seen at once."""
+
 class Agent(Lifecycle):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
@@ -687,9 +690,10 @@ class Agent(Lifecycle):
                 deadline (the history stays valid); after, it goes on and its
                 answer is only in the history.
 
-        Ctrl-C (``KeyboardInterrupt``) in the calling thread before ``start()``
-        aborts the run (its model call is cut, its tools see ``abort_event``)
-        and is raised again.
+        Ctrl-C (``KeyboardInterrupt``) in the calling thread aborts this input's
+        run (its model call is cut, its tools see ``abort_event``; with the
+        thread started, only if that run is this input's, else the input is
+        left queued) and is raised again at once.
 
         Raises:
             TimeoutError: no answer within ``timeout_seconds``.
@@ -720,11 +724,19 @@ class Agent(Lifecycle):
             return answer
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         future = self.submit(text, timeout_seconds=timeout_seconds)
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            return future.result(timeout=remaining)
-        except concurrent.futures.TimeoutError:
-            raise TimeoutError(f"no answer within {timeout_seconds}s (the run goes on)") from None
+            while True:  # short waits, so that Ctrl-C reaches this thread at once (a lock wait defers it)
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no answer within {timeout_seconds}s (the run goes on)")
+                try:
+                    return future.result(timeout=_ASK_POLL_SECONDS if remaining is None
+                                         else min(_ASK_POLL_SECONDS, remaining))
+                except concurrent.futures.TimeoutError:
+                    continue
+        except KeyboardInterrupt:
+            self._abort_input(future.input_id)  # type: ignore[attr-defined]
+            raise
 
     def _inside(self) -> bool:
         """True on this agent's own thread or worker threads (tools, model calls)."""
@@ -761,14 +773,16 @@ class Agent(Lifecycle):
         """The conversation in OpenAI chat format, system prompt first; fresh dicts.
 
         Made valid by the request guard (``yiemagent.guard``), as every request
-        is; messages of failed runs (``excluded``) are included.
+        is; messages of failed runs (``excluded``) are left out, as they are
+        from every request (they stay in ``agent.history``).
         """
         formatter = self.config.format_messages
+        history = [m for m in self.history if not getattr(m, "excluded", None)]
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
             messages = OpenAIFormatter(tool_images=formatter.tool_images,
-                                       send_reasoning=formatter.send_reasoning)(list(self.history))
+                                       send_reasoning=formatter.send_reasoning)(history)
         else:
-            messages = copy.deepcopy(formatter(list(self.history)))
+            messages = copy.deepcopy(formatter(history))
         if self.config.system_prompt:
             messages.insert(0, {"role": "system", "content": self.config.system_prompt})
         try:
