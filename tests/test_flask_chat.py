@@ -109,7 +109,8 @@ def test_the_flask_example_streams_a_real_local_model_answer(local_model):
     finally:
         app.extensions["yiemagent_conversations"].close()
     answer = events[-1][1]
-    assert events[-1][0] == "answer" and answer["status"] == "completed", answer
+    # Gemma writes to max_tokens: such an answer ends 'truncated' (issue 8)
+    assert events[-1][0] == "answer" and answer["status"] in ("completed", "truncated"), answer
     deltas = [d["delta"] for n, d in events if n == "message_update" and d["delta_type"] == "text"]
     assert len(deltas) >= 3 and "".join(deltas) == answer["content"]
 
@@ -214,7 +215,8 @@ def test_the_documented_command_serves_the_chat_with_servers_from_a_config_file(
         process.terminate()
         output = process.communicate(timeout=10)[0]
     events = [(e.event, json.loads(e.data)) for e in SSEParser().feed(text)]
-    assert events[-1][0] == "answer" and events[-1][1]["status"] in ("completed", "max_turns"), (events[-1], output)
+    assert events[-1][0] == "answer", (events[-1], output)
+    assert events[-1][1]["status"] in ("completed", "max_turns", "truncated"), (events[-1], output)
     assert any(name == "message_update" for name, _ in events)
     changed = [d for name, d in events if name == "tools_changed"]
     assert changed and {"get_weather", "get_time"} <= set(changed[0]["added"])  # the config's server was listed

@@ -47,7 +47,9 @@ def test_stop_cuts_a_long_generation_in_flight_and_the_call_raises_llm_error():
         stop_seconds = time.monotonic() - started
     worker.join(10)
     assert not worker.is_alive()
-    assert "reply" not in outcome and isinstance(outcome.get("error"), LLMError)
+    # the cut stream fails, or (issue 8) comes back marked incomplete, never as a finished reply
+    assert isinstance(outcome.get("error"), LLMError) or (
+        outcome["reply"]["choices"][0]["finish_reason"] == "incomplete"), outcome
     assert stop_seconds < 10, f"stop() waited {stop_seconds:.1f}s for the generation"
     assert 0 < len(pieces) < 3000
     assert model.base_url is None
@@ -68,7 +70,7 @@ def test_stop_during_an_agent_run_ends_the_run_and_a_new_model_answers():
         time.sleep(1.0)  # the generation is under way
         model.stop()
         answer = future.result(timeout=15)
-        assert answer["status"] in ("error", "aborted")
+        assert answer["status"] in ("error", "aborted", "truncated")  # truncated: the cut stream is incomplete
     finally:
         agent.shutdown()
         model.stop()
