@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from yiemagent.demo import DEMO_QUESTIONS, DemoRun, demo_model, demo_server, run_demo
+from yiemagent.cli.demo import DEMO_QUESTIONS, DemoRun, demo_model, demo_server, run_demo
 from yiemagent.mcp import MCPClient
 
 

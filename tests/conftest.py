@@ -16,7 +16,7 @@ each yields the Streamable HTTP endpoint URL ``http://127.0.0.1:<port>/mcp``):
                          tests/node/servers/node_modules is missing (``.ci/run`` installs it with ``npm ci``)
 
 The local model (session scope; tests using it are marked ``model``):
-    local_model          ``yiemagent.local.LocalModel``: llama.cpp (xllamacpp) + Gemma 3 270M, started once;
+    local_model          ``yiemagent.models.local.LocalModel``: llama.cpp (xllamacpp) + Gemma 3 270M, started once;
                          each model call costs ~2-4 s, so keep such tests few
 
 Conversation stores (issue 10):
@@ -245,7 +245,7 @@ def weather_server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The embedded local model, started once for the session and stopped at the end."""
-    from yiemagent.local import LocalModel
+    from yiemagent.models.local import LocalModel
 
     model = LocalModel()
     model.start()
@@ -397,7 +397,7 @@ class _ClosingFactory:
 @pytest.fixture
 def sqlite_store_factory(tmp_path: Path) -> Iterator[Callable[[], Any]]:
     """``factory() -> SQLiteStore`` on a fresh file of this test (picklable)."""
-    from yiemagent.sqlite_store import SQLiteStore
+    from yiemagent.store.sqlite import SQLiteStore
 
     factory = _ClosingFactory(functools.partial(SQLiteStore, str(tmp_path / "conversations.db")))
     yield factory
@@ -412,7 +412,7 @@ def postgres_store_factory(postgres_dsn: str) -> Iterator[Callable[[], Any]]:
     """``factory() -> PostgresStore`` on tables of this test only (fresh prefix; picklable)."""
     import os
 
-    from yiemagent.postgres_store import PostgresStore
+    from yiemagent.store.postgres import PostgresStore
 
     prefix = f"t{os.getpid()}_{next(_prefixes)}_"
     factory = _ClosingFactory(functools.partial(PostgresStore, postgres_dsn, table_prefix=prefix))

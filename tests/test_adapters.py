@@ -1,4 +1,4 @@
-"""Model adapters (yiemagent.adapters): the real ``openai`` SDK client and LiteLLM against the local
+"""Model adapters (yiemagent.models.adapters): the real ``openai`` SDK client and LiteLLM against the local
 llama.cpp server (``local_model``, marked ``model``), streaming included; and their contract offline.
 """
 
@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from yiemagent import Agent, AssistantMessage, ConfigError, LLMError
-from yiemagent.adapters import litellm_chat, openai_client_chat
+from yiemagent.models.adapters import litellm_chat, openai_client_chat
 from yiemagent.testing import EventRecorder
 
 from . import strict_openai

@@ -1,4 +1,4 @@
-"""Servers as data: ``yiemagent.config`` and ``Agent(mcp_servers=...)`` with the ``mcpServers`` format.
+"""Servers as data: ``yiemagent.mcp.config`` and ``Agent(mcp_servers=...)`` with the ``mcpServers`` format.
 
 Real servers: tests/servers/probe_server.py (official ``mcp`` SDK) reports its argv, environment,
 working directory and HTTP headers, over stdio and Streamable HTTP; PyPI ``mcp-server-time``.
@@ -20,7 +20,7 @@ import pytest
 
 from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
 from yiemagent import Agent, ConfigError, MCPClient
-from yiemagent.config import MCPServerConfig, expand_variables, load_mcp_config, mcp_clients, parse_mcp_servers
+from yiemagent.mcp.config import MCPServerConfig, expand_variables, load_mcp_config, mcp_clients, parse_mcp_servers
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
 PROBE = str(SERVERS / "probe_server.py")

@@ -8,7 +8,7 @@ were accepted or raised raw ``TypeError``s later, on a worker thread.
 import pytest
 
 from yiemagent import Agent, ConfigError, MCPClient, openai_chat
-from yiemagent.llm import OpenAIChat
+from yiemagent.models.openai_chat import OpenAIChat
 from yiemagent.testing import text_reply
 
 

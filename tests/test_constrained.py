@@ -1,4 +1,4 @@
-"""Constrained tool calls (yiemagent.constrained) and the demo that uses them (issue 11 point 1).
+"""Constrained tool calls (yiemagent.models.constrained) and the demo that uses them (issue 11 point 1).
 
 The unit tests drive ``ConstrainedToolCalls`` with a recording ``llm_call`` (what a server would be
 sent is what is asserted); the ``model`` tests run SmolLM2-135M-Instruct in the real llama.cpp server
@@ -17,7 +17,7 @@ import pytest
 
 from tests import strict_openai
 from yiemagent import Agent, ConfigError, tool
-from yiemagent.constrained import ANSWER_INSTRUCTION, ConstrainedToolCalls, tool_call_schema
+from yiemagent.models.constrained import ANSWER_INSTRUCTION, ConstrainedToolCalls, tool_call_schema
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather.",
@@ -123,7 +123,7 @@ def test_smollm2_picks_the_right_tool_and_city_and_answers_with_the_result():
     """Real SmolLM2-135M in llama.cpp + the real example MCP server: two demo questions, each one call
     of the right tool with the right city, and an answer that states the tool's result.
     """
-    from yiemagent.demo import DEMO_QUESTIONS, demo_model, demo_server, run_demo
+    from yiemagent.cli.demo import DEMO_QUESTIONS, demo_model, demo_server, run_demo
     from yiemagent.mcp import MCPClient
 
     lines: list[str] = []

@@ -1,6 +1,7 @@
-"""The OpenAI-compatible adapter (yiemagent.llm); real-server cases are in test_e2e.py."""
+"""The OpenAI-compatible adapter (yiemagent.models.openai_chat); real-server cases are in test_e2e.py."""
 
-from yiemagent.llm import _merge_chunks, openai_chat
+from yiemagent.llm import _merge_chunks
+from yiemagent.models.openai_chat import openai_chat
 from yiemagent.tool_calls import parse_response
 
 

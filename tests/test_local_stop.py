@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from yiemagent import Agent, LLMError
-from yiemagent.local import LocalModel
+from yiemagent.models.local import LocalModel
 
 pytestmark = pytest.mark.model
 

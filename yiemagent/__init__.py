@@ -16,10 +16,7 @@
 import logging
 
 from .__version__ import __version__
-from .adapters import litellm_chat, openai_client_chat
 from .agent import SHUTDOWN, Agent
-from .config import MCPServerConfig, load_mcp_config
-from .constrained import ConstrainedToolCalls
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
@@ -51,9 +48,9 @@ from .exceptions import (
 from .guard import RequestGuard
 from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext
 from .journal import current_idempotency_key
-from .llm import openai_chat
 from .loop import LoopConfig, RunResult, run_turns
 from .mcp import MCPClient
+from .mcp.config import MCPServerConfig, load_mcp_config
 from .messages import (
     AssistantMessage,
     ImageContent,
@@ -66,9 +63,12 @@ from .messages import (
     from_openai,
     to_openai,
 )
-from .postgres_store import PostgresStore
-from .sqlite_store import SQLiteStore
-from .store import ConversationStore
+from .models.adapters import litellm_chat, openai_client_chat
+from .models.constrained import ConstrainedToolCalls
+from .models.openai_chat import openai_chat
+from .store.base import ConversationStore
+from .store.postgres import PostgresStore
+from .store.sqlite import SQLiteStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool

@@ -55,8 +55,6 @@ from typing import Any, Literal
 from . import events as ev
 from ._inbox import EMPTY, SHUTDOWN, ClosableQueue
 from ._lifecycle import Input, Lifecycle, check_agent_arguments, describe, resolve, user_message
-from .config import mcp_clients
-from .durable import DurableConversation
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
@@ -74,6 +72,7 @@ from .journal import Journal
 from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
+from .mcp.config import mcp_clients
 from .mcp.limits import MCPLimits
 from .messages import (
     AssistantMessage,
@@ -84,13 +83,14 @@ from .messages import (
     messages_from_dicts,
     to_openai,
 )
-from .store import ConversationStore
+from .store.base import ConversationStore
+from .store.durable import DurableConversation
 from .streaming import AgentStream
 from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
 
-_Input = Input  # the name yiemagent.durable imports
+_Input = Input  # the name yiemagent.store.durable imports
 
 logger = logging.getLogger("yiemagent.agent")
 
@@ -112,7 +112,7 @@ class Agent(Lifecycle):
             server's), or servers as data: ``{"mcpServers": {name: {"command",
             "args", "env", "cwd"} | {"url", "headers"}}}`` (Claude Desktop,
             Cursor; VS Code's ``{"servers": ...}`` too) or a ``pathlib.Path``
-            of such a file, ``${VAR}`` expanded (see ``yiemagent.config``).
+            of such a file, ``${VAR}`` expanded (see ``yiemagent.mcp.config``).
             Every entry is checked here (``ConfigError`` naming it; a plain
             string is an error). Their tools are listed before the first model
             call and re-listed after ``notifications/tools/list_changed``.
@@ -142,7 +142,7 @@ class Agent(Lifecycle):
             and tool result is journaled as it arrives and each run is
             committed; a run interrupted by a crash is finished from the
             journal by the next agent on the conversation, in any process
-            (see ``yiemagent.durable``). None: the conversation lives here only.
+            (see ``yiemagent.store.durable``). None: the conversation lives here only.
         conversation_id: the conversation's id in ``store`` (required with it).
         lease_seconds: with a store, how long the conversation's lease lasts
             without renewal (renewed every third of it while serving): the time
@@ -664,7 +664,7 @@ class Agent(Lifecycle):
     def drain(self) -> list[dict[str, Any]]:
         """Serve every input pending in the store's inbox of this conversation; return their answers.
 
-        For workers (``yiemagent.store``: ``pending_conversations()``): runs in
+        For workers (``yiemagent.store.base``: ``pending_conversations()``): runs in
         the calling thread with the lease held; interrupted runs are finished
         from the journal first. Returns ``[]`` at once when another process
         holds the lease (it will serve them).

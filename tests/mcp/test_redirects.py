@@ -13,8 +13,8 @@ import pytest
 from tests.servers.raw_http_peer import Reply
 from yiemagent._http import CancellableSession, CrossOriginRedirect, origin_of
 from yiemagent.exceptions import LLMError, MCPTransportError
-from yiemagent.llm import openai_chat
 from yiemagent.mcp import HTTPTransport, MCPClient
+from yiemagent.models.openai_chat import openai_chat
 
 HEADERS = {"X-Api-Key": "key-0123456789", "Authorization": "Bearer tok-abcdefghijkl"}
 

@@ -1,4 +1,4 @@
-"""Unit tests of ``yiemagent.mcp.sse.SSEParser`` (pure; no I/O).
+"""Unit tests of ``yiemagent.sse.SSEParser`` (pure; no I/O).
 
 Spec: WHATWG HTML "Server-sent events", "Event stream interpretation".
 """
@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yiemagent.mcp.sse import SSEEvent, SSEParser
+from yiemagent.sse import SSEEvent, SSEParser
 
 
 def feed_all(chunks: list[str]) -> list[SSEEvent]:

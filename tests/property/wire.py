@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from yiemagent.exceptions import FormatError, MCPProtocolError
 from yiemagent.mcp.http_reply import ReplyReader
-from yiemagent.mcp.sse import SSEParser
+from yiemagent.sse import SSEParser
 
 PENDING_ID = 7
 

@@ -23,10 +23,10 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent, AgentToolResult, ConfigError, MCPClient, StaleStateError, tool
-from yiemagent.durable import _Heartbeat
 from yiemagent.hooks import ToolCallContext
 from yiemagent.journal import current_idempotency_key
 from yiemagent.store import ServedInput
+from yiemagent.store.durable import _Heartbeat
 from yiemagent.testing import ScriptedLLM, SimulatedCrash, text_reply
 
 Factory = Callable[[], Any]
@@ -451,8 +451,8 @@ def test_mcp_annotations_make_tools_idempotent(everything_server: str) -> None:
 
 
 def test_agent_tool_result_round_trips_through_the_journal() -> None:
-    from yiemagent.journal import result_from_dict, result_to_dict
     from yiemagent.messages import ToolCall
+    from yiemagent.store.journal import result_from_dict, result_to_dict
 
     result = AgentToolResult("ok", is_error=True, terminate=True, details={"n": 1})
     back = result_from_dict(json.loads(json.dumps(result_to_dict(ToolCall("c1", "t", {}), result))))

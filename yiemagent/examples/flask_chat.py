@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
         api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
         llm_call = openai_chat(base_url, model, api_key=api_key, stream=True, **options)
     else:
-        from yiemagent.local import LocalModel
+        from yiemagent.models.local import LocalModel
 
         local = LocalModel(model=args.local_model)
         if args.local_model == "smollm2-135m" and mcp_servers:  # it ignores "tools": calls forced by a schema

@@ -1,5 +1,6 @@
 """MCP (Model Context Protocol) client: transports, ``MCPClient``, and the tool bridge."""
 
+from ..sse import SSEEvent, SSEParser
 from .bridge import (
     DEFAULT_MAX_RESULT_CHARS,
     MCPToolExecutor,
@@ -12,7 +13,6 @@ from .bridge import (
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 from .http import HTTPTransport
 from .limits import MCPLimits
-from .sse import SSEEvent, SSEParser
 from .stdio import StdioTransport
 from .transport import Transport
 

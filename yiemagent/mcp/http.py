@@ -35,9 +35,9 @@ import requests
 
 from ..__version__ import __version__
 from .._http import CancellableSession, CrossOriginRedirect
+from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
-from ._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from .http_body import (
     body_text,
     check_accepted,

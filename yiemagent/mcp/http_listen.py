@@ -25,8 +25,8 @@ import requests
 
 from .._http import CancellableSession, body_chunks
 from ..exceptions import FormatError, MCPProtocolError
+from ..sse import SSEEvent, SSEParser
 from .http_reply import NO_REQUEST, ReplyReader
-from .sse import SSEEvent, SSEParser
 from .transport import MessageHandler
 
 __all__ = ["Listener"]

@@ -31,7 +31,7 @@ from typing import Any
 
 from celery import Celery, Task  # type: ignore[import-untyped]
 
-from ..store import ConversationStore
+from ..store.base import ConversationStore
 from .drain import AgentFactory, AgentPool
 
 __all__ = ["TASK_NAME", "celery_config", "make_drain_task", "submit"]

@@ -50,7 +50,7 @@ from typing import Any, cast
 from dbos import DBOS, DBOSClient, DBOSConfig, SetEnqueueOptions
 
 from ..exceptions import ConfigError
-from ..store import ConversationStore
+from ..store.base import ConversationStore
 from .drain import AgentFactory, AgentPool
 
 __all__ = ["QUEUE_NAME", "WORKFLOW_NAME", "DBOSWorker", "enqueue_drain", "recover_executor", "submit"]

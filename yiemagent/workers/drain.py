@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
-from ..store import ConversationStore
+from ..store.base import ConversationStore
 
 __all__ = ["AgentFactory", "AgentPool", "PollingWorker", "serve_input"]
 

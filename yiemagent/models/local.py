@@ -37,13 +37,13 @@ from typing import Any
 
 import requests
 
+from ..exceptions import ConfigError, LLMError
 from .constrained import ConstrainedToolCalls
-from .exceptions import ConfigError, LLMError
-from .llm import OpenAIChat
+from .openai_chat import OpenAIChat
 
 __all__ = ["CHAT_TEMPLATE", "MODEL_NAME", "SMOLLM2", "LocalModel", "model_path", "smollm2_path"]
 
-logger = logging.getLogger("yiemagent.local")
+logger = logging.getLogger("yiemagent.models.local")
 
 MODEL_NAME = "gemma3-270m"
 
@@ -185,7 +185,7 @@ class LocalModel:
             ``CHAT_TEMPLATE``; it writes native ``tool_calls``) or ``"smollm2-135m"``
             (``SMOLLM2``: SmolLM2-135M-Instruct with its own ChatML template; it answers
             in plain words, and ``llm_call()`` makes it call tools through
-            ``yiemagent.constrained.ConstrainedToolCalls``).
+            ``yiemagent.models.constrained.ConstrainedToolCalls``).
         n_ctx: context length in tokens.
         threads: CPU threads for generation (1 is fastest on a busy 2-core machine).
         chat_template: a Jinja chat template; None uses ``CHAT_TEMPLATE``.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..exceptions import FormatError
+from .exceptions import FormatError
 
 __all__ = ["SSEEvent", "SSEParser"]
 

@@ -3,7 +3,7 @@
 Stdlib ``sqlite3`` only. The database runs in WAL mode (readers never wait for
 the writer), every write is one ``BEGIN IMMEDIATE`` transaction (SQLite's
 write lock: writers queue for up to ``timeout_seconds``), and the lease is a
-row with an expiry fenced by a token (see ``yiemagent.store``). Safe across
+row with an expiry fenced by a token (see ``yiemagent.store.base``). Safe across
 processes and threads on one host; not on a network file system (SQLite's
 locks do not hold there): use ``PostgresStore`` across hosts.
 
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ._sql import SQLStoreBase
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
+from .sql import SQLStoreBase
 
 __all__ = ["SQLiteStore"]
 

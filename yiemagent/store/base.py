@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .exceptions import FormatError
+from ..exceptions import FormatError
 
 __all__ = [
     "ConversationRecord",
@@ -142,7 +142,7 @@ def normalize_input(message: Any) -> dict[str, Any]:
         return {"role": "user", "content": message}
     to_openai = getattr(message, "role", None) == "user" and getattr(message, "content", None) is not None
     if to_openai and not isinstance(message, dict):
-        from .messages import to_openai as convert
+        from ..messages import to_openai as convert
 
         return convert(message)
     if isinstance(message, dict) and message.get("role") == "user" and "content" in message:
@@ -274,7 +274,7 @@ class StoreBase:
         self, conversation_id: str, seq: int, *, timeout_seconds: float | None = None, poll_seconds: float = 0.05
     ) -> dict[str, Any]:
         """Block until input ``seq`` is served; return its answer (see ``ConversationStore``)."""
-        from .exceptions import StoreError
+        from ..exceptions import StoreError
 
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         while True:

@@ -37,11 +37,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 __all__ = ["ConstrainedToolCalls", "tool_call_schema"]
 
-logger = logging.getLogger("yiemagent.constrained")
+logger = logging.getLogger("yiemagent.models.constrained")
 
 ANSWER_INSTRUCTION = "Answer the user's question in one sentence, using the tool result."
 """System message of the answer turn (after the tool results)."""

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from ._sql import SQLStoreBase
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
+from .sql import SQLStoreBase
 
 __all__ = ["PostgresStore"]
 

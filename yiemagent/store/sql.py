@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .exceptions import ConfigError, StaleStateError, StoreError
-from .store import ConversationRecord, InboxEntry, Lease, ReplyTo, ServedInput, StoreBase, normalize_input
+from ..exceptions import ConfigError, StaleStateError, StoreError
+from .base import ConversationRecord, InboxEntry, Lease, ReplyTo, ServedInput, StoreBase, normalize_input
 
 __all__ = ["SQLStoreBase"]
 

@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exceptions import ConfigError
-from .mcp.client import MCPClient
+from ..exceptions import ConfigError
+from .client import MCPClient
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
-logger = logging.getLogger("yiemagent.config")
+logger = logging.getLogger("yiemagent.mcp.config")
 
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -8,12 +8,12 @@
     yiemagent call http://127.0.0.1:3001/mcp echo '{"message": "hi"}'
     yiemagent call --stdio "mcp-server-time" get_current_time '{"timezone": "UTC"}'
     yiemagent call --config mcp.json --server time get_current_time '{"timezone": "UTC"}'
-    yiemagent chat --config mcp.json                 # an interactive chat (yiemagent.chat)
+    yiemagent chat --config mcp.json                 # an interactive chat (yiemagent.cli.chat)
     yiemagent demo                                   # a real conversation, offline
 
 Servers are given the same way in every verb: ``URL`` (Streamable HTTP),
 ``--stdio "COMMAND ARGS"`` and ``--config FILE`` (the ``mcpServers`` JSON of
-Claude Desktop, Cursor and VS Code; see ``yiemagent.config``), each
+Claude Desktop, Cursor and VS Code; see ``yiemagent.mcp.config``), each
 repeatable where the verb takes several servers (``tools``, ``chat``);
 ``call`` runs one tool of one server (``--server NAME`` picks one of a
 config; by default the one that has the tool). ``call COMMAND TOOL`` with a
@@ -37,11 +37,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from .__version__ import __version__
+from ..__version__ import __version__
+from ..exceptions import ConfigError, YiemagentError
+from ..mcp.client import MCPClient
+from ..mcp.config import MCPServerConfig, load_mcp_config
 from ._errortext import error_text
-from .config import MCPServerConfig, load_mcp_config
-from .exceptions import ConfigError, YiemagentError
-from .mcp.client import MCPClient
 
 __all__ = ["build_parser", "main", "server_configs"]
 
@@ -70,7 +70,7 @@ def server_configs(args: argparse.Namespace) -> list[MCPServerConfig]:
     Every verb takes the same three: ``URL`` (positional, Streamable HTTP),
     ``--stdio "CMD ARGS"`` (repeatable; ``--env KEY=VALUE`` applies to these)
     and ``--config FILE`` (repeatable; the ``mcpServers`` JSON of Claude
-    Desktop, Cursor or VS Code, see ``yiemagent.config``). ``--timeout`` sets
+    Desktop, Cursor or VS Code, see ``yiemagent.mcp.config``). ``--timeout`` sets
     the seconds per request of all of them.
 
     Raises:

@@ -7,7 +7,7 @@
     yiemagent chat --base-url http://127.0.0.1:8080/v1 --model qwen3 --stdio "mcp-server-time"
     OPENAI_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... yiemagent chat http://127.0.0.1:3001/mcp
 
-The model is the embedded local model (``yiemagent.local``) unless
+The model is the embedded local model (``yiemagent.models.local``) unless
 ``--base-url`` or ``$OPENAI_BASE_URL`` names an OpenAI-compatible server
 (``--model``/``$YIEMAGENT_MODEL``, ``--api-key``/``$OPENAI_API_KEY``); it is
 asked to stream. Servers are given as in every verb (``URL``, ``--stdio``,
@@ -46,18 +46,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import events as ev
+from .. import events as ev
+from ..agent import Agent
+from ..exceptions import YiemagentError
+from ..mcp.client import MCPClient
+from ..mcp.config import MCPServerConfig
+from ..messages import AssistantMessage
+from ..models.openai_chat import openai_chat
 from ._errortext import error_text
-from .agent import Agent
-from .config import MCPServerConfig
-from .exceptions import YiemagentError
-from .llm import openai_chat
-from .mcp.client import MCPClient
-from .messages import AssistantMessage
 
 __all__ = ["ChatSession", "ChatView", "history_path", "run_chat"]
 
-logger = logging.getLogger("yiemagent.chat")
+logger = logging.getLogger("yiemagent.cli.chat")
 
 RESULT_CHARS = 200
 """Characters of a tool result shown on its line."""
@@ -408,7 +408,7 @@ def _model(args: argparse.Namespace, view: ChatView, *, tools: bool) -> tuple[An
         name = args.model or os.environ.get("YIEMAGENT_MODEL") or "gpt-4o-mini"
         api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
         return openai_chat(base_url, name, api_key=api_key, stream=True, **extra), None, f"{name} at {base_url}"
-    from .local import LocalModel
+    from ..models.local import LocalModel
 
     name = getattr(args, "local_model", None) or "smollm2-135m"
     view.line(f"starting the embedded local model {name}...")

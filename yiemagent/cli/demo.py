@@ -4,7 +4,7 @@
 on the official ``mcp`` SDK) and SmolLM2-135M-Instruct in llama.cpp, asks one
 question and prints what really happens: the model's call, the server's result
 and the model's answer, word for word. The model calls tools through
-``yiemagent.constrained`` (a JSON schema built from the server's tool schemas,
+``yiemagent.models.constrained`` (a JSON schema built from the server's tool schemas,
 with two examples); ``scripts/demo_score.py`` runs ``DEMO_QUESTIONS`` and prints
 how many conversations were right.
 
@@ -25,12 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import events as ev
-from .agent import Agent
-from .exceptions import YiemagentError
-from .llm import openai_chat
-from .mcp import MCPClient
-from .messages import AssistantMessage, ToolResultMessage
+from .. import events as ev
+from ..agent import Agent
+from ..exceptions import YiemagentError
+from ..mcp import MCPClient
+from ..messages import AssistantMessage, ToolResultMessage
+from ..models.openai_chat import openai_chat
 
 __all__ = ["DEMO_EXAMPLES", "DEMO_QUESTIONS", "DemoRun", "demo_server", "run_demo"]
 
@@ -164,7 +164,7 @@ def demo_model(model: str = "smollm2-135m", max_tokens: int = 96,
         out(f"model: {name} at {base_url}")
         yield openai_chat(base_url, name, api_key=os.environ.get("OPENAI_API_KEY"))
         return
-    from .local import SMOLLM2, LocalModel
+    from ..models.local import SMOLLM2, LocalModel
 
     local = LocalModel(model=model)
     t0 = time.monotonic()

@@ -38,17 +38,17 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .exceptions import AgentClosedError, FormatError, StaleStateError, StoreError
+from ..exceptions import AgentClosedError, FormatError, StaleStateError, StoreError
+from ..messages import Message, UserMessage, from_openai, message_from_dict, to_openai
+from .base import ConversationStore, InboxEntry, Lease, ReplyTo, ServedInput, run_key
 from .journal import StoreJournal
-from .messages import Message, UserMessage, from_openai, message_from_dict, to_openai
-from .store import ConversationStore, InboxEntry, Lease, ReplyTo, ServedInput, run_key
 
 if TYPE_CHECKING:
-    from .agent import Agent, _Input
+    from ..agent import Agent, _Input
 
 __all__ = ["DurableConversation", "parse_state"]
 
-logger = logging.getLogger("yiemagent.durable")
+logger = logging.getLogger("yiemagent.store.durable")
 
 _POLL_SECONDS = 0.05
 

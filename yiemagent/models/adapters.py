@@ -34,12 +34,12 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .exceptions import ConfigError, LLMError
-from .llm import ChunkDeltas, OnDelta, merge_chunks
+from ..exceptions import ConfigError, LLMError
+from ..llm import ChunkDeltas, OnDelta, merge_chunks
 
 __all__ = ["LiteLLMChat", "OpenAIClientChat", "litellm_chat", "openai_client_chat"]
 
-logger = logging.getLogger("yiemagent.adapters")
+logger = logging.getLogger("yiemagent.models.adapters")
 
 
 def _as_dict(item: Any) -> dict[str, Any]:

@@ -1,0 +1,7 @@
+"""``python -m yiemagent.cli``: the ``yiemagent`` command."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())

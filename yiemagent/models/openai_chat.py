@@ -1,0 +1,276 @@
+"""``openai_chat``: an ``llm_call`` for any OpenAI-compatible server, over HTTP with ``requests``.
+
+The ``llm_call`` contract (and streaming with ``on_delta``) is written in
+``yiemagent.llm``; this module is one implementation of it.
+
+Spec: OpenAI Chat Completions, ``POST /chat/completions`` (and its SSE stream).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import requests
+
+from ..__version__ import __version__
+from .._checks import check_number, check_str
+from .._http import CancellableSession
+from .._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
+from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
+from ..exceptions import ConfigError, LLMError, LLMTimeoutError
+from ..llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
+from ..sse import SSEParser
+
+__all__ = ["OpenAIChat", "openai_chat"]
+
+logger = logging.getLogger("yiemagent.models.openai_chat")
+
+class _RetryableStatus(LLMError):
+    """Internal: 429/502/503, worth one more try after ``retry_after`` seconds."""
+
+    retry_after: float | None = None
+
+
+
+def _stream_chunk(data: str, url: str) -> dict[str, Any] | None:
+    """One SSE event's data as a chunk dict (None for a non-object); raises ``LLMError`` on bad JSON or an error."""
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise LLMError(f"POST {url}: a stream event is not JSON: {data[:200]!r}", response=data) from exc
+    except RecursionError as exc:
+        raise LLMError(f"POST {url}: a stream event is nested too deeply", response=data[:200]) from exc
+    if isinstance(chunk, dict) and "error" in chunk:
+        raise LLMError(f"POST {url}: the stream reported an error: {chunk['error']}", response=chunk)
+    return chunk if isinstance(chunk, dict) else None
+
+
+def _stream_events(response: requests.Response) -> Iterator[str]:
+    """The ``data`` of each SSE event of ``response`` as it arrives (UTF-8, bad bytes replaced)."""
+    parser = SSEParser()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for raw in response.iter_content(chunk_size=None):
+        for event in parser.feed(decoder.decode(raw)):
+            yield event.data
+
+
+def _read_stream(
+    response: requests.Response, url: str, on_delta: OnDelta | None = None, deadline: float | None = None
+) -> dict[str, Any]:
+    """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it.
+
+    Each chunk's deltas go to ``on_delta`` as they arrive. A stream that ends
+    (or breaks) after some chunks but without ``[DONE]`` and without any
+    ``finish_reason`` is not complete: the merged reply gets ``finish_reason:
+    "incomplete"`` (the loop then treats it like ``"length"``).
+    """
+    deltas = ChunkDeltas(on_delta)
+    merger = StreamMerger()
+    broken: requests.RequestException | None = None
+    try:
+        with response:
+            for data in _stream_events(response):
+                if data.strip() == "[DONE]":
+                    return merger.reply()
+                chunk = _stream_chunk(data, url)
+                if chunk is not None:
+                    merger.feed(chunk)
+                    deltas.feed(chunk)
+    except requests.RequestException as exc:
+        broken = exc
+    if deadline is not None and time.monotonic() >= deadline:  # the watchdog cut it: a timeout, not an end
+        raise LLMTimeoutError(f"POST {url}: no complete reply within the deadline (the stream was cut)")
+    if merger.first is None:
+        if broken is not None:
+            raise LLMError(f"POST {url}: the stream broke: {broken}") from broken
+        raise LLMError(f"POST {url}: the stream ended without any chunk")
+    if merger.finish_reason is None:
+        logger.warning("POST %s: the stream ended without [DONE] or finish_reason%s; the reply is incomplete",
+                       url, " (the connection broke)" if broken is not None else "")
+    return merger.reply(INCOMPLETE)
+
+
+class OpenAIChat:
+    """An ``llm_call`` that POSTs to ``{base_url}/chat/completions`` with ``requests``.
+
+    Args:
+        base_url: e.g. ``"https://api.openai.com/v1"`` or ``"http://127.0.0.1:8080/v1"``.
+        model: the ``model`` field of each request.
+        api_key: sent as ``Authorization: Bearer <api_key>``; None sends none.
+            Never logged, never in ``repr``; a server that echoes it in an
+            error body has it replaced by ``***`` in the error's message,
+            ``response``, chained exceptions and log lines.
+        timeout_seconds: the whole call's deadline, in seconds: connecting,
+            retries and reading the reply (streamed or not, however slowly
+            the bytes come) end by then with ``LLMTimeoutError``.
+        extra_body: more top-level request fields, e.g. ``temperature=0``,
+            ``max_tokens=256``, ``tool_choice="auto"``. ``tool_choice`` is left
+            out of requests that carry no tools. ``stream=True`` reads the reply
+            as server-sent events and merges the deltas into one reply (same
+            shape) and reports each delta to ``on_delta`` (the agent turns
+            them into ``message_update`` events); servers stop generating
+            when ``cancel()`` cuts a stream, which they may not do for a plain
+            request.
+
+    Connection failures before the request was sent, and HTTP 429/502/503
+    (honouring ``Retry-After``), are retried up to 3 times in all.
+
+    Raises (from a call):
+        LLMError: HTTP error (``.status_code``, the body in the message), a reply
+            that is not JSON, or a connection failure.
+        LLMTimeoutError: no complete reply within ``timeout_seconds``.
+
+    Thread safety: safe to call from several threads; ``cancel()`` from another
+    thread cuts the requests in flight.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout_seconds: float = 120.0,
+        **extra_body: Any,
+    ) -> None:
+        check_str("base_url", base_url, empty=False)
+        check_str("model", model, empty=False)
+        check_str("api_key", api_key, optional=True)
+        check_number("timeout_seconds", timeout_seconds)
+        if "stream" in extra_body and not isinstance(extra_body["stream"], bool):
+            raise ConfigError(f"stream must be True or False, not {extra_body['stream']!r:.50}")
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        self.extra_body = extra_body
+        self._headers: dict[str, str] = {"Content-Type": "application/json", "User-Agent": f"yiemagent/{__version__}"}
+        secrets = secrets_of({}, self.url)
+        if api_key:
+            self._headers["Authorization"] = Secret(f"Bearer {api_key}")
+            secrets += secrets_of({"Authorization": f"Bearer {api_key}"}, "")
+            if len(api_key.strip()) >= 4:
+                secrets.append(Secret(api_key.strip()))
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        register_log_secrets(self._secrets)
+        self._session = CancellableSession()
+
+    def __repr__(self) -> str:
+        return f"OpenAIChat(url={self.url!r}, model={self.model!r})"
+
+    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The JSON body for one call."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.extra_body}
+        if body.get("stream") and "stream_options" not in body:
+            body["stream_options"] = {"include_usage": True}  # token usage arrives in the last chunk
+        if tools:
+            body["tools"] = tools
+        else:
+            body.pop("tool_choice", None)
+            body.pop("parallel_tool_calls", None)
+        return body
+
+    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float) -> dict[str, Any]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
+        try:
+            response = self._session.post(
+                self.url, json=body, headers=self._headers, timeout=remaining,
+                stream=bool(body.get("stream")),
+            )
+        except requests.RequestException as exc:
+            if time.monotonic() >= deadline:
+                raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s") from exc
+            raise LLMError(f"POST {self.url} failed: {exc}") from exc
+        if response.status_code >= 400:
+            text = response.text[:2000]
+            message = f"POST {self.url} answered HTTP {response.status_code}: {text}"
+            if response.status_code in RETRY_STATUS:
+                error = _RetryableStatus(message, status_code=response.status_code, response=text)
+                error.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                raise error
+            raise LLMError(message, status_code=response.status_code, response=text)
+        if body.get("stream"):
+            return _read_stream(response, self.url, on_delta, deadline)
+        try:
+            reply = response.json()
+        except ValueError as exc:
+            raise LLMError(
+                f"POST {self.url} answered non-JSON: {response.text[:200]!r}", response=response.text
+            ) from exc
+        if not isinstance(reply, dict):
+            raise LLMError(f"POST {self.url} answered JSON that is not an object", response=reply)
+        return reply
+
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """POST one chat completion; return the reply dict (raises ``LLMError``).
+
+        With ``stream=True``, each text, reasoning and tool-call argument delta
+        goes to ``on_delta`` as it arrives (the agent passes one; see the module
+        docstring). Without streaming, ``on_delta`` is not called.
+        ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent with
+        this request only (``yiemagent.models.constrained`` uses it).
+        """
+        body = self.request_body(messages, tools)
+        if response_format is not None:
+            body["response_format"] = response_format
+        logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
+        deadline = time.monotonic() + self.timeout_seconds
+
+        def retryable(exc: BaseException) -> bool:
+            if time.monotonic() >= deadline or isinstance(exc, LLMTimeoutError):
+                return False
+            return isinstance(exc, _RetryableStatus) or never_sent(exc)
+
+        try:
+            with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
+                for attempt in make_retrying(retryable):
+                    with attempt:
+                        return self._post(body, on_delta, deadline)
+        except LLMError as exc:
+            self._scrub(exc)
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _scrub(self, exc: LLMError) -> None:
+        """Replace the API key (and URL secrets) by ``***`` in ``exc``'s text, body and chain, in place."""
+        if not self._secrets:
+            return
+        scrub_exception(exc, self._secrets)
+        if isinstance(exc.response, (dict, list)):
+            try:
+                exc.response = json.loads(scrub(json.dumps(exc.response), self._secrets))
+            except ValueError:
+                exc.response = None
+
+    def cancel(self) -> None:
+        """Cut every request in flight (it fails with ``LLMError``); later calls work as usual.
+
+        ``Agent.abort()`` calls this. Safe from any thread.
+        """
+        self._session.cancel()
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._session.close()
+
+
+def openai_chat(
+    base_url: str, model: str, *, api_key: str | None = None, timeout_seconds: float = 120.0, **extra_body: Any
+) -> OpenAIChat:
+    """Return an ``llm_call`` for any OpenAI-compatible server (see ``OpenAIChat``).
+
+    Example:
+        >>> llm_call = openai_chat("http://127.0.0.1:8080/v1", "my-model", temperature=0)
+        >>> llm_call.request_body([{"role": "user", "content": "hi"}], [])["temperature"]
+        0
+    """
+    return OpenAIChat(base_url, model, api_key=api_key, timeout_seconds=timeout_seconds, **extra_body)

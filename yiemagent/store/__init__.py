@@ -1,0 +1,40 @@
+"""Conversation stores: where a conversation, its inbox and its run journals live across processes.
+
+::
+
+    base.py       ConversationStore protocol, records, StoreBase (shared checks)
+    sql.py        SQLStoreBase: the SQL both backends share (inbox, lease, journal, commit)
+    sqlite.py     SQLiteStore (stdlib sqlite3)
+    postgres.py   PostgresStore (psycopg 3: the ``postgres`` extra)
+    journal.py    StoreJournal: the loop's journal kept in a store
+    durable.py    DurableConversation: a conversation served through a store
+
+The contract of a store is in ``base.py``; ``yiemagent.conversation`` gives
+the contract of a conversation, which ``DurableConversation`` implements.
+"""
+
+from .base import (
+    ConversationRecord,
+    ConversationStore,
+    InboxEntry,
+    Lease,
+    ReplyTo,
+    ServedInput,
+    StoreBase,
+    idempotency_key,
+    normalize_input,
+    run_key,
+)
+
+__all__ = [
+    "ConversationRecord",
+    "ConversationStore",
+    "InboxEntry",
+    "Lease",
+    "ReplyTo",
+    "ServedInput",
+    "StoreBase",
+    "idempotency_key",
+    "normalize_input",
+    "run_key",
+]
