@@ -20,57 +20,22 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ._checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
 from ._inbox import SHUTDOWN, ClosableQueue, deliver
-from .exceptions import AgentClosedError, ConfigError, FormatError
+from .conversation import Input, StopMode
+from .exceptions import AgentClosedError, ConfigError
 from .mcp.client import MCPClient
-from .messages import UserMessage, from_openai
 from .tools import AgentTool
 
-__all__ = ["Input", "Lifecycle", "check_agent_arguments", "describe", "resolve", "user_message"]
+__all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
 
 logger = logging.getLogger("yiemagent.agent")
 
 _ESCALATE_SECONDS = 2.0  # after a drain/after_turn shutdown timed out: how long "now" may take
 _WORKER_GRACE_SECONDS = 0.5  # how long shutdown waits for a pool thread (idle ones end in milliseconds)
-
-
-@dataclass
-class Input:
-    """An input with its id and, for ``submit``, the future to resolve."""
-
-    message: UserMessage
-    id: str
-    original: Any = None
-    future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
-    listener: Callable[[Any], None] | None = field(default=None, repr=False)
-    """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
-
-
-def user_message(item: Any) -> UserMessage:
-    if isinstance(item, UserMessage):
-        return item
-    if isinstance(item, str):
-        return UserMessage(item)
-    if isinstance(item, dict):
-        message = from_openai(item)
-        if isinstance(message, UserMessage):
-            return message
-    raise FormatError(
-        f"an agent input must be a str, a UserMessage or an OpenAI user-message dict, not {item!r:.100}", raw=item
-    )
-
-
-def describe(error: BaseException | None) -> str:
-    """``str(error)``, or its type name when that is empty (``SystemExit()``, ``KeyboardInterrupt()``)."""
-    if error is None:
-        return "unknown error"
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if not isinstance(error, Exception) or not text else text
 
 
 def resolve(future: concurrent.futures.Future[dict[str, Any]], answer: dict[str, Any]) -> None:
@@ -117,7 +82,7 @@ class Lifecycle:
     unserved: list[Any]
     undelivered: list[dict[str, Any]]
     _thread: threading.Thread | None
-    _stop_mode: str | None
+    _stop_mode: StopMode | None
     _closed: bool
     _abort_generation: int
     _deliver_deadline: float | None

@@ -40,8 +40,7 @@ blocked on a full queue. Worker threads are named
 from __future__ import annotations
 
 import concurrent.futures
-import copy
-import json
+import contextlib
 import logging
 import os
 import queue
@@ -49,40 +48,22 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Literal, cast
 
 from . import events as ev
 from ._inbox import EMPTY, SHUTDOWN, ClosableQueue
-from ._lifecycle import Input, Lifecycle, check_agent_arguments, describe, resolve, user_message
-from .exceptions import (
-    AgentBusyError,
-    AgentClosedError,
-    AgentError,
-    ConfigError,
-    FormatError,
-    InvalidRequestError,
-    MCPError,
-    SimulatedCrash,
-)
+from ._lifecycle import Lifecycle, check_agent_arguments, resolve
+from .conversation import Conversation, Input, RunScope, StopMode, parse_state, user_message
+from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError, FormatError, SimulatedCrash
 from .formatting import OpenAIFormatter
-from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall
-from .journal import Journal
-from .loop import LLMCall, LoopConfig, RunResult, add_usage, run_turns
+from .loop import LLMCall, LoopConfig
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .mcp.config import mcp_clients
 from .mcp.limits import MCPLimits
-from .messages import (
-    AssistantMessage,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-    message_to_dict,
-    messages_from_dicts,
-    to_openai,
-)
+from .messages import AssistantMessage, Message, ToolResultMessage, to_openai
 from .store.base import ConversationStore
 from .store.durable import DurableConversation
 from .streaming import AgentStream
@@ -90,11 +71,7 @@ from .tools import AgentTool, ToolRegistry
 
 __all__ = ["SHUTDOWN", "Agent"]
 
-_Input = Input  # the name yiemagent.store.durable imports
-
 logger = logging.getLogger("yiemagent.agent")
-
-
 
 _ASK_POLL_SECONDS = 0.1
 """``ask()`` waits in steps this long, so that Ctrl-C in the calling thread is seen at once."""
@@ -220,8 +197,6 @@ class Agent(Lifecycle):
         self.output_queue: queue.Queue[dict[str, Any]] = queue.Queue(16)
         self.abort_event = threading.Event()
         """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
-        self.history: list[Message] = []
-        """The conversation (yiemagent messages; no system prompt)."""
         self.tools = ToolRegistry(tools)
         self.event_sink = event_sink
         clients, self._own_clients = mcp_clients(mcp_servers)
@@ -242,9 +217,7 @@ class Agent(Lifecycle):
         self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
         self.steering = steering
         self.emit_intermediate = emit_intermediate
-        self.usage: dict[str, Any] = {}
-        """Token counts summed over every run (from replies that report ``usage``)."""
-        self.config = LoopConfig(
+        config = LoopConfig(
             llm_call=llm_call,
             tools=self.tools,
             system_prompt=system_prompt,
@@ -255,7 +228,6 @@ class Agent(Lifecycle):
             format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
             before_model_call=self.mcp.refresh if clients else None,
-            poll_steering=self._poll_steering if steering else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools,
@@ -268,7 +240,7 @@ class Agent(Lifecycle):
         """Answers that found ``output_queue`` full at ``shutdown(mode="now")``."""
         self._thread: threading.Thread | None = None
         self._run_lock = threading.Lock()
-        self._stop_mode: str | None = None
+        self._stop_mode: StopMode | None = None
         self._closed = False
         self._current_run_id: str | None = None
         self._current_entry: Input | None = None
@@ -282,12 +254,42 @@ class Agent(Lifecycle):
         self._deliver_deadline: float | None = None
         self._released = False
         self._release_lock = threading.Lock()
-        self._durable: DurableConversation | None = None
+        self._last_scope: RunScope | None = None
+        self._host = _Host(self)
+        servers = self.mcp if clients else None
+        self.conversation: Conversation
+        """The history, usage, tools and runs (``yiemagent.conversation``); with a store, a
+        ``DurableConversation``. The agent drives it through its contract only."""
         if store is not None and conversation_id is not None:
-            self._durable = DurableConversation(self, store, conversation_id, lease_seconds=lease_seconds)
-            self._durable.load()
+            self.conversation = DurableConversation(config, store, conversation_id, lease_seconds=lease_seconds,
+                                                    servers=servers, mcp_required=mcp_required, steering=steering)
             for q in (self.input_queue, self.follow_up_queue):
-                q.accept = self._durable.accept
+                q.accept = self._accept
+        else:
+            self.conversation = Conversation(config, servers=servers, mcp_required=mcp_required, steering=steering)
+
+    @property
+    def history(self) -> list[Message]:
+        """The conversation (yiemagent messages; no system prompt): ``conversation.history``."""
+        return self.conversation.history
+
+    @history.setter
+    def history(self, messages: list[Message]) -> None:
+        self.conversation.history = messages
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Token counts summed over every run (from replies that report ``usage``)."""
+        return self.conversation.usage
+
+    @usage.setter
+    def usage(self, usage: dict[str, Any]) -> None:
+        self.conversation.usage = usage
+
+    @property
+    def config(self) -> LoopConfig:
+        """Model, tools, hooks and limits of every run (``yiemagent.loop.LoopConfig``)."""
+        return self.conversation.config
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")
@@ -333,11 +335,9 @@ class Agent(Lifecycle):
         ev.emit(self.event_sink, event)
         self._to_listeners(event)
 
-    def _poll_steering(self) -> list[tuple[UserMessage, str]]:
-        """Take what waits on ``input_queue`` now (called by the loop after a tool batch)."""
-        if self._durable is not None:  # with a store: what joined the inbox, in seq order
-            return self._durable.poll_steering()
-        taken = []
+    def _take_steering(self) -> list[Input]:
+        """Take what waits on ``input_queue`` now (the conversation asks after a tool batch)."""
+        taken: list[Input] = []
         while True:
             try:
                 item = self.input_queue.get_nowait()
@@ -354,7 +354,7 @@ class Agent(Lifecycle):
                 continue
             self._steered.append(entry)
             self._run_input_ids.append(entry.id)
-            taken.append((entry.message, entry.id))
+            taken.append(entry)
         return taken
 
     def _tools_changed(self, added: list[str], removed: list[str]) -> None:
@@ -393,9 +393,9 @@ class Agent(Lifecycle):
 
     def _main(self) -> None:
         logger.debug("agent thread started")
-        if self._durable is not None:
+        if self.conversation.durable:
             try:
-                self._durable.recover()  # interrupted runs and inputs left pending, before new inputs
+                self.conversation.recover(self._host)  # interrupted runs and inputs left pending, before new ones
             except BaseException:
                 logger.exception("agent thread: serving the inputs pending in the store failed")
         try:
@@ -446,33 +446,18 @@ class Agent(Lifecycle):
             raise FormatError(f"an agent input could not be read: {type(exc).__name__}: {exc}", raw=item) from exc
         return Input(message=message, id=uuid.uuid4().hex[:12], original=item)
 
-    def _answer(self, result: RunResult | None, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:
-        if result is not None:
-            answer = to_openai(result.answer)
-            answer["status"] = result.status
-            answer["finish_reason"] = result.answer.finish_reason
-            if result.status == "error" and result.error is not None:
-                answer["error"] = describe(result.error)
-        else:
-            answer = {"role": "assistant", "content": f"Error: {describe(error)}", "status": "error",
-                      "error": describe(error)}
-        answer["input_ids"] = list(input_ids)
-        unavailable = self.mcp.unavailable()
-        if unavailable:
-            answer["mcp_unavailable"] = unavailable
-        return answer
+    def _accept(self, item: Any) -> Any:
+        """A durable conversation's queue hook: an input put on a queue goes to its inbox at once.
 
-    def _required_servers_unreachable(self) -> MCPError | None:
-        """With ``mcp_required``: list the servers now; the error to answer with if one cannot be reached."""
-        if not (self.mcp_required and self.mcp.clients):
-            return None
-        self.mcp.refresh()
-        missing = self.mcp.unavailable()
-        if not missing:
-            return None
-        names = ", ".join(item["server"] for item in missing)
-        return MCPError(f"mcp_required: cannot reach MCP server {names}: {missing[0]['error']}",
-                        server=missing[0]["server"])
+        Items that are not inputs (the shutdown sentinel, bad inputs answered
+        later with an error) pass through unchanged.
+        """
+        try:
+            entry = self._wrap(item)
+        except FormatError:
+            return item
+        self.conversation.accept(entry)
+        return entry
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """The MCP servers and whether they can be reached, for UIs (``yiemagent chat``, the demo).
@@ -490,15 +475,26 @@ class Agent(Lifecycle):
         return self.mcp.status()
 
     def _deliver_error(self, entry: Input | None, exc: BaseException) -> dict[str, Any]:
-        answer = self._answer(None, [entry.id] if entry else [], exc)
+        answer = self.conversation.error_answer([entry.id] if entry else [], exc)
         if entry is not None and entry.future is not None:
             resolve(entry.future, answer)
         else:
             self._deliver(answer)
         return answer
 
+    def _deliver_answer(self, answer: dict[str, Any], entries: list[Input], to_output: bool) -> None:
+        """``RunHost.deliver``: resolve the entries' futures; the output queue once for those without."""
+        no_future = not entries
+        for each in entries:
+            if each.future is not None:
+                resolve(each.future, answer)
+            else:
+                no_future = True
+        if to_output and no_future:
+            self._deliver(answer)
+
     def _serve(self, item: Any, *, deliver: bool, caller: bool = False) -> dict[str, Any]:
-        """Run one input; answer its future(s) or the output queue (``deliver``).
+        """Run one input through the conversation; answer its future(s) or the output queue (``deliver``).
 
         ``caller``: the run happens in the thread of ``ask()`` (before
         ``start()``): a ``KeyboardInterrupt`` (Ctrl-C) there aborts the run's
@@ -508,72 +504,41 @@ class Agent(Lifecycle):
             entry = self._wrap(item)
         except FormatError as exc:
             self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
-            return self._deliver_error(None, exc) if deliver else self._answer(None, [], exc)
-        if self._durable is not None:  # the conversation lives in a store: inbox, lease, journal, commit
-            return self._durable.serve(entry, deliver=deliver)
-        if deliver and self._stop_mode == "now":  # taken just as shutdown("now") began: not served
-            self.unserved.append(entry)
-            return self._answer(None, [entry.id], AgentClosedError("the agent shut down"))
-        answer = self._run_entry(entry, deliver=deliver, caller=caller)
-        to_output = False
-        for each in [entry, *self._steered]:
-            if each.future is not None:
-                resolve(each.future, answer)
-            else:
-                to_output = True
-        if to_output and deliver:
-            self._deliver(answer)
+            return self._deliver_error(None, exc) if deliver else self.conversation.error_answer([], exc)
+        if deliver and self._stop_mode == "now" and not self.conversation.durable:
+            self.unserved.append(entry)  # taken just as shutdown("now") began: not served
+            return self.conversation.error_answer([entry.id], AgentClosedError("the agent shut down"))
+        self._last_scope = None
+        answer = self.conversation.serve(entry, self._host, deliver=deliver)
+        scope = self._last_scope
+        if caller and scope is not None and scope.entry is entry:
+            error = scope.error if scope.error is not None else (scope.result.error if scope.result else None)
+            if isinstance(error, KeyboardInterrupt):
+                self.abort()  # tools still running see abort_event; the model request is cut
+                raise error
         return answer
 
-    def _run_entry(
-        self, entry: Input, *, deliver: bool, journal: Journal | None = None, caller: bool = False
-    ) -> dict[str, Any]:
-        """One run answering ``entry`` (and inputs steered into it); return the answer, delivered nowhere.
-
-        ``caller``: see ``_serve`` (a Ctrl-C aborts the run, then is raised again).
-        """
-        interrupt: BaseException | None = None
+    @contextlib.contextmanager
+    def _running(self, run_id: str, entry: Input, deliver: bool) -> Iterator[RunScope]:
+        """``RunHost.running``: one run at a time; the run's id and inputs known for abort and streams."""
         with self._run_lock:
             self._run_owner = threading.get_ident()
             self.abort_event.clear()
-            run_id = uuid.uuid4().hex[:12]
             with self._state_lock:
                 self._current_run_id = run_id
                 self._current_entry = entry
                 self._run_input_ids = [entry.id]
                 self._steered = []
             self._deliver_current = deliver and entry.future is None
+            scope = self._last_scope = RunScope(run_id, entry, deliver)
             try:
-                unreachable = self._required_servers_unreachable()
-                if unreachable is not None:
-                    answer = self._answer(None, [entry.id], unreachable)
-                else:
-                    result = run_turns(
-                        self.history, [entry.message], self.config, self.abort_event, self._sink,
-                        run_id=run_id, input_ids=[entry.id], journal=journal,
-                    )
-                    add_usage(self.usage, result.usage)
-                    answer = self._answer(result, result.input_ids, None)
-                    if caller and isinstance(result.error, KeyboardInterrupt):
-                        interrupt = result.error
-            except SimulatedCrash:
-                raise
-            except BaseException as exc:  # run_turns does not raise; belt and braces
-                if caller and isinstance(exc, KeyboardInterrupt):
-                    interrupt = exc
-                else:
-                    logger.exception("run failed")
-                answer = self._answer(None, [entry.id, *(e.id for e in self._steered)], exc)
+                yield scope
             finally:
                 with self._state_lock:
                     self._current_run_id = None
                     self._current_entry = None
                 self._deliver_current = False
                 self._run_owner = None
-        if interrupt is not None:
-            self.abort()  # tools still running see abort_event; the model request is cut
-            raise interrupt
-        return answer
 
     # ------------------------------------------------------------------ public API
 
@@ -673,9 +638,9 @@ class Agent(Lifecycle):
             AgentError: the agent has no store.
             StoreError: the store failed (what was committed stays committed).
         """
-        if self._durable is None:
+        if not self.conversation.durable:
             raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
-        return self._durable.drain()
+        return self.conversation.drain(self._host)
 
     def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
         """Send one input and wait for its answer (OpenAI assistant message dict).
@@ -776,19 +741,7 @@ class Agent(Lifecycle):
         is; messages of failed runs (``excluded``) are left out, as they are
         from every request (they stay in ``agent.history``).
         """
-        formatter = self.config.format_messages
-        history = [m for m in self.history if not getattr(m, "excluded", None)]
-        if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
-            messages = OpenAIFormatter(tool_images=formatter.tool_images,
-                                       send_reasoning=formatter.send_reasoning)(history)
-        else:
-            messages = copy.deepcopy(formatter(history))
-        if self.config.system_prompt:
-            messages.insert(0, {"role": "system", "content": self.config.system_prompt})
-        try:
-            return RequestGuard()(messages)[0] if messages else messages  # valid to send, as every request is
-        except InvalidRequestError:  # nothing valid is left (only orphaned tool results)
-            return []
+        return self.conversation.openai_messages()
 
     def state_to_json(self) -> str:
         """The conversation and usage as JSON text (yiemagent's own lossless form).
@@ -797,12 +750,7 @@ class Agent(Lifecycle):
         "system_prompt": str | null}``; tool-result ``details`` keep JSON values
         (anything else becomes ``{"repr": "..."}``). Call it between runs.
         """
-        return json.dumps({
-            "version": 1,
-            "history": [message_to_dict(m) for m in list(self.history)],
-            "usage": dict(self.usage),
-            "system_prompt": self.config.system_prompt,
-        }, ensure_ascii=False)
+        return self.conversation.state_to_json()
 
     @classmethod
     def from_state(cls, state: str, llm_call: LLMCall, **kwargs: Any) -> Agent:
@@ -814,19 +762,36 @@ class Agent(Lifecycle):
         Raises:
             FormatError: ``state`` is not a saved state.
         """
-        try:
-            data = json.loads(state)
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
-        if not isinstance(data, dict) or "history" not in data:
-            raise FormatError("not a saved agent state: no history", raw=state)
-        history = messages_from_dicts(data["history"])  # FormatError for anything tampered
-        usage = data.get("usage") or {}
-        if not isinstance(usage, dict) or not isinstance(data.get("system_prompt", ""), (str, type(None))):
-            raise FormatError("not a saved agent state: usage must be an object, system_prompt a string",
-                              raw=state)
-        kwargs.setdefault("system_prompt", data.get("system_prompt"))
+        history, usage, system_prompt = parse_state(state)
+        kwargs.setdefault("system_prompt", system_prompt)
         agent = cls(llm_call, **kwargs)
         agent.history = history
-        agent.usage = dict(usage)
+        agent.usage = usage
         return agent
+
+
+class _Host:
+    """The agent as its conversation's ``RunHost`` (``yiemagent.conversation``); forwards to the agent."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = cast(Agent, weakref.proxy(agent))  # the host does not keep the agent alive
+        self.abort_event = agent.abort_event
+
+    @property
+    def stop_mode(self) -> StopMode | None:
+        return self._agent._stop_mode
+
+    def abort(self) -> None:
+        self._agent.abort()
+
+    def running(self, run_id: str, entry: Input, deliver: bool) -> contextlib.AbstractContextManager[RunScope]:
+        return self._agent._running(run_id, entry, deliver)
+
+    def emit(self, event: ev.Event) -> None:
+        self._agent._sink(event)
+
+    def take_steering(self) -> list[Input]:
+        return self._agent._take_steering()
+
+    def deliver(self, answer: dict[str, Any], entries: list[Input], to_output: bool) -> None:
+        self._agent._deliver_answer(answer, entries, to_output)

@@ -694,7 +694,7 @@ def run_turns(
         run_id: id put on every event; None: a new random id.
         input_ids: ids of the inputs, reported in ``agent_start`` and the result.
         journal: records model replies and tool results and replays those
-            recorded by an interrupted run (``yiemagent.journal.StoreJournal``);
+            recorded by an interrupted run (``yiemagent.store.journal.StoreJournal``);
             None: nothing is recorded.
 
     Returns:

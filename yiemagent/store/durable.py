@@ -1,14 +1,15 @@
 """Durable conversations: an ``Agent`` whose conversation lives in a ``ConversationStore``.
 
-``Agent(llm_call, store=store, conversation_id="c-42")`` hands its runs to a
-``DurableConversation``. The contract:
+``Agent(llm_call, store=store, conversation_id="c-42")`` drives a
+``DurableConversation``: the contract of a conversation
+(``yiemagent.conversation``) kept over a ``ConversationStore``. The rules:
 
 * every input the agent accepts is first added to the conversation's inbox
   (``store.enqueue``) and stays there until the run that answers it commits;
 * serving takes the conversation's lease (waiting while another process holds
   it), loads the committed state if it moved, then serves the pending inputs
   in inbox order up to the one asked for, each as one run journaled under the
-  run key ``seq-<n>`` (``yiemagent.journal.StoreJournal``): an interrupted run
+  run key ``seq-<n>`` (``yiemagent.store.journal.StoreJournal``): an interrupted run
   is finished from its journal (recorded replies and results are not redone);
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
@@ -28,7 +29,6 @@ commit refused.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -36,35 +36,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..conversation import Conversation, Input, RunHost, ToolServers
 from ..exceptions import AgentClosedError, FormatError, StaleStateError, StoreError
-from ..messages import Message, UserMessage, from_openai, message_from_dict, to_openai
+from ..loop import LoopConfig
+from ..messages import UserMessage, from_openai, to_openai
 from .base import ConversationStore, InboxEntry, Lease, ReplyTo, ServedInput, run_key
 from .journal import StoreJournal
 
-if TYPE_CHECKING:
-    from ..agent import Agent, _Input
-
-__all__ = ["DurableConversation", "parse_state"]
+__all__ = ["DurableConversation"]
 
 logger = logging.getLogger("yiemagent.store.durable")
 
 _POLL_SECONDS = 0.05
-
-
-def parse_state(state: str) -> tuple[list[Message], dict[str, Any]]:
-    """``(history, usage)`` of ``Agent.state_to_json()`` text.
-
-    Raises:
-        FormatError: not a saved state.
-    """
-    try:
-        data = json.loads(state)
-        history = [message_from_dict(m) for m in data["history"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
-    return history, dict(data.get("usage") or {})
 
 
 class _Heartbeat:
@@ -95,33 +80,43 @@ class _Heartbeat:
         self._thread.join()
 
 
-class DurableConversation:
-    """The store side of one agent's conversation (made by ``Agent``; see the module docstring).
+class DurableConversation(Conversation):
+    """A conversation kept in a ``ConversationStore`` (the contract: ``yiemagent.conversation``; the rules above).
 
     Args:
-        agent: the agent whose runs this serves.
+        config: model, tools, hooks and limits of every run (as ``Conversation``).
         store: the conversation store.
         conversation_id: the conversation.
         lease_seconds: lease time-to-live; renewed every third of it.
+        servers, mcp_required, steering: as ``Conversation``.
+
+    Raises:
+        StoreError: the store could not be read.
+        FormatError: the stored state is not a saved state.
     """
 
-    def __init__(self, agent: Agent, store: ConversationStore, conversation_id: str,
-                 lease_seconds: float = 30.0) -> None:
-        self.agent = agent
+    durable = True
+    """True: the conversation and its inputs live in the store and survive this process."""
+
+    def __init__(self, config: LoopConfig, store: ConversationStore, conversation_id: str, *,
+                 lease_seconds: float = 30.0, servers: ToolServers | None = None, mcp_required: bool = False,
+                 steering: bool = False) -> None:
+        super().__init__(config, servers=servers, mcp_required=mcp_required, steering=steering)
         self.store = store
         self.conversation_id = conversation_id
         self.lease_seconds = lease_seconds
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        """Lease owner name: host, pid and a random part (one per agent)."""
+        """Lease owner name: host, pid and a random part (one per conversation object)."""
         self.version = -1
-        """Version of the state in ``agent.history``; -1: not loaded."""
-        self._local: dict[str, tuple[_Input, bool]] = {}  # input id -> (entry, deliver) of our own waiting inputs
+        """Version of the state in ``history``; -1: not loaded."""
+        self._local: dict[str, tuple[Input, bool]] = {}  # input id -> (entry, deliver) of our own waiting inputs
         self._recovered: set[int] = set()  # seqs pending when the agent thread started
         self._lock = threading.Lock()
         self._journal: StoreJournal | None = None  # of the run being served
         self._run_seqs: list[int] = []  # inbox seqs the current run answers (steered ones too)
         self._polls = 0
         self._sent: set[tuple[int, ...]] = set()  # answers of several inputs already put on the output queue
+        self.load()
 
     def __repr__(self) -> str:
         return f"<DurableConversation {self.conversation_id!r} v{self.version} owner {self.owner!r}>"
@@ -129,46 +124,34 @@ class DurableConversation:
     # ------------------------------------------------------------------ state
 
     def load(self) -> None:
-        """Replace the agent's history with the committed state if it moved (or was never loaded)."""
+        """Replace the history with the committed state if it moved (or was never loaded)."""
         record = self.store.load(self.conversation_id)
         if record.version == self.version:
             return
-        if record.state is None:
-            self.agent.history, self.agent.usage = [], {}
-        else:
-            self.agent.history, self.agent.usage = parse_state(record.state)
-        logger.debug("%r: loaded version %d (%d messages)", self, record.version, len(self.agent.history))
+        self.load_state(record.state)
+        logger.debug("%r: loaded version %d (%d messages)", self, record.version, len(self.history))
         self.version = record.version
 
     # ------------------------------------------------------------------ serving
 
-    def recover(self) -> list[dict[str, Any]]:
+    def recover(self, host: RunHost) -> list[dict[str, Any]]:
         """At thread start: serve every pending input, interrupted runs first; return the answers."""
         self._recovered = {e.seq for e in self.store.pending(self.conversation_id)}
-        while self._recovered and self.agent._stop_mode is None:
-            answers = self._drain(until_seq=None)
+        while self._recovered and host.stop_mode is None:
+            answers = self._drain(host, until_seq=None)
             if answers is not None:
                 return answers
             time.sleep(_POLL_SECONDS)  # another process holds the lease (or a dead one, until it expires)
         return []
 
-    def accept(self, item: Any) -> Any:
-        """Add an input put on a queue to the inbox at once (so a crash cannot lose it); return it wrapped.
-
-        Items that are not inputs (the shutdown sentinel, bad inputs answered
-        later with an error) pass through unchanged.
-        """
-        try:
-            entry = self.agent._wrap(item)
-        except FormatError:
-            return item
+    def accept(self, entry: Input) -> None:
+        """Add an input put on a queue to the inbox at once (so a crash cannot lose it)."""
         reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
         self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id, reply_to=reply_to)
-        return entry
 
-    def serve(self, entry: _Input, *, deliver: bool) -> dict[str, Any]:
+    def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer."""
-        self.agent.abort_event.clear()  # as a run without a store does when it starts
+        host.abort_event.clear()  # as a run without a store does when it starts
         reply_to: ReplyTo = "output_queue" if deliver and entry.future is None else "store"
         seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
                                  reply_to=reply_to)
@@ -177,22 +160,21 @@ class DurableConversation:
         while True:
             done = self.store.get_input(self.conversation_id, seq)
             if done is not None and done.answer is not None:  # served, maybe by another process
-                return self._deliver(done, done.answer)
-            if self.agent._stop_mode == "now" or self.agent.abort_event.is_set():
+                return self._deliver(host, done, done.answer)
+            if host.stop_mode == "now" or host.abort_event.is_set():
                 with self._lock:
                     self._local.pop(entry.id, None)
                 exc = AgentClosedError(f"input {seq} was not served yet; it stays in the inbox of "
                                        f"{self.conversation_id!r} and its answer will be readable there")
-                answer = self.agent._answer(None, [entry.id], exc)
+                answer = self.error_answer([entry.id], exc)
                 answer["status"] = "aborted"
-                if entry.future is not None:
-                    entry.future.set_result(answer)
+                host.deliver(answer, [entry], False)
                 return answer
-            answers = self._drain(until_seq=seq)
+            answers = self._drain(host, until_seq=seq)
             if answers is None:  # another process holds the lease
                 time.sleep(_POLL_SECONDS)
 
-    def drain(self) -> list[dict[str, Any]]:
+    def drain(self, host: RunHost) -> list[dict[str, Any]]:
         """Serve every pending input (lease held); return their answers; [] if another process serves.
 
         After releasing the lease it looks at the inbox again, so an input that
@@ -200,26 +182,26 @@ class DurableConversation:
         """
         answers: list[dict[str, Any]] = []
         while True:
-            served = self._drain(until_seq=None)
+            served = self._drain(host, until_seq=None)
             if not served:  # lease held elsewhere (its holder serves the rest), or no progress
                 return answers
             answers += served
             if not self.store.pending(self.conversation_id, limit=1):
                 return answers
 
-    def _drain(self, until_seq: int | None) -> list[dict[str, Any]] | None:
+    def _drain(self, host: RunHost, until_seq: int | None) -> list[dict[str, Any]] | None:
         lease = self.store.acquire(self.conversation_id, self.owner, ttl_seconds=self.lease_seconds)
         if lease is None:
             return None
         answers = []
-        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, self.agent.abort)
+        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, host.abort)
         try:
             self.load()
             while not heartbeat.lost:
                 pending = self.store.pending(self.conversation_id, limit=1)
                 if not pending or (until_seq is not None and pending[0].seq > until_seq):
                     break
-                answers.append(self._serve_one(pending[0], lease))
+                answers.append(self._serve_one(host, pending[0], lease))
         except StaleStateError as exc:
             logger.warning("%r: commit refused (%s); reloading", self, exc)
             self.version = -1
@@ -231,10 +213,10 @@ class DurableConversation:
             self.store.release(lease)
         return answers
 
-    def _serve_one(self, inbox: InboxEntry, lease: Lease) -> dict[str, Any]:
+    def _serve_one(self, host: RunHost, inbox: InboxEntry, lease: Lease) -> dict[str, Any]:
         with self._lock:
             local, deliver = self._local.get(inbox.input_id, (None, False))
-        entry = local if local is not None else self.agent._wrap(self._message(inbox))
+        entry = local if local is not None else Input(message=self._message(inbox), id=inbox.input_id)
         entry.id = inbox.input_id
         run = run_key(inbox.seq)
         journal = StoreJournal(self.store, self.conversation_id, run)
@@ -243,23 +225,23 @@ class DurableConversation:
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
-            answer = self.agent._run_entry(entry, deliver=deliver, journal=journal)
+            answer, _ = self.run(entry, host, deliver=deliver, journal=journal)
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
             self._journal = None
         answer["seq"] = seqs
         try:
-            self.version = self.store.commit(lease, expected_version=self.version, state=self.agent.state_to_json(),
+            self.version = self.store.commit(lease, expected_version=self.version, state=self.state_to_json(),
                                              served=[ServedInput(q, answer) for q in seqs], run=run)
         except StaleStateError:
             self.version = -1
             raise
         for each in steered:
-            self._deliver(each, answer)
-        return self._deliver(inbox, answer)
+            self._deliver(host, each, answer)
+        return self._deliver(host, inbox, answer)
 
-    def poll_steering(self) -> list[tuple[UserMessage, str]]:
+    def _poll_steering(self) -> list[tuple[UserMessage, str]]:
         """Inputs that joined the inbox during the run (``steering=True``), recorded so a replay takes the same."""
         journal = self._journal
         if journal is None:
@@ -285,21 +267,20 @@ class DurableConversation:
             raise FormatError(f"inbox entry {inbox.seq} is not a user message", raw=inbox.message)
         return message
 
-    def _deliver(self, inbox: InboxEntry, answer: dict[str, Any]) -> dict[str, Any]:
+    def _deliver(self, host: RunHost, inbox: InboxEntry, answer: dict[str, Any]) -> dict[str, Any]:
         """Send ``answer`` where the input's original answer would have gone."""
         with self._lock:
             local, deliver = self._local.pop(inbox.input_id, (None, False))
         if local is not None:
             if local.future is not None:
-                if not local.future.done():
-                    local.future.set_result(answer)
+                host.deliver(answer, [local], False)
             elif deliver:
-                self._to_output(answer)
+                self._to_output(host, answer)
         elif inbox.seq in self._recovered and inbox.reply_to == "output_queue":
-            self._to_output(answer)
+            self._to_output(host, answer)
         return answer
 
-    def _to_output(self, answer: dict[str, Any]) -> None:
+    def _to_output(self, host: RunHost, answer: dict[str, Any]) -> None:
         """Put ``answer`` on the output queue once, even when it answers several queued inputs (steering)."""
         seqs = tuple(answer.get("seq") or ())
         if len(seqs) > 1:
@@ -307,4 +288,4 @@ class DurableConversation:
                 if seqs in self._sent:
                     return
                 self._sent.add(seqs)
-        self.agent._deliver(answer)
+        host.deliver(answer, [], True)

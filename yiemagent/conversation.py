@@ -1,0 +1,386 @@
+"""Conversation: one conversation's history, usage and tools, and the run of one input to its answer.
+
+It sits between the loop and the thread: ``run_turns`` (``yiemagent.loop``)
+runs one input and keeps no state; ``Agent`` (``yiemagent.agent``) owns the
+threads, queues, futures, lifecycle and abort, and drives a conversation
+through the contract below only. A conversation has no thread and no queue.
+
+Two implementations keep the contract: ``Conversation`` (here: the
+conversation lives in this process) and
+``yiemagent.store.durable.DurableConversation`` (it lives in a
+``ConversationStore``: inbox, lease, journal, commit).
+
+The contract of a conversation:
+
+* ``history`` (``list[Message]``, no system prompt) and ``usage`` (token
+  counts summed over every run, ``add_usage``) are the conversation so far;
+  ``config`` (``LoopConfig``) holds the model, the tool registry, hooks and
+  limits every run uses.
+* ``accept(entry)``: an input was put on a queue and will be served later.
+  Here: nothing happens. Durable: it is added to the inbox at once, so a crash
+  cannot lose it. May raise ``StoreError``.
+* ``serve(entry, host, deliver=...)``: run ``entry`` (and the inputs steered
+  into its run) to its answer; hand each answer to ``host.deliver``; return
+  ``entry``'s answer dict. Never raises for a failure of the model, a tool, a
+  hook or the event sink (the answer says ``status: "error"``). Durable: it
+  may first serve older inputs of the inbox, each as its own run, and may
+  raise ``StoreError``.
+* ``recover(host)`` (at thread start) and ``drain(host)`` (for workers):
+  serve the inputs left pending; return their answers. Here: ``[]``.
+* ``state_to_json()`` / ``load_state(text)``: the history and usage as
+  yiemagent's own lossless JSON, and back (``FormatError`` for anything that
+  is not such a state).
+* ``openai_messages()``: the history as a valid OpenAI request would carry it.
+* ``answer(result)`` / ``error_answer(input_ids, error)``: the answer dict of a
+  run (see ``Agent`` for its keys).
+* ``durable``: True when the inputs survive this process (kept in a store).
+
+What a conversation asks of its driver (``RunHost``; ``Agent`` is the one in
+this package): the abort event and ``abort()``; ``stop_mode``; ``running``, a
+context manager around each run (the driver's per-run bookkeeping: one run at
+a time, the abort event cleared, streams of the run's inputs); ``emit`` for
+the run's events; ``take_steering()`` for inputs that arrived during a run;
+``deliver(answer, entries, to_output)`` for answers.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import copy
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from . import events as ev
+from .exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
+from .formatting import OpenAIFormatter
+from .guard import RequestGuard
+from .journal import Journal
+from .loop import LoopConfig, RunResult, add_usage, run_turns
+from .messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
+
+__all__ = [
+    "Conversation",
+    "Input",
+    "RunHost",
+    "RunScope",
+    "ToolServers",
+    "describe",
+    "parse_state",
+    "user_message",
+]
+
+logger = logging.getLogger("yiemagent.conversation")
+
+StopMode = Literal["drain", "after_turn", "now"]
+
+
+@dataclass
+class Input:
+    """An input with its id and, for ``submit``, the future to resolve."""
+
+    message: UserMessage
+    id: str
+    original: Any = None
+    """What the caller put on the queue (returned as is by ``shutdown()``)."""
+    future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
+    listener: Callable[[Any], None] | None = field(default=None, repr=False)
+    """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
+
+
+@dataclass
+class RunScope:
+    """One run, as its host sees it (yielded by ``RunHost.running``)."""
+
+    run_id: str
+    entry: Input
+    deliver: bool
+    """The run was taken from a queue: answers without a future go to the output queue."""
+    result: RunResult | None = None
+    """How the run ended (None when it did not start: an unreachable required server, an error of ours)."""
+    error: BaseException | None = None
+    """What ended the run when it is not in ``result`` (a bug of ours or of a callback)."""
+
+
+class RunHost(Protocol):
+    """What a conversation needs from whoever drives it (``Agent``)."""
+
+    abort_event: threading.Event
+
+    @property
+    def stop_mode(self) -> StopMode | None:
+        """How the driver is shutting down, or None while it serves."""
+        ...
+
+    def abort(self) -> None:
+        """End the current run as soon as possible (also cuts requests in flight)."""
+        ...
+
+    def running(self, run_id: str, entry: Input, deliver: bool) -> contextlib.AbstractContextManager[RunScope]:
+        """Around one run: one run at a time, the abort event cleared at its start."""
+        ...
+
+    def emit(self, event: ev.Event) -> None:
+        """The sink of a run's events."""
+        ...
+
+    def take_steering(self) -> list[Input]:
+        """Inputs queued during the run, to join it after a tool batch (``steering``)."""
+        ...
+
+    def deliver(self, answer: dict[str, Any], entries: list[Input], to_output: bool) -> None:
+        """Resolve the futures of ``entries``; ``to_output``: the output queue once for those without one.
+
+        With ``entries`` empty and ``to_output``, ``answer`` goes to the output queue.
+        """
+        ...
+
+
+class ToolServers(Protocol):
+    """What a conversation asks of its MCP servers (``yiemagent.mcp.MCPToolset`` is one)."""
+
+    def refresh(self) -> object:
+        """List the servers' tools again where needed."""
+        ...
+
+    def unavailable(self) -> list[dict[str, Any]]:
+        """``[{"server": name, "error": message}]`` for each server not reachable at its last listing."""
+        ...
+
+
+def user_message(item: Any) -> UserMessage:
+    """``item`` (a str, ``UserMessage`` or OpenAI user-message dict) as a ``UserMessage``.
+
+    Raises:
+        FormatError: anything else.
+    """
+    if isinstance(item, UserMessage):
+        return item
+    if isinstance(item, str):
+        return UserMessage(item)
+    if isinstance(item, dict):
+        message = from_openai(item)
+        if isinstance(message, UserMessage):
+            return message
+    raise FormatError(
+        f"an agent input must be a str, a UserMessage or an OpenAI user-message dict, not {item!r:.100}", raw=item
+    )
+
+
+def describe(error: BaseException | None) -> str:
+    """``str(error)``, or its type name when that is empty (``SystemExit()``, ``KeyboardInterrupt()``)."""
+    if error is None:
+        return "unknown error"
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if not isinstance(error, Exception) or not text else text
+
+
+def parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
+    """``(history, usage, system_prompt)`` of ``state_to_json()`` text.
+
+    Raises:
+        FormatError: ``state`` is not a saved state (also a tampered message).
+    """
+    try:
+        data = json.loads(state)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
+    if not isinstance(data, dict) or "history" not in data:
+        raise FormatError("not a saved agent state: no history", raw=state)
+    history = messages_from_dicts(data["history"])  # FormatError for anything tampered
+    usage = data.get("usage") or {}
+    system_prompt = data.get("system_prompt")
+    if not isinstance(usage, dict) or not isinstance(system_prompt, (str, type(None))):
+        raise FormatError("not a saved agent state: usage must be an object, system_prompt a string", raw=state)
+    return history, dict(usage), system_prompt
+
+
+class Conversation:
+    """A conversation kept in this process (see the module docstring for the contract).
+
+    Args:
+        config: model, tools, hooks and limits of every run. Its
+            ``poll_steering`` is set here when ``steering`` is true.
+        servers: the MCP servers behind some of the tools, or None.
+        mcp_required: answer an error, without calling the model, while a
+            server in ``servers`` cannot be reached.
+        steering: inputs queued during a run join it after a tool batch.
+    """
+
+    durable = False
+    """False: the conversation and its inputs live in this process only."""
+
+    def __init__(self, config: LoopConfig, *, servers: ToolServers | None = None, mcp_required: bool = False,
+                 steering: bool = False) -> None:
+        self.config = config
+        self.servers = servers
+        self.mcp_required = mcp_required
+        self.history: list[Message] = []
+        """The conversation (yiemagent messages; no system prompt)."""
+        self.usage: dict[str, Any] = {}
+        """Token counts summed over every run (from replies that report ``usage``)."""
+        self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
+        self._steered: list[Input] = []  # inputs steered into the run in progress
+        if steering:
+            config.poll_steering = self._poll_steering
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {len(self.history)} messages>"
+
+    # ------------------------------------------------------------------ serving
+
+    def accept(self, entry: Input) -> None:
+        """An input was queued; it lives in the queue until served (nothing to do here)."""
+
+    def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
+        """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
+        answer, steered = self.run(entry, host, deliver=deliver)
+        host.deliver(answer, [entry, *steered], deliver)
+        return answer
+
+    def recover(self, host: RunHost) -> list[dict[str, Any]]:
+        """Serve what was left pending by an earlier process: nothing here."""
+        return []
+
+    def drain(self, host: RunHost) -> list[dict[str, Any]]:
+        """Serve every pending input: nothing is pending outside a queue here."""
+        return []
+
+    def run(self, entry: Input, host: RunHost, *, deliver: bool,
+            journal: Journal | None = None) -> tuple[dict[str, Any], list[Input]]:
+        """One run answering ``entry`` (and inputs steered into it), delivered nowhere.
+
+        Returns the answer and the steered inputs it also answers. Never raises
+        for a failure of the model, tools, hooks or sink.
+        """
+        run_id = uuid.uuid4().hex[:12]
+        with host.running(run_id, entry, deliver) as scope:
+            self._host, self._steered = host, []
+            try:
+                unreachable = self._required_servers_unreachable()
+                if unreachable is not None:
+                    answer = self.error_answer([entry.id], unreachable)
+                else:
+                    result = run_turns(self.history, [entry.message], self.config, host.abort_event, host.emit,
+                                       run_id=run_id, input_ids=[entry.id], journal=journal)
+                    scope.result = result
+                    add_usage(self.usage, result.usage)
+                    answer = self.answer(result)
+            except SimulatedCrash:
+                raise
+            except BaseException as exc:  # run_turns does not raise; belt and braces
+                scope.error = exc
+                if not isinstance(exc, KeyboardInterrupt):
+                    logger.exception("run failed")
+                answer = self.error_answer([entry.id, *(e.id for e in self._steered)], exc)
+            finally:
+                steered, self._host, self._steered = self._steered, None, []
+        return answer, steered
+
+    def _poll_steering(self) -> list[tuple[UserMessage, str]]:
+        """The loop's ``poll_steering``: what the host took off its queue, joined to this run."""
+        if self._host is None:
+            return []
+        taken = self._host.take_steering()
+        self._steered += taken
+        return [(each.message, each.id) for each in taken]
+
+    def _required_servers_unreachable(self) -> MCPError | None:
+        """With ``mcp_required``: list the servers now; the error to answer with if one cannot be reached."""
+        if not self.mcp_required or self.servers is None:
+            return None
+        self.servers.refresh()
+        missing = self.servers.unavailable()
+        if not missing:
+            return None
+        names = ", ".join(item["server"] for item in missing)
+        return MCPError(f"mcp_required: cannot reach MCP server {names}: {missing[0]['error']}",
+                        server=missing[0]["server"])
+
+    # ------------------------------------------------------------------ answers
+
+    def answer(self, result: RunResult) -> dict[str, Any]:
+        """The answer dict of a run (the keys are listed in ``yiemagent.agent``).
+
+        An OpenAI assistant message plus ``status``, ``finish_reason``,
+        ``input_ids``, ``error`` (on failure) and ``mcp_unavailable`` (while a
+        server is missing).
+        """
+        answer = to_openai(result.answer)
+        answer["status"] = result.status
+        answer["finish_reason"] = result.answer.finish_reason
+        if result.status == "error" and result.error is not None:
+            answer["error"] = describe(result.error)
+        return self._finish(answer, result.input_ids)
+
+    def error_answer(self, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:
+        """The answer of inputs no run answered: ``status: "error"`` and ``error`` (a message)."""
+        answer = {"role": "assistant", "content": f"Error: {describe(error)}", "status": "error",
+                  "error": describe(error)}
+        return self._finish(answer, input_ids)
+
+    def _finish(self, answer: dict[str, Any], input_ids: list[str]) -> dict[str, Any]:
+        answer["input_ids"] = list(input_ids)
+        unavailable = self.servers.unavailable() if self.servers is not None else []
+        if unavailable:
+            answer["mcp_unavailable"] = unavailable
+        return answer
+
+    # ------------------------------------------------------------------ state
+
+    def openai_messages(self) -> list[dict[str, Any]]:
+        """The conversation in OpenAI chat format, system prompt first; fresh dicts.
+
+        Made valid by the request guard (``yiemagent.guard``), as every request
+        is; messages of failed runs (``excluded``) are left out, as they are
+        from every request (they stay in ``history``).
+        """
+        formatter = self.config.format_messages
+        history = [m for m in self.history if not getattr(m, "excluded", None)]
+        if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
+            messages = OpenAIFormatter(tool_images=formatter.tool_images,
+                                       send_reasoning=formatter.send_reasoning)(history)
+        else:
+            messages = copy.deepcopy(formatter(history))
+        if self.config.system_prompt:
+            messages.insert(0, {"role": "system", "content": self.config.system_prompt})
+        try:
+            return RequestGuard()(messages)[0] if messages else messages  # valid to send, as every request is
+        except InvalidRequestError:  # nothing valid is left (only orphaned tool results)
+            return []
+
+    def state_to_json(self) -> str:
+        """The conversation and usage as JSON text (yiemagent's own lossless form).
+
+        Shape: ``{"version": 1, "history": [<message dict>, ...], "usage": {...},
+        "system_prompt": str | null}``; tool-result ``details`` keep JSON values
+        (anything else becomes ``{"repr": "..."}``). Call it between runs.
+        """
+        return json.dumps({
+            "version": 1,
+            "history": [message_to_dict(m) for m in list(self.history)],
+            "usage": dict(self.usage),
+            "system_prompt": self.config.system_prompt,
+        }, ensure_ascii=False)
+
+    def load_state(self, state: str | None) -> None:
+        """Replace the history and usage with those of ``state_to_json()`` text (None: empty).
+
+        Raises:
+            FormatError: ``state`` is not a saved state.
+        """
+        if state is None:
+            self.history, self.usage = [], {}
+        else:
+            self.history, self.usage, _ = parse_state(state)
+
+
+@contextlib.contextmanager
+def no_run_bookkeeping(run_id: str, entry: Input, deliver: bool) -> Iterator[RunScope]:
+    """A ``RunHost.running`` for hosts with nothing to keep per run (tests, scripts)."""
+    yield RunScope(run_id, entry, deliver)
