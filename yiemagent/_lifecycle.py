@@ -93,6 +93,19 @@ class Lifecycle:
     _own_clients: list[MCPClient]
     _wakeup: threading.Event
 
+    def _init_lifecycle(self) -> None:
+        """The delivery and shutdown state of a new agent."""
+        self.unserved: list[Any] = []
+        """Inputs taken off the queues but never served (after shutdown)."""
+        self.undelivered: list[dict[str, Any]] = []
+        """Answers that found ``output_queue`` full at ``shutdown(mode="now")``."""
+        self._stop_mode: StopMode | None = None
+        self._closed = False
+        self._abort_generation = 0
+        self._deliver_deadline: float | None = None
+        self._released = False
+        self._release_lock = threading.Lock()
+
     def abort(self) -> None:
         raise NotImplementedError  # pragma: no cover - Agent defines it
 

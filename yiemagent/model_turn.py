@@ -1,0 +1,130 @@
+"""The model half of a run: one model call, from the history to the assistant's reply.
+
+``ModelTurn`` is mixed into the loop's run state (``yiemagent.loop``). Per
+turn: ``before_model_call`` (MCP tool refresh) -> a reply recorded in the
+journal is replayed (the model is not asked again) -> ``prepare_context`` ->
+``format_messages`` -> system prompt first -> request guard
+(``yiemagent.guard``: the request is made valid or refused) -> ``llm_call``
+on a worker thread (``on_delta`` handed in when it streams; the abort event
+cuts the wait) -> ``parse_response`` -> the reply recorded in the journal.
+A failure becomes ``LLMError``; the loop turns it into an error answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from . import events as ev
+from .exceptions import LLMError, SimulatedCrash, YiemagentError
+from .loop_config import add_usage
+from .messages import AssistantMessage
+from .tool_batch import Aborted, ToolBatch
+from .tool_calls import parse_response
+
+__all__ = ["ModelTurn"]
+
+logger = logging.getLogger("yiemagent.loop")
+
+
+def _contained(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call ``fn`` on a worker; a ``BaseException`` that is not an ``Exception`` comes back as ``LLMError``.
+
+    So the loop thread meets only ``Exception`` from a model call, and a
+    ``KeyboardInterrupt`` it meets is its own (Ctrl-C), not the model's.
+    """
+    try:
+        return fn(*args)
+    except (Exception, SimulatedCrash):
+        raise
+    except BaseException as exc:
+        raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
+
+
+class ModelTurn(ToolBatch):
+    """Asking the model for one reply (mixed into the loop's run state, which sets the attributes)."""
+
+    sink: ev.EventSink | None
+    turns: int
+    usage: dict[str, Any]
+    taken_ids: set[str]
+    has_excluded: bool
+    system: dict[str, Any] | None
+
+    def error(self, where: str, exc: BaseException) -> None:
+        """Log and emit an ``error`` event."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
+    def on_delta(
+        self, delta_type: Literal["text", "reasoning", "tool_call"], delta: str, *,
+        tool_call_index: int | None = None, tool_call_id: str | None = None, tool_name: str | None = None,
+    ) -> None:
+        """The ``on_delta`` handed to a streaming ``llm_call``: queue a ``message_update`` (any thread)."""
+        if self.abort_event.is_set():
+            return  # the run is ending: late pieces of a cut reply are not news
+        self.updates.put(ev.MessageUpdateEvent(
+            delta_type=delta_type, delta=delta, tool_call_index=tool_call_index,
+            tool_call_id=tool_call_id, tool_name=tool_name,
+        ))
+
+    def call_model(self, tools_enabled: bool) -> AssistantMessage:
+        """The reply of this turn: replayed from the journal, or asked of the model and recorded."""
+        if self.config.before_model_call is not None:
+            try:
+                self.config.before_model_call()
+            except SimulatedCrash:
+                raise
+            except BaseException as exc:
+                self.error("before_model_call", exc)
+        if self.journal is None:
+            return self.request_model(tools_enabled)
+        reply = self.journal.replay_model(self.turns)
+        if reply is not None:  # recorded by an interrupted run: the model is not asked again
+            self.taken_ids.update(call.id for call in reply.tool_calls)
+            add_usage(self.usage, reply.usage)
+            return reply
+        return self.journal.record_model(self.turns, self.request_model(tools_enabled))
+
+    def request_model(self, tools_enabled: bool) -> AssistantMessage:
+        """Ask the model (guarded request, on a worker, abortable); raise ``LLMError`` on failure."""
+        config = self.config
+        history = [m for m in self.history if not getattr(m, "excluded", None)] if self.has_excluded \
+            else self.history
+        context = history if config.prepare_context is None else config.prepare_context(history)
+        messages = config.format_messages(context)
+        if self.system is not None:
+            messages = [self.system, *messages]
+        tools = config.tools.to_openai() if tools_enabled else []
+        messages, tools, repairs = config.request_guard(messages, tools)
+        if repairs:
+            self.emit(ev.RequestRepairedEvent(turn=self.turns, repairs=repairs))
+        logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
+                     len(messages), len(tools))
+        llm_call: Callable[..., Any] = config.llm_call
+        if self.sink is not None and config.streams():
+            llm_call = functools.partial(llm_call, on_delta=self.on_delta)
+        future = self.submit(_contained, llm_call, messages, tools)
+        try:
+            response = self.wait(future)
+        except Aborted:
+            raise
+        except Exception as exc:
+            if self.abort_event.is_set():  # abort cut the request: not a model failure
+                raise Aborted() from exc
+            if isinstance(exc, LLMError):
+                raise
+            raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
+        try:
+            reply = parse_response(response, taken_ids=self.taken_ids, tool_names=config.tools.names())
+        except YiemagentError as exc:
+            raise LLMError(f"llm_call returned an unusable reply: {exc}", response=response) from exc
+        add_usage(self.usage, reply.usage)
+        logger.debug("run %s turn %d: reply with %d tool calls (finish_reason %s)", self.run_id, self.turns,
+                     len(reply.tool_calls), reply.finish_reason)
+        for call in reply.tool_calls:
+            if call.note:
+                self.emit(ev.ToolCallRepairedEvent(tool_call=call, note=call.note))
+        return reply
+
