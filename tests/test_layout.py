@@ -9,7 +9,9 @@ siblings, private modules and private names only from inside their package.
 from __future__ import annotations
 
 import configparser
+import importlib
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -93,3 +95,43 @@ def test_the_contracts_catch_a_layer_break_a_circle_and_a_private_name(tmp_path)
     assert "toypkg.low is not allowed to import toypkg.high" in done.stdout
     assert "toypkg.high.app (l.1) takes _secret from toypkg.low.base" in done.stdout
 
+
+
+
+def _resolves(dotted: str) -> bool:
+    """True if ``dotted`` names a module, or an attribute reached from the longest importable module prefix."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:n]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[n:]:
+                obj = getattr(obj, attribute)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_readme_imports_and_dotted_paths_resolve():
+    """Every ``from yiemagent... import ...`` line of the README (examples, doctests) runs, and every
+    ``yiemagent.x.y`` path it names exists, so a moved module fails here, not in a reader's hands.
+    The ``>>>`` examples also run whole as doctests (setup.cfg ``--doctest-glob``).
+    """
+    text = (ROOT / "README.rst").read_text(encoding="utf-8")
+    imports = sorted(set(re.findall(r"^[ >]*((?:from yiemagent[\w.]* import [\w, ]+)|(?:import yiemagent[\w.]*))\s*$",
+                                    text, flags=re.MULTILINE)))
+    assert len(imports) >= 10
+    failures = []
+    for statement in imports:
+        try:
+            exec(statement, {})
+        except ImportError as exc:
+            failures.append(f"{statement}: {exc}")
+    now = re.sub(r"^``yiemagent[\w.]*``[^`\n]*?\s{2,}(?=``)", "", text, flags=re.MULTILINE)  # the moved table's
+    paths = sorted(set(re.findall(r"``(yiemagent(?:\.\w+)+)", now)))  # "Before" column names old paths on purpose
+    assert len(paths) >= 10
+    failures += [f"``{path}`` does not exist" for path in paths if not _resolves(path)]
+    assert failures == []
