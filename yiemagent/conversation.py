@@ -52,7 +52,7 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -379,8 +379,3 @@ class Conversation:
         else:
             self.history, self.usage, _ = parse_state(state)
 
-
-@contextlib.contextmanager
-def no_run_bookkeeping(run_id: str, entry: Input, deliver: bool) -> Iterator[RunScope]:
-    """A ``RunHost.running`` for hosts with nothing to keep per run (tests, scripts)."""
-    yield RunScope(run_id, entry, deliver)
