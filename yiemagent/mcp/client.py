@@ -17,34 +17,29 @@ naming the session), the client initializes again once and repeats the request.
 
 Spec: MCP 2025-11-25 (also 2025-06-18 and 2025-03-26), "Lifecycle", "Tools",
 "Transports".
+
+Split out: ``in_flight`` (tracked sends, retry waits, ``cancel_in_flight``),
+``tool_listing`` (paging), ``server_messages``, ``server_names``, ``client_arguments``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
-import urllib.parse
 import uuid
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..__version__ import __version__
-from .._checks import check_bool, check_callable, check_int, check_number, check_str
-from .._retry import RETRY_STATUS, make_retrying, never_sent
-from ..exceptions import (
-    ConfigError,
-    MCPError,
-    MCPProtocolError,
-    MCPSessionExpiredError,
-    MCPTimeoutError,
-    MCPTransportError,
-    YiemagentWarning,
-)
-from . import jsonrpc
+from .._retry import never_sent
+from ..exceptions import ConfigError, MCPProtocolError, MCPSessionExpiredError, MCPTransportError
+from .client_arguments import check_client_arguments
 from .http import HTTPTransport
+from .in_flight import InFlightRequests, safe_to_repeat
+from .server_messages import ProgressCallback, handle_server_message
+from .server_names import default_server_name, server_info_name
+from .tool_listing import list_all_tools
 from .transport import Transport
 
 __all__ = [
@@ -60,85 +55,8 @@ logger = logging.getLogger("yiemagent.mcp")
 SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
-ProgressCallback = Callable[[dict[str, Any]], None]
 
-
-def default_server_name(url: str) -> str:
-    """A short, stable name for the server at ``url``: host, port and path, as ``[a-zA-Z0-9_-]``.
-
-    A last path segment ``mcp`` (or ``sse``) is left out, as are the scheme,
-    user, password, query and fragment; at most 40 characters.
-
-    Example::
-
-        default_server_name("http://127.0.0.1:3001/mcp")                   # '127_0_0_1_3001'
-        default_server_name("https://tools.example.com/weather/mcp?k=1")   # 'tools_example_com_weather'
-    """
-    parts = urllib.parse.urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:  # a port that is not a number: leave it out
-        port = None
-    segments = [segment for segment in parts.path.split("/") if segment]
-    if segments and segments[-1].lower() in ("mcp", "sse"):
-        segments.pop()
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address: "::1" would become "1"
-        host = "ipv6_" + host.replace(":", "_")
-    pieces = [host, str(port) if port is not None else "", *segments]
-    name = re.sub(r"[^a-zA-Z0-9-]+", "_", "_".join(p for p in pieces if p)).strip("_")
-    return name[:40].rstrip("_") or "mcp"
-
-
-def server_info_name(info: Any) -> str | None:
-    """A short name from ``serverInfo.name`` as ``[a-zA-Z0-9_-]``, at most 40 characters; None if unusable.
-
-    Example: ``"mcp-servers/everything"`` -> ``"mcp-servers_everything"``.
-    """
-    raw = info.get("name") if isinstance(info, dict) else None
-    if not isinstance(raw, str):
-        return None
-    return re.sub(r"[^a-zA-Z0-9-]+", "_", raw[:200]).strip("_")[:40].rstrip("_") or None
-
-
-def _safe_to_repeat(exc: BaseException) -> bool:
-    """Retry rule for idempotent methods: connection failures and 429/502/503.
-
-    Not retried: timeouts, and a stdio server whose process has exited
-    (``exit_code`` set: it will not come back by itself).
-    """
-    if isinstance(exc, MCPTimeoutError) or getattr(exc, "exit_code", None) is not None:
-        return False
-    if isinstance(exc, MCPTransportError):
-        return exc.status_code is None or exc.status_code in RETRY_STATUS
-    return False
-
-
-def _check_client_arguments(args: dict[str, Any]) -> None:
-    """``ConfigError`` naming the first argument of ``MCPClient()`` with a wrong type or range."""
-    check_str("url", args["url"], optional=True)
-    check_str("name", args["name"], optional=True)
-    headers = args["headers"]
-    if headers is not None and (not isinstance(headers, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
-        raise ConfigError(f"headers must be a dict of str to str, not {headers!r:.60}")
-    if args["transport"] is not None and not isinstance(args["transport"], Transport):
-        raise ConfigError(f"transport must be a Transport, not {type(args['transport']).__name__}")
-    for seconds in ("timeout_seconds", "list_deadline_seconds", "connect_timeout_seconds"):
-        check_number(seconds, args[seconds])
-    check_int("max_pages", args["max_pages"], minimum=1)
-    check_int("retry_attempts", args["retry_attempts"], minimum=1)
-    check_callable("retry_sleep", args["retry_sleep"], optional=False)
-    if args["capabilities"] is not None and not isinstance(args["capabilities"], Mapping):
-        raise ConfigError(f"capabilities must be a dict, not {type(args['capabilities']).__name__}")
-    handlers = args["request_handlers"]
-    if handlers is not None and (not isinstance(handlers, Mapping) or not all(
-            isinstance(k, str) and callable(v) for k, v in handlers.items())):
-        raise ConfigError(f"request_handlers must be a dict of method name to callable, not {handlers!r:.60}")
-    check_bool("listen", args["listen"])
-
-
-class MCPClient:
+class MCPClient(InFlightRequests):
     """A synchronous MCP client over one transport.
 
     Args:
@@ -204,7 +122,8 @@ class MCPClient:
         listen: bool = False,
         follow_cross_origin_redirects: bool = False,
     ) -> None:
-        _check_client_arguments(locals())
+        check_client_arguments(locals())
+        super().__init__()
         if transport is None:
             if not url:
                 raise ConfigError("MCPClient needs a url or a transport")
@@ -227,17 +146,8 @@ class MCPClient:
         """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``)."""
         self.tools_changed = threading.Event()
         """Set when the server sends ``notifications/tools/list_changed``; clear it after re-listing."""
-        self._ids = jsonrpc.IdCounter()
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
-        self._in_flight: dict[int, str] = {}
-        """JSON-RPC id -> method of every request in flight, the handshake's too."""
-        self._sending = 0
-        """Sends in flight of any kind (also ``notifications/initialized``)."""
-        self._in_flight_lock = threading.Lock()
-        self._cancel_generation = 0
-        self._cancelled = threading.Condition()
-        """Notified by ``cancel_in_flight()``: ends a retry's wait at once."""
         self._closed = False
 
     @classmethod
@@ -322,74 +232,10 @@ class MCPClient:
     # ------------------------------------------------------------------ server messages
 
     def _on_message(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        method = message.get("method")
-        params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
-        if jsonrpc.is_request(message):
-            handler = self.request_handlers.get(str(method))
-            if handler is not None:
-                try:
-                    return jsonrpc.make_response(message["id"], handler(params))
-                except Exception as exc:
-                    logger.exception("%s: the handler of %s raised", self.name, method)
-                    return {"jsonrpc": "2.0", "id": message["id"],
-                            "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
-            if method == "ping":
-                return jsonrpc.make_response(message["id"], {})
-            return {"jsonrpc": "2.0", "id": message["id"],
-                    "error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
-        if method == "notifications/tools/list_changed":
-            logger.info("%s: tools changed", self.name)
-            self.tools_changed.set()
-        elif method == "notifications/progress":
-            callback = self._progress.get(str(params.get("progressToken")))
-            if callback is not None:
-                try:
-                    callback(params)
-                except Exception:
-                    logger.exception("progress callback raised; ignored")
-        elif method == "notifications/message":
-            logger.info("%s log [%s]: %.500s", self.name, params.get("level"), params.get("data"))
-        return None
+        """Answer a server request or act on a notification (see ``server_messages``)."""
+        return handle_server_message(self, self._progress, message)
 
     # ------------------------------------------------------------------ requests
-
-    def _send(
-        self, method: str, params: dict[str, Any] | None, timeout_seconds: float | None,
-        generation: int | None = None,
-    ) -> dict[str, Any]:
-        request = jsonrpc.make_request(method, params, self._ids.next())
-        with self._in_flight_lock:  # the handshake too: abort() must cut a hanging initialize
-            self._in_flight[request["id"]] = method
-            self._sending += 1
-        try:
-            if generation is not None and generation != self._cancel_generation:
-                # cancel_in_flight() ran since this request began: it is not sent
-                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
-            response = self.transport.send(
-                request, timeout_seconds=self.timeout_seconds if timeout_seconds is None else timeout_seconds,
-                on_message=self._on_message,
-            )
-        except MCPTimeoutError:
-            if method != "initialize":  # spec: initialize is never cancelled
-                self._cancel(request["id"], "timeout")
-            raise
-        finally:
-            with self._in_flight_lock:
-                self._in_flight.pop(request["id"], None)
-                self._sending -= 1
-        return jsonrpc.result_of(response, server=self.name)
-
-    def _notify(self, method: str, generation: int) -> None:
-        """Send a notification, tracked like a request so that ``cancel_in_flight()`` cuts it."""
-        with self._in_flight_lock:
-            self._sending += 1
-        try:
-            if generation != self._cancel_generation:
-                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
-            self.transport.send(jsonrpc.make_notification(method))
-        finally:
-            with self._in_flight_lock:
-                self._sending -= 1
 
     def _request(
         self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
@@ -398,7 +244,7 @@ class MCPClient:
             raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
         generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
         self._connect(generation)
-        base = _safe_to_repeat if safe else never_sent
+        base = safe_to_repeat if safe else never_sent
 
         def retry_if(exc: BaseException) -> bool:  # a request cut by cancel_in_flight() is never repeated
             return generation == self._cancel_generation and base(exc)
@@ -417,18 +263,6 @@ class MCPClient:
                     self._reinitialize(expired, generation)
                     return self._send(method, params, timeout_seconds, generation)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _retrying(self, retry_if: Callable[[BaseException], bool]) -> Any:
-        return make_retrying(retry_if, attempts=self.retry_attempts, sleep=self._retry_pause)
-
-    def _retry_pause(self, seconds: float) -> None:
-        """Wait before a retry; ``cancel_in_flight()`` ends the wait at once (unless ``retry_sleep`` was injected)."""
-        if self.retry_sleep is not time.sleep:
-            self.retry_sleep(seconds)
-            return
-        generation = self._cancel_generation
-        with self._cancelled:
-            self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
 
     def _reinitialize(self, expired_session: str | None, generation: int) -> None:
         """Initialize again unless another thread already replaced ``expired_session``."""
@@ -468,7 +302,7 @@ class MCPClient:
                 "clientInfo": {"name": "yiemagent", "version": __version__},
             }
             def retry_if(exc: BaseException) -> bool:  # a handshake cut by cancel_in_flight() is not repeated
-                return generation == self._cancel_generation and _safe_to_repeat(exc)
+                return generation == self._cancel_generation and safe_to_repeat(exc)
 
             for attempt in self._retrying(retry_if):
                 with attempt:
@@ -527,47 +361,13 @@ class MCPClient:
         Spec: MCP 2025-11-25, "Pagination" (``cursor``, ``nextCursor``).
         """
         self.tools_changed.clear()  # before listing: a change announced meanwhile is not lost
-        tools: dict[str, dict[str, Any]] = {}
-        cursor: Any = None
-        seen: set[str] = set()
         per_page = self.timeout_seconds if timeout_seconds is None else timeout_seconds
-        deadline = time.monotonic() + self.list_deadline_seconds
-        stop_reason = f"has over {self.max_pages} pages"
-        for page in range(self.max_pages):
-            remaining = deadline - time.monotonic()
-            if page and remaining <= 0:
-                stop_reason = f"took over {self.list_deadline_seconds:g}s"
-                break
-            try:
-                result = self._request(
-                    "tools/list", {"cursor": cursor} if cursor is not None else None, safe=True,
-                    timeout_seconds=per_page if page == 0 else max(min(per_page, remaining), 0.001),
-                )
-            except MCPTimeoutError:
-                if page == 0 or remaining >= per_page:
-                    raise
-                stop_reason = f"took over {self.list_deadline_seconds:g}s"
-                break
-            items = result.get("tools")
-            for item in items if isinstance(items, list) else []:
-                if not (isinstance(item, dict) and isinstance(item.get("name"), str)):
-                    logger.warning("%s: tools/list item without a name ignored: %.200r", self.name, item)
-                elif item["name"] in tools:
-                    logger.warning("%s: tools/list lists %r twice; the first is kept", self.name, item["name"])
-                else:
-                    tools[item["name"]] = item
-            cursor = result.get("nextCursor")
-            if cursor is None or cursor == "":
-                break
-            key = repr(cursor)
-            if key in seen:
-                stop_reason = f"repeated cursor {cursor!r}"
-                break
-            seen.add(key)
-        if cursor is not None and cursor != "":
-            warnings.warn(f"{self.name}: tools/list {stop_reason}; stopped paging with {len(tools)} tools",
-                          YiemagentWarning, stacklevel=2)
-        return list(tools.values())
+
+        def fetch_page(cursor: Any, timeout: float) -> dict[str, Any]:
+            params = {"cursor": cursor} if cursor is not None else None
+            return self._request("tools/list", params, safe=True, timeout_seconds=timeout)
+
+        return list_all_tools(self, fetch_page, per_page)
 
     def call_tool(
         self,
@@ -616,68 +416,6 @@ class MCPClient:
         result.setdefault("content", [])
         result["isError"] = bool(result.get("isError", False))
         return result
-
-    def _cancel(self, request_id: int, reason: str, timeout_seconds: float = 2.0) -> None:
-        try:
-            self.transport.send(
-                jsonrpc.make_notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),
-                timeout_seconds=timeout_seconds,
-            )
-        except MCPError as exc:
-            logger.debug("%s: notifications/cancelled failed: %s", self.name, exc)
-
-    def cancel_in_flight(self, reason: str = "aborted by the user") -> list[int]:
-        """Cut every request in flight and send ``notifications/cancelled`` for each (best effort).
-
-        Every request counts, the handshake's too (``initialize``,
-        ``notifications/initialized``, ``tools/list``, ``ping``): the cut
-        requests raise ``MCPTransportError`` in their threads at once (within
-        milliseconds, whatever the server does); none is retried, re-sent
-        after a session expiry, or resumed (an SSE stream with event ids is
-        not reopened with ``Last-Event-ID``), and a request waiting to retry
-        or waiting for another thread's handshake ends too. Requests sent
-        afterwards are unaffected, and so is the ``listen=True`` stream (HTTP:
-        it has its own connection; stdio: the process keeps running).
-        ``notifications/cancelled`` goes out for each cut request except
-        ``initialize`` (the spec forbids it), within 1 s in all; so this
-        returns within about 1 s. Returns the cut requests' JSON-RPC ids.
-        Safe from any thread; ``Agent.abort()`` calls it.
-        """
-        with self._cancelled:
-            self._cancel_generation += 1
-            self._cancelled.notify_all()
-        with self._in_flight_lock:
-            cut = dict(self._in_flight)
-            sending = self._sending
-        if not cut and not sending:
-            return []
-        self.transport.cancel()
-        self._cut_stragglers(cut)
-        budget = time.monotonic() + 1.0
-        for request_id, method in sorted(cut.items()):
-            remaining = budget - time.monotonic()
-            if method == "initialize" or remaining <= 0.01:
-                continue
-            self._cancel(request_id, reason, remaining)
-        return sorted(cut)
-
-    def _cut_stragglers(self, cut: dict[int, str]) -> None:
-        """Cut again, for up to 50 ms, while a cut request is still in flight.
-
-        A request that passed its cancel check just before ``cancel_in_flight``
-        may reach the transport just after its ``cancel()``; cutting again
-        while it is still in flight ends it too.
-        """
-        deadline = time.monotonic() + 0.05
-        next_cut = time.monotonic() + 0.01
-        while time.monotonic() < deadline:
-            with self._in_flight_lock:
-                if not any(request_id in self._in_flight for request_id in cut):
-                    return
-            if time.monotonic() >= next_cut:
-                self.transport.cancel()
-                next_cut = time.monotonic() + 0.01
-            time.sleep(0.002)
 
     def ping(self, *, timeout_seconds: float | None = None) -> None:
         """Send ``ping``; raise ``MCPError`` if the server does not answer."""

@@ -19,6 +19,8 @@ standalone ``GET`` stream (``http_listen``). Header values and URL secrets are
 
 Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
 "Streamable HTTP" (incl. "Resumability and Redelivery").
+
+Split out: resuming an SSE stream that ended before its response (``http_resume``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_e
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .http_body import (
+    Cancelled,
     body_text,
     check_accepted,
     is_read_timeout,
@@ -49,6 +52,7 @@ from .http_body import (
 )
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
+from .http_resume import StreamResumption
 from .transport import MessageHandler, Transport
 
 __all__ = ["HTTPTransport"]
@@ -57,24 +61,10 @@ logger = logging.getLogger("yiemagent.mcp.http")
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
-_MAX_RESUMES = 5
-_DEFAULT_RETRY_SECONDS = 1.0
 _CLOSE_SECONDS = 2.0
 
 
-class _Cancelled(Exception):
-    """Internal: ``cancel()`` was called while the request was in flight."""
-
-
-class _StreamEnded(Exception):
-    """Internal: an SSE stream ended or broke before the response; ``cause`` is the break, if any."""
-
-    def __init__(self, cause: BaseException | None) -> None:
-        super().__init__(str(cause) if cause else "end of stream")
-        self.cause = cause
-
-
-class HTTPTransport(Transport):
+class HTTPTransport(StreamResumption, Transport):
     """Streamable HTTP transport.
 
     Args:
@@ -216,9 +206,9 @@ class HTTPTransport(Transport):
                                  server=self.name)
 
     def _check(self, generation: int) -> None:
-        """Raise ``_Cancelled`` if ``cancel()`` was called since ``generation`` was read."""
+        """Raise ``Cancelled`` if ``cancel()`` was called since ``generation`` was read."""
         if self._cancel_generation != generation:
-            raise _Cancelled()
+            raise Cancelled()
 
     # ------------------------------------------------------------------ send
 
@@ -256,7 +246,7 @@ class HTTPTransport(Transport):
             try:
                 with self._deadline(deadline):
                     return self._send(message, method, what, timeout, deadline, generation, on_message)
-            except _Cancelled:
+            except Cancelled:
                 raise self._cancelled_error(what) from None
             except MCPError as exc:
                 if self._cancel_generation != generation:
@@ -339,7 +329,7 @@ class HTTPTransport(Transport):
     def _chunks(
         self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
     ) -> Iterator[bytes]:
-        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``_Cancelled``."""
+        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
         check = (lambda: self._check(generation)) if generation is not None else None
         return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check)
 
@@ -379,84 +369,6 @@ class HTTPTransport(Transport):
                                     int(length) if length.isdigit() else None)
         except requests.RequestException as exc:
             raise self._transport_error(f"{what}: reading the JSON answer", exc, timeout) from exc
-
-    def _read_sse(
-        self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,
-        generation: int,
-    ) -> dict[str, Any]:
-        last_id: str | None = None
-        retry_ms: int | None = None
-        resumes = 0
-        while True:
-            parser = reader.parser()
-            try:
-                found = reader.read_sse(self._sse_chunks(response, deadline, what, timeout, generation), parser)
-                if found is not None:
-                    return found
-                raise _StreamEnded(None)
-            except _StreamEnded as ended:
-                self._check(generation)  # a cut stream is not an early end: never resume it
-                last_id = parser.last_event_id or last_id
-                retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
-                if last_id is None or resumes >= _MAX_RESUMES:
-                    if ended.cause is not None:
-                        raise self._transport_error(f"{what}: the SSE stream broke", ended.cause, timeout) \
-                            from ended.cause
-                    raise MCPTransportError(f"{what}: the SSE stream ended without the response",
-                                            server=self.name) from None
-            finally:
-                response.close()
-            resumes += 1
-            wait = retry_ms / 1000 if retry_ms is not None else _DEFAULT_RETRY_SECONDS
-            if time.monotonic() + wait >= deadline:
-                raise MCPTimeoutError(f"{what}: no response within {timeout:g}s (the stream ended; resuming "
-                                      f"after {wait:g}s would pass the deadline)", server=self.name)
-            logger.debug("%s: SSE stream ended before the response; resuming after event %r in %gs",
-                         self.name, last_id, wait)
-            self._pause(wait, generation)
-            self._check(generation)
-            response = self._resume(last_id, what, deadline, timeout, generation)
-
-    def _sse_chunks(
-        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int
-    ) -> Iterator[bytes]:
-        try:
-            yield from self._chunks(response, deadline, what, timeout, generation)
-        except requests.RequestException as exc:
-            raise _StreamEnded(exc) from exc
-
-    def _pause(self, seconds: float, generation: int) -> None:
-        """Wait ``seconds`` before resuming; ``cancel()`` ends the wait at once (unless ``sleep`` was injected)."""
-        if self._sleep is not time.sleep:
-            self._sleep(seconds)
-            return
-        with self._cancelled:
-            self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
-
-    def _resume(
-        self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
-    ) -> requests.Response:
-        """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
-        remaining = max(deadline - time.monotonic(), 0.001)
-        try:
-            response = self._session.get(
-                self.url, headers=self.stream_headers(last_event_id), stream=True,
-                timeout=(min(self.connect_timeout_seconds, remaining), remaining), **self._redirect_kwargs("GET"),
-            )
-        except requests.RequestException as exc:
-            self._check(generation)
-            raise self._transport_error(f"{what}: resuming the SSE stream", exc, timeout) from exc
-        if self._cancel_generation != generation:
-            response.close()
-            raise _Cancelled()
-        if response.status_code >= 400:
-            with response:
-                self._raise_for_status(response, f"{what} (resuming with GET)", self.session_id, deadline)
-        content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if content_type != "text/event-stream":
-            response.close()
-            raise MCPProtocolError(f"{what}: resuming with GET gave Content-Type {content_type!r}", server=self.name)
-        return response
 
     # ------------------------------------------------------------------ standalone GET stream
 

@@ -3,8 +3,10 @@
 ``timed_chunks`` yields the body as it arrives (``_http.body_chunks``) and
 ends the read at the request's deadline: each socket read is bounded by the
 time left, and a body that ends at or after the deadline (the session's
-watchdog cut its socket) is a timeout, not a short answer. ``status_error``
-reads a little of an error body (5 s at most) for the message.
+watchdog cut its socket) is a timeout, not a short answer; its ``check``
+raises ``Cancelled`` to end the read when the transport's ``cancel()`` was
+called. ``status_error`` reads a little of an error body (5 s at most) for
+the message.
 
 Spec: MCP 2025-11-25, "Streamable HTTP" (status codes, session expiry).
 """
@@ -28,6 +30,7 @@ from . import jsonrpc
 __all__ = [
     "ERROR_BODY_CHARS",
     "SESSION_HEADER",
+    "Cancelled",
     "body_text",
     "check_accepted",
     "is_read_timeout",
@@ -43,6 +46,10 @@ logger = logging.getLogger("yiemagent.mcp.http")
 ERROR_BODY_CHARS = 2000
 """Characters of an error body kept in messages and ``.body``."""
 SESSION_HEADER = "Mcp-Session-Id"
+
+
+class Cancelled(Exception):
+    """Internal: ``cancel()`` was called while the request was in flight (never leaves ``HTTPTransport``)."""
 
 
 def is_read_timeout(exc: BaseException) -> bool:

@@ -32,6 +32,8 @@ The child sees only an allow-list of the parent's environment plus the
 ``yiemagent.mcp.stdio_process``).
 
 Spec: MCP 2025-11-25, "Transports", stdio; "Lifecycle", "Shutdown".
+
+Split out: the stdout reader (``stdio_reader``) and the table of waiting requests (``stdio_pending``).
 """
 
 from __future__ import annotations
@@ -45,17 +47,17 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..exceptions import ConfigError, MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
+from ..exceptions import ConfigError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .limits import (
     DEFAULT_MAX_JSON_DEPTH,
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_MAX_SERVER_REQUESTS,
     DEFAULT_SERVER_REQUEST_WORKERS,
-    MAX_EARLY_NOTIFICATIONS,
 )
-from .lines import SNIFF_BYTES, LineReader, OversizedLine, encode_message, parse_line, sniff_response_id
+from .lines import encode_message, parse_line
 from .request_workers import RequestWorkers
+from .stdio_pending import Failure, Slot, raise_for
 from .stdio_process import (
     DEFAULT_INHERITED_ENV_VARS,
     SHUTDOWN_WAIT_SECONDS,
@@ -65,6 +67,7 @@ from .stdio_process import (
     spawn,
     stop_process,
 )
+from .stdio_reader import EXIT_WAIT_SECONDS, StdoutReader
 from .transport import MessageHandler, Transport
 
 __all__ = [
@@ -77,54 +80,8 @@ __all__ = [
 
 logger = logging.getLogger("yiemagent.mcp.stdio")
 
-_EXIT_WAIT_SECONDS = 1.0  # after stdout EOF: time for the exit code and the last stderr bytes
-_ABANDONED_IDS = 1024  # ids of timed-out or cancelled requests remembered, to discard late answers
 
-
-class _Slot:
-    """Where the reader thread leaves the answer for one waiting request."""
-
-    __slots__ = ("error", "event", "response")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.response: dict[str, Any] | None = None
-        self.error: _Failure | MCPError | None = None
-
-
-class _Failure:
-    """Why requests cannot be answered (the process exited, cancel, close)."""
-
-    __slots__ = ("exit_code", "message", "stderr_tail")
-
-    def __init__(self, message: str, exit_code: int | None = None, stderr_tail: str = "") -> None:
-        self.message = message
-        self.exit_code = exit_code
-        self.stderr_tail = stderr_tail
-
-    def error(self, server: str) -> MCPTransportError:
-        """A fresh exception (each waiting thread raises its own)."""
-        text = self.message
-        if self.stderr_tail.strip():
-            text += "; stderr ends with:\n" + self.stderr_tail.rstrip()
-        exc = MCPTransportError(text, server=server, stderr_tail=self.stderr_tail)
-        exc.exit_code = self.exit_code  # type: ignore[attr-defined]
-        return exc
-
-
-def _raise_for(error: _Failure | MCPError, server: str) -> None:
-    """Raise the error of a slot (a fresh exception per waiting thread for a ``_Failure``)."""
-    if isinstance(error, _Failure):
-        raise error.error(server)
-    raise error
-
-
-def _usable_id(value: Any) -> bool:
-    """True for an id we could have sent: an int (not a bool) or a str (JSON-RPC 2.0; 1.0 and true are not 1)."""
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
-
-
-class StdioTransport(Transport):
+class StdioTransport(StdoutReader, Transport):
     """Run an MCP server as a subprocess and talk to it over stdin/stdout.
 
     The process starts lazily, on the first ``send`` (or an explicit
@@ -194,9 +151,9 @@ class StdioTransport(Transport):
         self.protocol_version: str | None = None
         self._lock = threading.Lock()  # guards the fields below
         self._write_lock = threading.Lock()  # one message on stdin at a time
-        self._pending: dict[Any, _Slot] = {}
+        self._pending: dict[Any, Slot] = {}
         self._abandoned: collections.OrderedDict[Any, None] = collections.OrderedDict()
-        self._failure: _Failure | None = None  # set once the connection is gone for good
+        self._failure: Failure | None = None  # set once the connection is gone for good
         self._closed = False
         self._handler: MessageHandler | None = None
         self._early: list[dict[str, Any]] = []
@@ -262,157 +219,6 @@ class StdioTransport(Transport):
             for thread in self._threads:
                 thread.start()
 
-    def _read_stdout(self, process: subprocess.Popen[bytes]) -> None:
-        stream: Any = process.stdout
-        try:
-            for line in LineReader(stream, self.max_line_bytes):
-                try:
-                    self._handle_line(line)
-                except Exception:  # whatever a line does, the reader lives on (a bad line is never fatal)
-                    logger.exception("%s: handling a stdout line failed", self.name)
-        except (OSError, ValueError) as exc:
-            logger.debug("%s: stdout reader stopped: %s", self.name, exc)
-        finally:
-            close_quietly(stream)
-            self._process_gone(process)
-
-    def _handle_line(self, line: bytes | OversizedLine) -> None:
-        if isinstance(line, OversizedLine):
-            self._bad_line(f"a line of {line.size:,} bytes, over max_line_bytes={self.max_line_bytes:,}",
-                           line.head, line.tail)
-            return
-        try:
-            messages = parse_line(line, max_depth=self.max_json_depth)
-        except ValueError as exc:
-            self._bad_line(str(exc), line[:SNIFF_BYTES], line[-SNIFF_BYTES:])
-            return
-        size = len(line) // max(1, len(messages))
-        for message in messages:
-            try:
-                self._dispatch(message, size)
-            except Exception:  # a handler bug must not kill the reader
-                logger.exception("%s: handling a server message failed", self.name)
-
-    def _bad_line(self, reason: str, head: bytes, tail: bytes) -> None:
-        """A line that cannot be used: fail the request it answers, if we can tell which; else log it."""
-        self.bad_lines += 1
-        request_id = sniff_response_id(head, tail)
-        body = head[:200].decode("utf-8", errors="replace")
-        if request_id is not None and self._fail_one(request_id, MCPProtocolError(
-                f"{self.name} answered request {request_id!r} with a line that cannot be read: {reason}",
-                server=self.name, body=body)):
-            logger.warning("%s: request %r failed: its response is unreadable (%s)", self.name, request_id, reason)
-            return
-        logger.warning("%s: skipped a stdout line that is not a usable JSON-RPC message (%s): %.200r",
-                       self.name, reason, head)
-
-    def _fail_one(self, request_id: Any, error: MCPError) -> bool:
-        """Fail the waiting request ``request_id`` with ``error``; False if none waits under that id."""
-        if not _usable_id(request_id):
-            return False
-        with self._lock:
-            slot = self._pending.pop(request_id, None)
-            if slot is not None:
-                self._abandon(request_id)
-        if slot is None:
-            return False
-        slot.error = error
-        slot.event.set()
-        return True
-
-    def _process_gone(self, process: subprocess.Popen[bytes]) -> None:
-        """Stdout ended: record why and fail every waiting request at once."""
-        try:
-            code: int | None = process.wait(timeout=_EXIT_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            code = None
-        if len(self._threads) > 1:
-            self._threads[1].join(timeout=_EXIT_WAIT_SECONDS)  # the last stderr bytes
-        if code is None:
-            message = f"{self.name} closed its stdout (pid {process.pid} still running)"
-        else:
-            message = f"the server process {self.name} exited with code {code}"
-        if code is not None and self._write_lock.acquire(timeout=_EXIT_WAIT_SECONDS):
-            try:
-                close_quietly(process.stdin)
-            finally:
-                self._write_lock.release()
-        if not self._closed:
-            logger.warning("%s", message)
-        self._fail_pending(_Failure(message, code, self.stderr_tail), final=True)
-
-    # ------------------------------------------------------------------ reading
-
-    def _dispatch(self, message: dict[str, Any], size: int = 0) -> None:
-        if "id" in message and "method" not in message:
-            self._dispatch_response(message)
-            return
-        handler = self._handler
-        if jsonrpc.is_request(message):
-            # On a worker (a handler may block, e.g. to ask a user), never on the reader: the reader
-            # must never wait for stdin. The pool is bounded, so a flood of requests costs no threads.
-            if not self._workers.submit({"message": message, "handler": handler}, size):
-                dropped = self._workers.dropped
-                if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th...: a flood is not a log flood
-                    logger.warning("%s: dropped server request %.50r (%.50r): too many (at most %d, %s bytes) "
-                                   "wait for an answer (%d dropped so far)", self.name, message.get("id"),
-                                   message.get("method"), self.max_server_requests, f"{self.max_line_bytes:,}",
-                                   dropped)
-        elif jsonrpc.is_notification(message):
-            if handler is not None:
-                handler(message)
-            else:
-                with self._lock:
-                    if len(self._early) < MAX_EARLY_NOTIFICATIONS:
-                        self._early.append(message)
-        else:
-            logger.warning("%s: skipped a message that is not JSON-RPC: %.200r", self.name, message)
-
-    def _dispatch_response(self, message: dict[str, Any]) -> None:
-        """Hand a response to the request waiting for its ``id``; a malformed one fails that request."""
-        request_id = message["id"]
-        problem = None
-        if "result" in message and "error" in message:
-            problem = "a response with both result and error"
-        elif "result" not in message and "error" not in message:
-            problem = "a response with neither result nor error"
-        if problem is not None:
-            if not self._fail_one(request_id, MCPProtocolError(
-                    f"{self.name} answered request {request_id!r} with {problem}", server=self.name,
-                    body=repr(message)[:200])):
-                logger.warning("%s: discarded %s for unknown request %.50r", self.name, problem, request_id)
-            return
-        if request_id is None and "error" in message:
-            # JSON-RPC: the server could not read some request's id. Over stdio we cannot tell which (an
-            # earlier, already answered request is as likely as the one waiting now), so nothing is failed.
-            logger.warning("%s: the server reported an error for a request it could not read (id null): %.200r",
-                           self.name, message.get("error"))
-            return
-        slot = None
-        late = False
-        if _usable_id(request_id):
-            with self._lock:
-                slot = self._pending.pop(request_id, None)
-                late = slot is None and request_id in self._abandoned
-        if slot is not None:
-            slot.response = message
-            slot.event.set()
-        elif late:
-            logger.info("%s: discarded a late response to request %r (timed out or cancelled)",
-                        self.name, request_id)
-        else:
-            logger.warning("%s: discarded a response to unknown request %.50r", self.name, request_id)
-
-    def _use_handler(self, on_message: MessageHandler) -> None:
-        with self._lock:
-            self._handler = on_message
-            early, self._early = self._early, []
-        for message in early:
-            try:
-                on_message(message)
-            except Exception:
-                logger.exception("%s: handling a server message failed", self.name)
-
     # ------------------------------------------------------------------ writing
 
     def _write(self, data: bytes) -> None:
@@ -430,8 +236,8 @@ class StdioTransport(Transport):
         reader = self._threads[0] if self._threads else None
         if reader is not None and reader is not threading.current_thread():
             reader.join(timeout=SHUTDOWN_WAIT_SECONDS)
-        failure = self._failure or _Failure(f"writing to {self.name} failed: {error}", process.poll(),
-                                            self.stderr_tail)
+        failure = self._failure or Failure(f"writing to {self.name} failed: {error}", process.poll(),
+                                           self.stderr_tail)
         raise failure.error(self.name) from error
 
     def _answer(self, job: dict[str, Any]) -> bytes | None:
@@ -518,7 +324,7 @@ class StdioTransport(Transport):
             self._use_handler(on_message)
         self.start()
         timeout = self.timeout_seconds if timeout_seconds is None else timeout_seconds
-        slot: _Slot | None = None
+        slot: Slot | None = None
         request_id: Any = None
         with self._lock:
             self._raise_if_gone()
@@ -526,9 +332,9 @@ class StdioTransport(Transport):
                 request_id = message["id"]
                 if request_id in self._pending or request_id in self._abandoned:
                     raise ConfigError(f"request id {request_id!r} is already in use on {self.name}")
-                slot = self._pending[request_id] = _Slot()
+                slot = self._pending[request_id] = Slot()
         if slot is not None and slot.error is not None:
-            _raise_for(slot.error, self.name)  # cancelled before it was written: never write it
+            raise_for(slot.error, self.name)  # cancelled before it was written: never write it
         try:
             self._write(data)
         except MCPTransportError:
@@ -549,38 +355,11 @@ class StdioTransport(Transport):
                     f"{message.get('method')} to {self.name}: no response within {timeout:g}s",
                     server=self.name, stderr_tail=self.stderr_tail,
                 )
-            slot.event.wait(_EXIT_WAIT_SECONDS)  # answered just now: the reader is setting it
+            slot.event.wait(EXIT_WAIT_SECONDS)  # answered just now: the reader is setting it
         if slot.error is not None:
-            _raise_for(slot.error, self.name)
+            raise_for(slot.error, self.name)
         assert slot.response is not None
         return slot.response
-
-    def _raise_if_gone(self) -> None:
-        """Raise the stored failure (call with ``_lock`` held)."""
-        if self._closed:
-            raise MCPTransportError(f"the stdio transport of {self.name} is closed", server=self.name)
-        if self._failure is not None:
-            raise self._failure.error(self.name)
-
-    def _abandon(self, request_id: Any) -> None:
-        """Remember an id whose response is no longer awaited (call with ``_lock`` held)."""
-        self._abandoned[request_id] = None
-        while len(self._abandoned) > _ABANDONED_IDS:
-            self._abandoned.popitem(last=False)
-
-    def _fail_pending(self, failure: _Failure, *, final: bool) -> int:
-        """Fail every waiting send with ``failure``; ``final`` also fails every later send."""
-        with self._lock:
-            if final and self._failure is None:
-                self._failure = failure
-            slots = list(self._pending.items())
-            self._pending.clear()
-            for request_id, _ in slots:
-                self._abandon(request_id)
-        for _, slot in slots:
-            slot.error = failure
-            slot.event.set()
-        return len(slots)
 
     # ------------------------------------------------------------------ cancel / close
 
@@ -594,7 +373,7 @@ class StdioTransport(Transport):
         is not written at all.
         Thread safety: safe from any thread.
         """
-        count = self._fail_pending(_Failure(f"{self.name}: cancelled"), final=False)
+        count = self._fail_pending(Failure(f"{self.name}: cancelled"), final=False)
         if count:
             logger.info("%s: cancelled %d request(s) in flight", self.name, count)
 
@@ -609,7 +388,7 @@ class StdioTransport(Transport):
                 return
             self._closed = True
             process = self.process
-        self._fail_pending(_Failure(f"the stdio transport of {self.name} was closed"), final=True)
+        self._fail_pending(Failure(f"the stdio transport of {self.name} was closed"), final=True)
         self._workers.close(SHUTDOWN_WAIT_SECONDS)
         if process is None:
             return

@@ -1,0 +1,89 @@
+"""What ``MCPClient`` does with a message the server sends on its own (not the response a request waits for).
+
+Server requests (``{"jsonrpc", "id", "method", "params"?}``):
+``elicitation/create``, ``sampling/createMessage``, ``roots/list`` go to the
+client's ``request_handlers`` (``handler(params) -> result``); the reply is
+``{"jsonrpc", "id", "result"}``, or error -32603 when the handler raises.
+``ping`` without a handler is answered ``{}``; any other method gets -32601.
+
+Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
+client's ``tools_changed`` event; ``notifications/progress`` goes to the
+``progress_callback`` of the ``tools/call`` whose ``progressToken`` it names;
+``notifications/message`` (server logging) is logged at INFO, at most 500
+characters; anything else is ignored.
+
+Spec: MCP 2025-11-25, "Utilities" (Ping, Progress, Logging), "Tools" (List
+Changed Notification), "Client Features" (Roots, Sampling, Elicitation).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from . import jsonrpc
+
+__all__ = ["ProgressCallback", "handle_server_message"]
+
+logger = logging.getLogger("yiemagent.mcp")
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+"""Receives the params of each ``notifications/progress`` (``{"progressToken", "progress", "total"?, "message"?}``)."""
+
+
+class _Client(Protocol):
+    """What handling reads of its ``MCPClient`` (when it needs it: the name may change with a handshake)."""
+
+    request_handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
+    tools_changed: threading.Event
+
+    @property
+    def name(self) -> str: ...
+
+
+def handle_server_message(
+    client: _Client, progress: Mapping[str, ProgressCallback], message: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Answer a server request, or act on a notification (see above).
+
+    Args:
+        client: its ``request_handlers`` (``{method: handler(params) -> result}``),
+            ``tools_changed`` (set on ``notifications/tools/list_changed``) and
+            ``name`` (the server's short name, for the log).
+        progress: ``{progressToken: callback}`` of the calls in flight.
+        message: the server's request or notification.
+
+    Returns:
+        The JSON-RPC reply to a request; None for a notification. A handler
+        or progress callback that raises is logged, never raised.
+    """
+    method = message.get("method")
+    params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
+    if jsonrpc.is_request(message):
+        handler = client.request_handlers.get(str(method))
+        if handler is not None:
+            try:
+                return jsonrpc.make_response(message["id"], handler(params))
+            except Exception as exc:
+                logger.exception("%s: the handler of %s raised", client.name, method)
+                return {"jsonrpc": "2.0", "id": message["id"],
+                        "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
+        if method == "ping":
+            return jsonrpc.make_response(message["id"], {})
+        return {"jsonrpc": "2.0", "id": message["id"],
+                "error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
+    if method == "notifications/tools/list_changed":
+        logger.info("%s: tools changed", client.name)
+        client.tools_changed.set()
+    elif method == "notifications/progress":
+        callback = progress.get(str(params.get("progressToken")))
+        if callback is not None:
+            try:
+                callback(params)
+            except Exception:
+                logger.exception("progress callback raised; ignored")
+    elif method == "notifications/message":
+        logger.info("%s log [%s]: %.500s", client.name, params.get("level"), params.get("data"))
+    return None
