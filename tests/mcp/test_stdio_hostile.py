@@ -185,8 +185,13 @@ def test_a_lone_surrogate_or_nan_in_arguments_fails_at_once_and_nothing_is_writt
 
 
 def test_3000_pings_from_the_server_are_all_answered_by_at_most_4_threads(quirks):
-    """Issue 9 point 2: 3,000 ``ping`` requests created 1,461 threads. A bounded pool answers them all."""
-    client = quirks(timeout_seconds=30)
+    """Issue 9 point 2: 3,000 ``ping`` requests created 1,461 threads. A bounded pool answers them all.
+
+    The queue is made larger than the flood, so that whether 4 workers keep up with the reader (a matter
+    of load: on a busy machine the default 1,024 filled and one ping was dropped, by design) does not
+    decide the outcome; dropping past the cap is the next test's subject.
+    """
+    client = quirks(timeout_seconds=30, max_server_requests=4096)
     client.connect()
     peak = [0]
     done = threading.Event()
