@@ -69,6 +69,7 @@ __all__ = [
     "Input",
     "RunHost",
     "RunScope",
+    "StopMode",
     "ToolServers",
     "describe",
     "parse_state",

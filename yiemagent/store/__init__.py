@@ -25,13 +25,17 @@ from .base import (
     normalize_input,
     run_key,
 )
+from .postgres import PostgresStore
+from .sqlite import SQLiteStore
 
 __all__ = [
     "ConversationRecord",
     "ConversationStore",
     "InboxEntry",
     "Lease",
+    "PostgresStore",
     "ReplyTo",
+    "SQLiteStore",
     "ServedInput",
     "StoreBase",
     "idempotency_key",
