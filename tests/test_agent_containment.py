@@ -225,3 +225,38 @@ def test_ctrl_c_during_ask_before_start_cuts_the_model_call():
         agent.ask("go")
     assert cancelled, "the model call was left running"
     agent.shutdown()
+
+
+def test_ctrl_c_during_ask_before_start_is_raised_while_a_stream_waits_its_turn():
+    """Found by a review of the conversation refactor: a ``stream()`` started on another thread during the
+    ``ask()`` run must not hide that run's Ctrl-C (the run's scope is per thread, not shared)."""
+    entered, released = threading.Event(), threading.Event()
+    cancelled = []
+
+    class SlowModel:
+        def __call__(self, messages, tools):
+            if not entered.is_set():
+                entered.set()
+                released.wait(10)
+                return text_reply("late")
+            return text_reply("stream answer")
+
+        def cancel(self):
+            cancelled.append(True)
+            released.set()
+
+    agent = Agent(SlowModel())
+    streams = []
+
+    def stream_then_interrupt():
+        entered.wait(5)
+        streams.append(agent.stream("meanwhile"))  # its thread waits for the run lock
+        time.sleep(0.2)
+        _thread.interrupt_main()
+
+    threading.Thread(target=stream_then_interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        agent.ask("go")
+    assert cancelled, "the model call was left running"
+    assert streams and streams[0].future.result(10)["content"] == "stream answer"
+    agent.shutdown()

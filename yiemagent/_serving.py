@@ -47,7 +47,7 @@ class Serving(Lifecycle):
     event_sink: ev.EventSink | None
     emit_intermediate: bool
     _host: _Host
-    _last_scope: RunScope | None
+    _scopes: threading.local
     _run_lock: threading.Lock
     _state_lock: threading.Lock
     _run_owner: int | None
@@ -82,7 +82,7 @@ class Serving(Lifecycle):
         self._steered: list[Input] = []
         self._run_input_ids: list[str] = []
         self._deliver_current = False
-        self._last_scope: RunScope | None = None
+        self._scopes = threading.local()  # .last: the scope of the last run opened on this thread
         self._host = _Host(self)
 
     def _tools_changed(self, added: list[str], removed: list[str]) -> None:
@@ -274,9 +274,9 @@ class Serving(Lifecycle):
         if deliver and self._stop_mode == "now" and not self.conversation.durable:
             self.unserved.append(entry)  # taken just as shutdown("now") began: not served
             return self.conversation.error_answer([entry.id], AgentClosedError("the agent shut down"))
-        self._last_scope = None
+        self._scopes.last = None  # per thread: a stream() run on another thread has its own
         answer = self.conversation.serve(entry, self._host, deliver=deliver)
-        scope = self._last_scope
+        scope: RunScope | None = self._scopes.last
         if caller and scope is not None and scope.entry is entry:
             error = scope.error if scope.error is not None else (scope.result.error if scope.result else None)
             if isinstance(error, KeyboardInterrupt):
@@ -296,7 +296,7 @@ class Serving(Lifecycle):
                 self._run_input_ids = [entry.id]
                 self._steered = []
             self._deliver_current = deliver and entry.future is None
-            scope = self._last_scope = RunScope(run_id, entry, deliver)
+            scope = self._scopes.last = RunScope(run_id, entry, deliver)
             try:
                 yield scope
             finally:
