@@ -229,7 +229,8 @@ def test_ctrl_c_during_ask_before_start_cuts_the_model_call():
 
 def test_ctrl_c_during_ask_before_start_is_raised_while_a_stream_waits_its_turn():
     """Found by a review of the conversation refactor: a ``stream()`` started on another thread during the
-    ``ask()`` run must not hide that run's Ctrl-C (the run's scope is per thread, not shared)."""
+    ``ask()`` run must not hide that run's Ctrl-C (the run's scope is per thread, not shared).
+    """
     entered, released = threading.Event(), threading.Event()
     cancelled = []
 

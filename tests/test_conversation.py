@@ -119,3 +119,28 @@ def test_a_durable_conversation_keeps_the_same_contract_over_a_store(tmp_path):
     assert second.serve(Input(UserMessage("and 3 + 5?"), "in-2"), Host(), deliver=False)["content"] == "8"
     assert len(DurableConversation(_config(ScriptedLLM([])), store, "c-1").history) == 6
     assert first.drain(host) == [] and Conversation(_config(llm)).recover(host) == []
+
+
+def test_steering_conversations_sharing_one_config_each_poll_their_own_host():
+    """Found by review: steering used to rewrite the given ``LoopConfig``, so a second conversation sharing it
+    took over the first one's polls. Each keeps its own copy now; the given config is left as it was.
+    """
+    config = _config(ScriptedLLM([tool_call_reply("add", {"a": 1, "b": 1}), text_reply("done")], repeat_last=True))
+    first, second = Conversation(config, steering=True), Conversation(config, steering=True)
+    assert config.poll_steering is None and first.config.tools is config.tools
+    host = Host(steering=[Input(UserMessage("late"), "in-2")])
+    answer = first.serve(Input(UserMessage("1 + 1?"), "in-1"), host, deliver=False)
+    assert answer["input_ids"] == ["in-1", "in-2"] and second.history == []
+
+
+def test_an_agent_config_can_be_replaced_between_runs():
+    """``agent.config = ...`` works as before the conversation object (the review found it read-only)."""
+    import dataclasses
+
+    from yiemagent import Agent
+
+    agent = Agent(ScriptedLLM([tool_call_reply("add", {"a": 1, "b": 1}), text_reply("never")]), tools=[add])
+    agent.config = dataclasses.replace(agent.config, max_turns=1)
+    answer = agent.ask("1 + 1?")
+    assert answer["status"] == "max_turns" and agent.conversation.config.max_turns == 1
+    agent.shutdown()

@@ -111,6 +111,15 @@ class Serving(Lifecycle):
             self._thread.start()
         return self
 
+    def __enter__(self: _S) -> _S:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # Leaving the block normally serves what is queued ("drain"); leaving it because of an
+        # exception (Ctrl-C's KeyboardInterrupt among them) aborts the run in flight ("now").
+        self.shutdown(mode="drain" if exc_type is None else "now")
+
     # ------------------------------------------------------------------ events
 
     def _emit(self, event: ev.Event) -> None:

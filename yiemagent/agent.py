@@ -263,18 +263,13 @@ class Agent(Serving):
         """Model, tools, hooks and limits of every run (``yiemagent.loop.LoopConfig``)."""
         return self.conversation.config
 
+    @config.setter
+    def config(self, config: LoopConfig) -> None:
+        self.conversation.config = config
+
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")
         return f"<Agent {state}, {len(self.tools)} tools, {len(self.history)} messages>"
-
-    def __enter__(self) -> Agent:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        # Leaving the block normally serves what is queued ("drain"); leaving it because of an
-        # exception (Ctrl-C's KeyboardInterrupt among them) aborts the run in flight ("now").
-        self.shutdown(mode="drain" if exc_type is None else "now")
 
     def mcp_status(self) -> list[dict[str, Any]]:
         """The MCP servers and whether they can be reached, for UIs (``yiemagent chat``, the demo).

@@ -15,32 +15,59 @@ The contract of a conversation:
 * ``history`` (``list[Message]``, no system prompt) and ``usage`` (token
   counts summed over every run, ``add_usage``) are the conversation so far;
   ``config`` (``LoopConfig``) holds the model, the tool registry, hooks and
-  limits every run uses.
+  limits every run uses (it may be replaced between runs).
+* An input is an ``Input``: a ``UserMessage`` and an id unique within the
+  conversation (``Agent`` uses 12 hex characters of a ``uuid4``), plus, for
+  the driver's own use, the caller's original item, a future and a stream
+  listener (the conversation hands them back to the host, never reads them).
 * ``accept(entry)``: an input was put on a queue and will be served later.
   Here: nothing happens. Durable: it is added to the inbox at once, so a crash
   cannot lose it. May raise ``StoreError``.
-* ``serve(entry, host, deliver=...)``: run ``entry`` (and the inputs steered
-  into its run) to its answer; hand each answer to ``host.deliver``; return
-  ``entry``'s answer dict. Never raises for a failure of the model, a tool, a
-  hook or the event sink (the answer says ``status: "error"``). Durable: it
-  may first serve older inputs of the inbox, each as its own run, and may
-  raise ``StoreError``.
-* ``recover(host)`` (at thread start) and ``drain(host)`` (for workers):
-  serve the inputs left pending; return their answers. Here: ``[]``.
+* ``serve(entry, host, deliver=...)``: run ``entry`` to its answer; hand the
+  answer to ``host.deliver``; return ``entry``'s answer dict. ``deliver``:
+  True when the input came off a queue (an answer without a future goes to
+  the output queue), False when the caller takes the returned answer itself
+  (``ask`` before ``start``). Never raises for a failure of the model, a tool,
+  a hook or the event sink (the answer says ``status: "error"``). Here, inputs
+  the host hands over from ``take_steering()`` during the run join it and get
+  the same answer in the same ``deliver`` call. Durable: it may first serve
+  older inputs of the inbox, each as its own run; steering reads the inbox
+  (``take_steering`` is not called: steered inputs must have been
+  ``accept``-ed), and a steered input's answer is committed with the run and
+  delivered when the driver ``serve``-s that input (it finds it answered).
+  May raise ``StoreError``.
+* ``recover(host)`` (at thread start: interrupted runs and inputs left
+  pending, while ``host.stop_mode`` is None) and ``drain(host)`` (for
+  workers): serve the inputs left pending; return their answers. Here: ``[]``.
 * ``state_to_json()`` / ``load_state(text)``: the history and usage as
   yiemagent's own lossless JSON, and back (``FormatError`` for anything that
-  is not such a state).
+  is not such a state). The saved ``system_prompt`` is for
+  ``Agent.from_state``; ``load_state`` keeps ``config``'s.
 * ``openai_messages()``: the history as a valid OpenAI request would carry it.
 * ``answer(result)`` / ``error_answer(input_ids, error)``: the answer dict of a
-  run (see ``Agent`` for its keys).
+  run (see ``yiemagent.agent`` for its keys).
 * ``durable``: True when the inputs survive this process (kept in a store).
 
 What a conversation asks of its driver (``RunHost``; ``Agent`` is the one in
-this package): the abort event and ``abort()``; ``stop_mode``; ``running``, a
-context manager around each run (the driver's per-run bookkeeping: one run at
-a time, the abort event cleared, streams of the run's inputs); ``emit`` for
-the run's events; ``take_steering()`` for inputs that arrived during a run;
-``deliver(answer, entries, to_output)`` for answers.
+this package), all called on the thread that called ``serve`` unless said:
+
+* ``abort_event``: handed to the loop (tools see it); ``abort()`` sets it and
+  cuts requests in flight (a durable conversation calls it from its lease
+  heartbeat thread when the lease is lost); ``stop_mode``: how the driver is
+  shutting down (``"now"`` makes a durable ``serve`` stop waiting for the
+  lease), or None;
+* ``running(run_id, entry, deliver)``: a context manager around each run that
+  yields a ``RunScope`` (the driver's per-run bookkeeping: one run at a time,
+  the abort event cleared). The conversation fills ``scope.result`` (or
+  ``scope.error``) before the block ends, so the driver learns how the run
+  ended (``Agent`` re-raises a Ctrl-C that ended an ``ask`` run);
+* ``emit(event)``: the run's events (also from the loop's worker threads'
+  updates, emitted on this thread);
+* ``take_steering()``: inputs that arrived during a run (called after a tool
+  batch, with ``steering``);
+* ``deliver(answer, entries, to_output)``: resolve the futures of
+  ``entries``; with ``to_output``, put ``answer`` on the output queue once for
+  those without one (or once when ``entries`` is empty).
 """
 
 from __future__ import annotations
@@ -48,6 +75,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
 import threading
@@ -205,8 +233,9 @@ class Conversation:
     """A conversation kept in this process (see the module docstring for the contract).
 
     Args:
-        config: model, tools, hooks and limits of every run. Its
-            ``poll_steering`` is set here when ``steering`` is true.
+        config: model, tools, hooks and limits of every run. With
+            ``steering``, the conversation keeps a copy whose
+            ``poll_steering`` is its own (``config`` itself is not changed).
         servers: the MCP servers behind some of the tools, or None.
         mcp_required: answer an error, without calling the model, while a
             server in ``servers`` cannot be reached.
@@ -218,6 +247,7 @@ class Conversation:
 
     def __init__(self, config: LoopConfig, *, servers: ToolServers | None = None, mcp_required: bool = False,
                  steering: bool = False) -> None:
+        self._steering = steering
         self.config = config
         self.servers = servers
         self.mcp_required = mcp_required
@@ -227,8 +257,15 @@ class Conversation:
         """Token counts summed over every run (from replies that report ``usage``)."""
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
         self._steered: list[Input] = []  # inputs steered into the run in progress
-        if steering:
-            config.poll_steering = self._poll_steering
+
+    @property
+    def config(self) -> LoopConfig:
+        """Model, tools, hooks and limits of every run (may be replaced between runs)."""
+        return self._config
+
+    @config.setter
+    def config(self, config: LoopConfig) -> None:
+        self._config = dataclasses.replace(config, poll_steering=self._poll_steering) if self._steering else config
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(self.history)} messages>"
