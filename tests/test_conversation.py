@@ -40,7 +40,7 @@ class Host:
     def running(self, run_id: str, entry: Input, deliver: bool) -> Iterator[RunScope]:
         self.abort_event.clear()
         self.runs.append(entry.id)
-        yield RunScope(run_id, entry, deliver)
+        yield RunScope(run_id, entry)
 
     def emit(self, event: Any) -> None:
         self.events.append(event)
@@ -143,4 +143,17 @@ def test_an_agent_config_can_be_replaced_between_runs():
     agent.config = dataclasses.replace(agent.config, max_turns=1)
     answer = agent.ask("1 + 1?")
     assert answer["status"] == "max_turns" and agent.conversation.config.max_turns == 1
+    agent.shutdown()
+
+
+def test_mcp_required_set_after_construction_takes_effect():
+    """``agent.mcp_required`` is the conversation's flag, not a copy: setting it later changes the next run."""
+    from yiemagent import Agent
+
+    llm = ScriptedLLM([text_reply("answered without the server")], repeat_last=True)
+    agent = Agent(llm, mcp_servers=["http://127.0.0.1:9/mcp"])  # port 9: refused at once
+    assert agent.ask("hi")["status"] == "completed"
+    agent.mcp_required = True
+    answer = agent.ask("hi again")
+    assert answer["status"] == "error" and "mcp_required" in answer["error"] and len(llm.calls) == 1
     agent.shutdown()

@@ -305,7 +305,7 @@ class Serving(Lifecycle):
                 self._run_input_ids = [entry.id]
                 self._steered = []
             self._deliver_current = deliver and entry.future is None
-            scope = self._scopes.last = RunScope(run_id, entry, deliver)
+            scope = self._scopes.last = RunScope(run_id, entry)
             try:
                 yield scope
             finally:

@@ -201,7 +201,6 @@ class Agent(Serving):
         clients, self._own_clients = mcp_clients(mcp_servers)
         if close_mcp_clients:  # the caller hands its clients over: the agent closes them all
             self._own_clients = list(clients)
-        self.mcp_required = mcp_required
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error,
                               limits=mcp_limits)
         if clients and builtin_list_tools:
@@ -266,6 +265,15 @@ class Agent(Serving):
     @config.setter
     def config(self, config: LoopConfig) -> None:
         self.conversation.config = config
+
+    @property
+    def mcp_required(self) -> bool:
+        """Answer an error while an MCP server cannot be reached (``conversation.mcp_required``)."""
+        return self.conversation.mcp_required
+
+    @mcp_required.setter
+    def mcp_required(self, required: bool) -> None:
+        self.conversation.mcp_required = required
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")

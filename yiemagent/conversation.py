@@ -128,8 +128,6 @@ class RunScope:
 
     run_id: str
     entry: Input
-    deliver: bool
-    """The run was taken from a queue: answers without a future go to the output queue."""
     result: RunResult | None = None
     """How the run ended (None when it did not start: an unreachable required server, an error of ours)."""
     error: BaseException | None = None
