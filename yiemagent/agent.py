@@ -395,7 +395,7 @@ class Agent(Serving):
         Ctrl-C (``KeyboardInterrupt``) in the calling thread aborts this input's
         run (its model call is cut, its tools see ``abort_event``; with the
         thread started, only if that run is this input's, else the input is
-        left queued) and is raised again at once.
+        left queued) and is raised again at once; the run stays in the history, aborted.
 
         Raises:
             TimeoutError: no answer within ``timeout_seconds``.
