@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ._checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
+from .store.base import ConversationStore
 from ._inbox import SHUTDOWN, ClosableQueue, deliver
 from .conversation import Input, StopMode
 from .exceptions import AgentClosedError, ConfigError
@@ -59,6 +60,11 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     check_choice("tool_execution", args["tool_execution"], ("parallel", "sequential"))
     if "lease_seconds" in args:
         check_number("lease_seconds", args["lease_seconds"])
+    store = args.get("store")
+    if store is not None and not isinstance(store, ConversationStore):
+        raise ConfigError(f"store must be a ConversationStore such as yiemagent.store.SQLiteStore({store!r:.60}), "
+                          f"not {type(store).__name__} {store!r:.60}")
+    check_str("conversation_id", args.get("conversation_id"), optional=True, empty=False)
     for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools"):
         check_bool(flag, args[flag])
     tools = args["tools"]
