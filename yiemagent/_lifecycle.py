@@ -98,6 +98,7 @@ class Lifecycle:
     _executor: concurrent.futures.ThreadPoolExecutor
     _own_clients: list[MCPClient]
     _wakeup: threading.Event
+    abort_event: threading.Event
 
     def _init_lifecycle(self) -> None:
         """The delivery and shutdown state of a new agent."""
@@ -119,12 +120,18 @@ class Lifecycle:
         raise NotImplementedError  # pragma: no cover - Agent defines it
 
     def _deliver(self, answer: dict[str, Any]) -> None:
-        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``)."""
+        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``).
+
+        What an aborted run puts (its intermediate messages, its answer) never waits for room:
+        with nobody reading, it goes to ``undelivered`` and the agent serves the next input.
+        """
         generation = self._abort_generation
+        aborted = answer.get("status") == "aborted"
 
         def give_up() -> bool:
             deadline = self._deliver_deadline
-            return (self._stop_mode == "now" or self._abort_generation != generation
+            return (aborted or self._stop_mode == "now" or self._abort_generation != generation
+                    or (answer.get("intermediate") is True and self.abort_event.is_set())
                     or (deadline is not None and time.monotonic() >= deadline))
 
         if not deliver(self.output_queue, answer, give_up):
