@@ -130,10 +130,12 @@ class ChunkDeltas:
                     on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
 
 
-def accepts_on_delta(llm_call: Any) -> bool:
-    """True if ``llm_call`` has a keyword parameter named ``on_delta`` (a streaming ``llm_call``)."""
+def accepts_on_delta(llm_call: Any, name: str = "on_delta") -> bool:
+    """True if ``llm_call`` has a keyword parameter ``name``: ``on_delta`` (a streaming ``llm_call``),
+    or ``abort_event`` (the run's ``threading.Event``: an ``llm_call`` that takes it stops sending,
+    and drops a reply that arrives, once the run is aborted; ``openai_chat`` does)."""
     try:
-        parameter = inspect.signature(llm_call).parameters.get("on_delta")
+        parameter = inspect.signature(llm_call).parameters.get(name)
     except (TypeError, ValueError):  # no signature (some builtins and C callables)
         return False
     return parameter is not None and parameter.kind in (

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -174,7 +175,10 @@ class OpenAIChat:
             body.pop("parallel_tool_calls", None)
         return body
 
-    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float) -> dict[str, Any]:
+    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float,
+              abort_event: threading.Event | None = None) -> dict[str, Any]:
+        if abort_event is not None and abort_event.is_set():
+            raise LLMError(f"POST {self.url}: not sent (the run was aborted)")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
@@ -191,6 +195,9 @@ class OpenAIChat:
                 logger.debug("POST %s: %r", self.url, exc)
                 raise LLMError(f"POST {self.url}: {problem}") from None
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
+        if abort_event is not None and abort_event.is_set():  # aborted while sending: stop the generation
+            response.close()
+            raise LLMError(f"POST {self.url}: cut (the run was aborted)")
         if response.status_code >= 400:
             text = response.text[:2000]
             message = f"POST {self.url} answered HTTP {response.status_code}: {text}"
@@ -213,7 +220,7 @@ class OpenAIChat:
 
     def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
-        response_format: dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None, abort_event: threading.Event | None = None,
     ) -> dict[str, Any]:
         """POST one chat completion; return the reply dict (raises ``LLMError``).
 
@@ -222,6 +229,11 @@ class OpenAIChat:
         docstring). Without streaming, ``on_delta`` is not called.
         ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent with
         this request only (``yiemagent.models.constrained`` uses it).
+        ``abort_event`` (the agent passes its run's): once it is set, nothing
+        more is sent, and a reply that arrives anyway is closed at once
+        (``LLMError``), so a request that raced ``Agent.abort()`` does not keep
+        the server generating (``cancel()`` alone cuts only requests already
+        connected).
         """
         body = self.request_body(messages, tools)
         if response_format is not None:
@@ -238,7 +250,7 @@ class OpenAIChat:
             with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
                 for attempt in make_retrying(retryable):
                     with attempt:
-                        return self._post(body, on_delta, deadline)
+                        return self._post(body, on_delta, deadline, abort_event)
         except LLMError as exc:
             self._scrub(exc)
             raise
