@@ -25,6 +25,11 @@ loop's thread, in order, before the assistant's ``message_end``. The return
 value is still the whole reply: deltas are a preview, never the record.
 Callables without ``on_delta`` work as before.
 
+Abort (optional): an ``llm_call`` with a keyword parameter named
+``abort_event`` gets the run's ``threading.Event``; once it is set the call
+should send nothing more and drop a reply that arrives (``openai_chat`` does).
+``cancel()``, when the callable has one, cuts what is already connected.
+
 Incomplete streams: a streamed reply whose stream ended (or broke) after some
 chunks, without ``data: [DONE]`` and without any ``finish_reason``, comes
 back merged with ``finish_reason: "incomplete"`` (yiemagent's own value):
