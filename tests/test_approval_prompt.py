@@ -5,6 +5,7 @@ run went on (the program did not stop); with the agent started, the exit waited 
 in ``input()`` and ended in "Fatal Python error: could not acquire lock for <stdin>". Now a
 ``KeyboardInterrupt`` in the main thread aborts the run, and ``yiemagent.ask_user`` is a prompt that
 ``abort_event`` ends. Real terminal: the script runs in tmux (tests/terminal.py), Ctrl-C is a key.
+The same kind in a peer: SWE-agent/mini-swe-agent PR #215 ("console.status suppresses KeyboardInterrupt").
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (
 @pytest.mark.parametrize(("mode", "prompt"), [
     ("cold", "ask_user"), ("started", "ask_user"), ("with", "ask_user"), ("cold", "input"),
 ])
-def test_ctrl_c_at_an_approval_prompt_exits_at_once_without_running_the_tool(mode, prompt):
+def test_mini_swe_agent_215_ctrl_c_at_an_approval_prompt_exits_at_once_without_running_the_tool(mode, prompt):
     with Terminal([PYTHON, "-m", "tests.apps.approval_prompt", mode, prompt]) as term:
         term.wait_for(r"run remove\? \[y/N\]")
         term.keys("C-c")

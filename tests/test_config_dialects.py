@@ -281,3 +281,12 @@ def test_a_100000_deep_config_document_is_a_config_error_not_a_recursion_error(t
     path = write(tmp_path, "deep.json", '{"mcpServers": {"s": {"env": ' + '{"a": ' * 300 + "1" + "}" * 300 + "}}}")
     with pytest.raises(ConfigError, match=r"nested more than 200 levels"):
         load_mcp_config(path)
+
+
+def test_edison_watch_app_20_zed_assistant_mcp_servers_is_read_too():
+    """Edison-Watch/app#20: Zed's settings.json keeps servers under ``context_servers`` or, in some versions,
+    ``assistant.mcp_servers``; a reader of only one missed the other. Both are read.
+    """
+    (entry,) = parse_mcp_servers({"assistant": {"version": "2", "mcp_servers": {
+        "probe": {"command": PYTHON, "args": [PROBE, "z"]}}}})
+    assert json.loads(call(entry, "argv")) == ["z"]
