@@ -379,8 +379,8 @@ class Conversation:
         formatter = self.config.format_messages
         history = [m for m in self.history if not getattr(m, "excluded", None)]
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
-            messages = OpenAIFormatter(tool_images=formatter.tool_images,
-                                       send_reasoning=formatter.send_reasoning)(history)
+            messages = OpenAIFormatter(tool_images=formatter.tool_images, send_reasoning=formatter.send_reasoning,
+                                       send_provider_fields=formatter.send_provider_fields)(history)
         else:
             messages = copy.deepcopy(formatter(history))
         if self.config.system_prompt:

@@ -12,13 +12,19 @@ Repairs, message by message:
 
 * keys a strict endpoint does not know are dropped (assistant: only
   ``role, content, tool_calls, name, refusal, reasoning_content, reasoning``;
-  user/system: ``role, content, name``; tool: ``role, tool_call_id, content``);
+  user/system: ``role, content, name``; tool: ``role, tool_call_id, content``),
+  except the fields a provider attached to its own reply and needs back
+  (``yiemagent.dialects``: ``reasoning_details`` and ``thinking_blocks``
+  lists, a tool call's ``extra_content`` / ``thought_signature``): they go
+  back unchanged (as strict JSON), since they are in a history only when
+  the provider that reads them put them there;
 * ``content``: ``None`` where text is required becomes ``""``; a list of
   parts keeps text parts (and ``image_url`` parts in user messages) and an
   empty list becomes ``""``; anything else becomes its text; assistant
   ``content: null`` stays only with ``tool_calls``;
 * ``tool_calls``: an empty list is removed; each call gets exactly
-  ``{"id", "type": "function", "function": {"name", "arguments"}}``; a
+  ``{"id", "type": "function", "function": {"name", "arguments"}}`` (and its
+  provider fields); a
   missing or empty id gets one; ``arguments`` becomes a JSON object text
   (an object is serialised, anything else is ``"{}"``);
 * a tool-call id longer than 40 characters is shortened (stable: a prefix

@@ -50,6 +50,8 @@ from typing import Any
 
 from .arguments import parse_arguments, parse_arguments_noted
 from .exceptions import ToolCallFormatError
+from .harmony import clean_tool_name, split_harmony
+from .jsonsafe import json_safe
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
 from .text_tool_calls import TextCall, find_text_calls, split_reasoning
 
@@ -93,6 +95,8 @@ class _Parsed:
 
 
 _MESSAGE_KEYS = {"role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning", "thinking"}
+_CALL_KEYS = {"id", "type", "function", "index"}
+"""Keys of an OpenAI tool call yiemagent reads; the others are the provider's (``ToolCall.extra``)."""
 
 
 def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
@@ -107,8 +111,9 @@ def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
         fn = call.get("function")
         call_id = call.get("id") if isinstance(call.get("id"), str) else None
         if isinstance(fn, dict):
+            extra = {str(k): v for k, v in call.items() if k not in _CALL_KEYS}
             out.append(TextCall(fn["name"] if isinstance(fn.get("name"), str) else "", fn.get("arguments"),
-                                call_id))
+                                call_id, extra=extra or None))
         elif "name" in call:  # flattened {"id", "name", "arguments"}
             out.append(TextCall(str(call.get("name") or ""), call.get("arguments", call.get("input")), call_id))
         else:
@@ -118,13 +123,17 @@ def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
 
 def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
     """Read one assistant message dict of the chat family (OpenAI, Anthropic, Ollama, bare)."""
-    parsed = _Parsed(extra={k: v for k, v in message.items() if k not in _MESSAGE_KEYS})
+    parsed = _Parsed(extra={str(k): v for k, v in message.items() if k not in _MESSAGE_KEYS})
+    seen: list[str] = []
     for key in ("reasoning_content", "reasoning", "thinking"):
         value = message.get(key)
         if isinstance(value, str) and value:
+            if value in seen:  # a server mirroring one text in two keys (kimi-code #3928): shown once
+                continue
+            seen.append(value)
             parsed.reasoning.append(ReasoningContent(value, field=key if key != "thinking" else "reasoning_content"))
-        elif value not in (None, ""):
-            parsed.extra[key] = value
+        elif (value is not None and not isinstance(value, str)) or (value == "" and key == "reasoning_content"):
+            parsed.extra[key] = value  # structured reasoning kept as it came; DeepSeek's "" goes back too
     parsed.calls = _openai_calls(message.get("tool_calls"), raw)
     legacy = message.get("function_call")
     if not parsed.calls and isinstance(legacy, dict):  # legacy OpenAI functions
@@ -143,10 +152,12 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
             kind = block.get("type")
             if kind in ("text", "output_text"):
                 texts.append(str(block.get("text") or ""))
-            elif kind in ("thinking", "reasoning"):
+            elif kind in ("thinking", "reasoning", "redacted_thinking"):
                 text = block.get("thinking") or block.get("text") or ""
                 if text:
                     parsed.reasoning.append(ReasoningContent(str(text)))
+                if "signature" in block or kind == "redacted_thinking":  # Anthropic: needed back, signed
+                    parsed.extra.setdefault("thinking_blocks", []).append(block)
             elif kind == "tool_use":  # Anthropic Messages
                 parsed.calls.append(TextCall(str(block.get("name") or ""), block.get("input"), block.get("id")))
             elif kind == "tool_calls":
@@ -219,7 +230,9 @@ def _gemini(response: dict[str, Any]) -> _Parsed | None:
             continue
         if isinstance(part.get("functionCall"), dict):
             call = part["functionCall"]
-            parsed.calls.append(TextCall(str(call.get("name") or ""), call.get("args"), call.get("id")))
+            signature = part.get("thoughtSignature", part.get("thought_signature"))
+            extra = {"extra_content": {"google": {"thought_signature": signature}}} if signature else None
+            parsed.calls.append(TextCall(str(call.get("name") or ""), call.get("args"), call.get("id"), extra=extra))
         elif isinstance(part.get("text"), str):
             if part.get("thought"):
                 parsed.reasoning.append(ReasoningContent(part["text"]))
@@ -272,11 +285,28 @@ def _unique(call_id: Any, index: int, taken: set[str]) -> str:
     return candidate
 
 
-def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> list[ToolCall]:
+def _tool_name(name: str, tool_names: Collection[str] | None) -> tuple[str, str | None]:
+    """``name`` without gpt-oss harmony debris (vLLM #32587), and a note when it changed."""
+    if "<|" not in name and not name.startswith("functions."):
+        return name, None
+    if tool_names is not None and name in tool_names:
+        return name, None
+    clean = clean_tool_name(name)
+    if clean == name or not clean:
+        return name, None
+    return clean, f"tool name {name[:80]!r} carried gpt-oss harmony markup; read as {clean!r}"
+
+
+def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str],
+                   tool_names: Collection[str] | None = None) -> list[ToolCall]:
     out: list[ToolCall] = []
     for call in calls:
+        call.name, renamed = _tool_name(call.name, tool_names)
+        if renamed:
+            call.note = "; ".join(n for n in (call.note, renamed) if n)
         glued = None if call.error else _split_glued(call.arguments)
-        pieces = [TextCall(call.name, part, call.id, note="split glued JSON objects into separate calls")
+        pieces = [TextCall(call.name, part, call.id, note="; ".join(
+            n for n in (call.note, "split glued JSON objects into separate calls") if n), extra=call.extra)
                   for part in glued] if glued else [call]
         for piece in pieces:
             arguments, error, note = parse_arguments_noted(piece.arguments, repair=not truncated)
@@ -292,7 +322,8 @@ def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> l
                     None if piece.arguments is None else json.dumps(piece.arguments, default=str))
                 arguments = {}
             out.append(ToolCall(_unique(piece.id, len(out), taken), piece.name, arguments, error=error,
-                                raw_arguments=raw_text, note="; ".join(n for n in (piece.note, note) if n) or None))
+                                raw_arguments=raw_text, note="; ".join(n for n in (piece.note, note) if n) or None,
+                                extra=dict(piece.extra or {})))
     return out
 
 
@@ -347,11 +378,17 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         parsed.usage = response["usage"]
     elif isinstance(response.get("usageMetadata"), dict):
         parsed.usage = response["usageMetadata"]
+    parsed.finish_reason = _finish_reason(parsed.finish_reason)
     truncated = parsed.finish_reason in ("length", "incomplete")  # incomplete: a stream ended early
     text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
-    if thought:
-        parsed.reasoning.append(ReasoningContent(thought))
     calls = parsed.calls
+    harmony = split_harmony(text) if "<|" in text or "assistantfinal" in text else None
+    if harmony is not None:  # gpt-oss: analysis is reasoning, calls in commentary, final is the answer
+        text, thought = harmony.text, "\n".join(t for t in (thought, harmony.reasoning) if t)
+        calls = calls or [TextCall(name, body, error=None if closed or not truncated else
+                                   "the call was cut off by the token limit") for name, body, closed in harmony.calls]
+    if thought and all(thought.strip() != r.text.strip() for r in parsed.reasoning):  # not shown twice
+        parsed.reasoning.append(ReasoningContent(thought))
     if not calls and text:
         text, calls = find_text_calls(text, tool_names, truncated=truncated)
         if calls:
@@ -359,13 +396,57 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
     content: list[TextContent | ReasoningContent] = list(parsed.reasoning)
     if text:
         content.append(TextContent(text))
-    return AssistantMessage(
+    message = AssistantMessage(
         content=content,
-        tool_calls=_to_tool_calls(calls, truncated, set() if taken_ids is None else taken_ids),
+        tool_calls=_to_tool_calls(calls, truncated, set() if taken_ids is None else taken_ids, tool_names),
         extra=parsed.extra,
         finish_reason=parsed.finish_reason,
         usage=parsed.usage,
     )
+    return _storable(message)
+
+
+def _finish_reason(value: Any) -> str | None:
+    """A reply's finish reason as text: a string kept, None kept, anything else as its JSON text (7 -> "7")."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _json_text(value)[:200]
+    return _json_text(value)
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):  # pragma: no cover - json_safe leaves only JSON
+        return type(value).__name__
+
+
+def _clean(value: Any) -> Any:
+    """``value`` unchanged when it is strict JSON (UTF-8 text, no NaN), else made so by ``json_safe``."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return value
+    except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
+        return json_safe(value)
+
+
+def _storable(message: AssistantMessage) -> AssistantMessage:
+    """Normalise a reply at the entry so that whatever is accepted can be saved and loaded again.
+
+    Every value becomes strict JSON (``yiemagent.jsonsafe.json_safe``: NaN, lone
+    surrogates, bytes, odd keys and objects replaced); ``finish_reason`` is text.
+    """
+    for part in message.content:
+        part.text = _clean(part.text)
+    for call in message.tool_calls:
+        call.id, call.name = _clean(call.id), _clean(call.name)
+        call.arguments = _clean(call.arguments)
+        call.extra = _clean(call.extra)
+        call.error, call.raw_arguments, call.note = _clean(call.error), _clean(call.raw_arguments), _clean(call.note)
+    message.extra = _clean(message.extra)
+    message.usage = _clean(message.usage)
+    return message
 
 
 def extract_tool_calls(response: Any, *, tool_names: Collection[str] | None = None) -> list[ToolCall]:
