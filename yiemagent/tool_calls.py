@@ -44,6 +44,7 @@ Spec: OpenAI Chat Completions and Responses; Anthropic Messages; Gemini
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,7 @@ from typing import Any
 from .arguments import parse_arguments, parse_arguments_noted
 from .exceptions import ToolCallFormatError
 from .harmony import clean_tool_name, split_harmony
-from .jsonsafe import json_safe
+from .jsonsafe import MAX_DEPTH, is_clean_text, json_safe
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
 from .text_tool_calls import TextCall, find_text_calls, split_reasoning
 
@@ -422,13 +423,26 @@ def _json_text(value: Any) -> str:
         return type(value).__name__
 
 
+def _strict(value: Any, depth: int = 0) -> bool:
+    """True when ``value`` is JSON that loads back equal: UTF-8 text, finite numbers, lists, string keys."""
+    if value is None or isinstance(value, (bool, int)):
+        return True
+    if isinstance(value, str):
+        return is_clean_text(value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth > MAX_DEPTH:
+        return False
+    if type(value) is list:
+        return all(_strict(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(isinstance(k, str) and is_clean_text(k) and _strict(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def _clean(value: Any) -> Any:
-    """``value`` unchanged when it is strict JSON (UTF-8 text, no NaN), else made so by ``json_safe``."""
-    try:
-        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return value
-    except (TypeError, ValueError, RecursionError, UnicodeEncodeError):
-        return json_safe(value)
+    """``value`` unchanged when it is strict JSON (``_strict``), else made so by ``json_safe``."""
+    return value if _strict(value) else json_safe(value)
 
 
 def _storable(message: AssistantMessage) -> AssistantMessage:
@@ -446,6 +460,7 @@ def _storable(message: AssistantMessage) -> AssistantMessage:
         call.error, call.raw_arguments, call.note = _clean(call.error), _clean(call.raw_arguments), _clean(call.note)
     message.extra = _clean(message.extra)
     message.usage = _clean(message.usage)
+    message.finish_reason = _clean(message.finish_reason)
     return message
 
 
