@@ -120,3 +120,20 @@ def test_two_harmony_calls_and_text_without_markup_is_left_alone():
         ("get_weather", {"city": "Berlin"}), ("get_weather", {"city": "Paris"})]
     assert split_harmony("The analysis shows <b>bold</b> results.") is None
     assert split_harmony("an assistantfinal word in prose") is None
+
+
+def test_tensorrt_llm_9256_streamed_analysis_is_previewed_as_reasoning_not_text(peer):
+    """Streamed (one token per chunk, as vLLM and TensorRT-LLM stream): the ``message_update`` text
+    deltas carry only the final channel; the analysis goes out as reasoning deltas. Before: the raw
+    markup and the analysis were previewed as answer text."""
+    from yiemagent.testing import EventRecorder
+
+    tokens = ["<|channel|>", "analysis", "<|message|>", "User says", " hi.", "<|end|>", "<|start|>", "assistant",
+              "<|channel|>", "final", "<|message|>", "Hello", "!", "<|return|>"]
+    peer.script(Reply(sse=[*(chunk({"content": t}) for t in tokens), chunk(finish_reason="stop")]))
+    recorder = EventRecorder()
+    agent = Agent(openai_chat(peer.base_url, "gpt-oss", stream=True, timeout_seconds=10), event_sink=recorder)
+    assert agent.ask("hi", timeout_seconds=20)["content"] == "Hello!"
+    deltas = [(e.delta_type, e.delta) for e in recorder.events if getattr(e, "delta_type", None)]
+    assert "".join(d for kind, d in deltas if kind == "text") == "Hello!"
+    assert "".join(d for kind, d in deltas if kind == "reasoning") == "User says hi."

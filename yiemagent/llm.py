@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol
 
 from .dialects import merge_field
 from .exceptions import FormatError
+from .harmony import split_harmony
 
 __all__ = ["INCOMPLETE", "ChunkDeltas", "LLMCall", "OnDelta", "StreamMerger", "accepts_on_delta", "merge_chunks"]
 
@@ -91,12 +92,21 @@ class ChunkDeltas:
     told apart by ``(tool_call_index, tool_call_id)``. Only choice ``index`` 0
     is read, as ``_merge_chunks`` does.
 
+    Content that starts with gpt-oss harmony markup (``<|channel|>``,
+    ``<|start|>``: a server without a harmony parser) is not shown raw: the
+    analysis channel is reported as ``reasoning``, the answer channels as
+    ``text``, calls not at all (``yiemagent.harmony``). A reasoning text a
+    server mirrors in ``reasoning_content`` and ``reasoning`` is reported once.
+
     Spec: OpenAI Chat Completions streaming, ``choices[].delta``.
     """
 
     def __init__(self, on_delta: OnDelta | None) -> None:
         self.on_delta = on_delta
         self._calls: dict[int, tuple[str | None, str | None]] = {}
+        self._harmony: bool | None = None  # None: not known yet
+        self._content = ""  # held back (not known yet) or the whole harmony text so far
+        self._shown = {"text": "", "reasoning": ""}
 
     def feed(self, chunk: dict[str, Any]) -> None:
         """Report the deltas in one chunk (nothing when ``on_delta`` is None)."""
@@ -114,7 +124,7 @@ class ChunkDeltas:
                         key == "reasoning" and delta[key] == delta.get("reasoning_content")):  # mirrored: once
                     on_delta("reasoning", delta[key])
             if isinstance(delta.get("content"), str) and delta["content"]:
-                on_delta("text", delta["content"])
+                self._text(delta["content"], on_delta)
             for call in delta.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
@@ -132,6 +142,40 @@ class ChunkDeltas:
                 piece: str = fn["arguments"] if isinstance(fn.get("arguments"), str) else ""
                 if piece or first:
                     on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
+
+
+    def _text(self, piece: str, on_delta: OnDelta) -> None:
+        """Report a content piece: as it came, or read as harmony channels (see the class docstring)."""
+        if self._harmony is False:
+            on_delta("text", piece)
+            return
+        self._content += piece
+        if self._harmony is None:
+            start = self._content.lstrip()
+            if start.startswith(_HARMONY_STARTS):
+                self._harmony = True
+            elif any(marker.startswith(start) for marker in _HARMONY_STARTS):
+                return  # maybe the start of a marker: wait for more
+            else:
+                self._harmony = False
+                on_delta("text", self._content)
+                self._content = ""
+                return
+        text = self._content
+        cut = text.rfind("<|")
+        if cut != -1 and "|>" not in text[cut:]:  # a token cut between chunks: wait for its end
+            text = text[:cut]
+        reply = split_harmony(text)
+        if reply is None:
+            return
+        for kind, now in (("reasoning", reply.reasoning), ("text", reply.text)):
+            shown = self._shown[kind]
+            if len(now) > len(shown) and now.startswith(shown):
+                on_delta("reasoning" if kind == "reasoning" else "text", now[len(shown):])
+                self._shown[kind] = now
+
+
+_HARMONY_STARTS = ("<|channel|>", "<|start|>")
 
 
 def accepts_on_delta(llm_call: Any) -> bool:
