@@ -103,9 +103,9 @@ class OpenAIFormatter:
                 if isinstance(message, AssistantMessage):
                     if not self.send_extra:
                         kept = MESSAGE_FIELDS if self.send_provider_fields else frozenset()
-                        for key in message.extra:
-                            if key not in _OWN_KEYS and key not in kept:
-                                converted.pop(key, None)
+                        for key, value in message.extra.items():
+                            if key not in _OWN_KEYS and (key not in kept or value in ([], {}, None)):
+                                converted.pop(key, None)  # an empty provider field is not worth a 400
                         call_kept = TOOL_CALL_FIELDS if self.send_provider_fields else frozenset()
                         for call, sent in zip(message.tool_calls, converted.get("tool_calls") or [], strict=False):
                             for key in call.extra:

@@ -34,8 +34,18 @@ Rules:
   get unique ids (``call_0``, ``call_x_2`` ...); given ids are kept;
 * ``finish_reason`` is advisory: calls present with ``"stop"`` are returned;
 * reasoning (``reasoning_content``, ``reasoning``, ``thinking`` blocks,
-  ``<think>`` in text) is kept as ``ReasoningContent`` and never searched
-  for calls.
+  ``<think>`` in text, gpt-oss's analysis channel) is kept as
+  ``ReasoningContent``, once (a text mirrored in two keys or repeated in
+  ``<think>`` is kept once), and never searched for calls;
+* provider fields (``yiemagent.dialects``) stay on the message
+  (``AssistantMessage.extra``) and on each call (``ToolCall.extra``); a
+  Gemini ``thoughtSignature`` and Anthropic signed thinking blocks are put
+  where the OpenAI-compatible dialects carry them;
+* gpt-oss harmony markup in text is read (``yiemagent.harmony``), and a
+  harmony suffix on a tool name is stripped (noted in ``ToolCall.note``);
+* the result can always be saved: ``finish_reason`` is text (``7`` ->
+  ``"7"``) and every value strict JSON (``yiemagent.jsonsafe.json_safe``
+  replaces NaN, lone surrogates, bytes, non-string keys).
 
 Spec: OpenAI Chat Completions and Responses; Anthropic Messages; Gemini
 ``generateContent``; Ollama ``/api/chat``.
@@ -44,7 +54,6 @@ Spec: OpenAI Chat Completions and Responses; Anthropic Messages; Gemini
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,8 +61,8 @@ from typing import Any
 from .arguments import parse_arguments, parse_arguments_noted
 from .exceptions import ToolCallFormatError
 from .harmony import clean_tool_name, split_harmony
-from .jsonsafe import MAX_DEPTH, is_clean_text, json_safe
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
+from .normalise import finish_reason_text, storable_reply
 from .text_tool_calls import TextCall, find_text_calls, split_reasoning
 
 __all__ = ["extract_tool_calls", "parse_arguments", "parse_arguments_noted", "parse_response"]
@@ -379,7 +388,7 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         parsed.usage = response["usage"]
     elif isinstance(response.get("usageMetadata"), dict):
         parsed.usage = response["usageMetadata"]
-    parsed.finish_reason = _finish_reason(parsed.finish_reason)
+    parsed.finish_reason = finish_reason_text(parsed.finish_reason)
     truncated = parsed.finish_reason in ("length", "incomplete")  # incomplete: a stream ended early
     text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
     calls = parsed.calls
@@ -404,64 +413,7 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         finish_reason=parsed.finish_reason,
         usage=parsed.usage,
     )
-    return _storable(message)
-
-
-def _finish_reason(value: Any) -> str | None:
-    """A reply's finish reason as text: a string kept, None kept, anything else as its JSON text (7 -> "7")."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return _json_text(value)[:200]
-    return _json_text(value)
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):  # pragma: no cover - json_safe leaves only JSON
-        return type(value).__name__
-
-
-def _strict(value: Any, depth: int = 0) -> bool:
-    """True when ``value`` is JSON that loads back equal: UTF-8 text, finite numbers, lists, string keys."""
-    if value is None or isinstance(value, (bool, int)):
-        return True
-    if isinstance(value, str):
-        return is_clean_text(value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if depth > MAX_DEPTH:
-        return False
-    if type(value) is list:
-        return all(_strict(v, depth + 1) for v in value)
-    if type(value) is dict:
-        return all(isinstance(k, str) and is_clean_text(k) and _strict(v, depth + 1) for k, v in value.items())
-    return False
-
-
-def _clean(value: Any) -> Any:
-    """``value`` unchanged when it is strict JSON (``_strict``), else made so by ``json_safe``."""
-    return value if _strict(value) else json_safe(value)
-
-
-def _storable(message: AssistantMessage) -> AssistantMessage:
-    """Normalise a reply at the entry so that whatever is accepted can be saved and loaded again.
-
-    Every value becomes strict JSON (``yiemagent.jsonsafe.json_safe``: NaN, lone
-    surrogates, bytes, odd keys and objects replaced); ``finish_reason`` is text.
-    """
-    for part in message.content:
-        part.text = _clean(part.text)
-    for call in message.tool_calls:
-        call.id, call.name = _clean(call.id), _clean(call.name)
-        call.arguments = _clean(call.arguments)
-        call.extra = _clean(call.extra)
-        call.error, call.raw_arguments, call.note = _clean(call.error), _clean(call.raw_arguments), _clean(call.note)
-    message.extra = _clean(message.extra)
-    message.usage = _clean(message.usage)
-    message.finish_reason = _clean(message.finish_reason)
-    return message
+    return storable_reply(message)
 
 
 def extract_tool_calls(response: Any, *, tool_names: Collection[str] | None = None) -> list[ToolCall]:
