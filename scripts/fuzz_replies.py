@@ -4,7 +4,8 @@
 
 Each example is a reply of any shape ``parse_response`` reads, odd values anywhere
 (``tests/property/strategies.reply_shapes``). An agent answers it; its state must be strict
-JSON and ``Agent.from_state`` must load the same history. Also: ``parse_state`` on generated
+JSON, ``Agent.from_state`` must load the same history, and every request the agent sends must
+pass the strict oracle (provider fields allowed). Also: ``parse_state`` on generated
 states and ``merge_chunks`` on generated chunk lists must raise nothing but ``FormatError``.
 Printed: examples run, replies accepted, and the counts of failures by kind (all should be 0).
 Exit status 1 when any count is not 0.
@@ -48,7 +49,8 @@ def main() -> int:
         counts["accepted"] += 1
         try:
             agent = t.Agent(t.scripted(reply), tools=[t.get_weather], max_turns=3)
-            agent.ask("go", timeout_seconds=30)
+            answer = agent.ask("go", timeout_seconds=30)
+            assert answer["status"] != "error", answer.get("error")  # also: a request the oracle refused
             t.check_state(agent)
         except BaseException as exc:  # noqa: BLE001 - every failure is counted
             record("not storable", exc, reply)
