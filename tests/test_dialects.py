@@ -252,3 +252,16 @@ def test_hermes_agent_3116_think_tags_mirroring_reasoning_content_show_once():
     message = parse_response({"choices": [{"message": {"role": "assistant", "reasoning_content": "Greet back.",
                                                        "content": "<think>Greet back.</think>Hello!"}}]})
     assert message.text == "Hello!" and message.reasoning == "Greet back."
+
+
+def test_litellm_16895_thought_signature_in_the_tool_call_id_is_never_shortened(peer):
+    """BerriAI/litellm PR #16895 (and #18374): LiteLLM in front of Gemini 3 appends the thought
+    signature to the tool-call id (``call_x__thought__<signature>``) so that clients send it back;
+    Gemini answers 400 without it. Before: the guard shortened every id over 40 characters (OpenAI's
+    limit), cutting the signature. After: such an id goes back whole, its result answers it."""
+    long_id = "call_3f2a__thought__" + SIGNATURE * 4
+    peer.script(reply({"content": None, "tool_calls": [weather_call(long_id)]}), reply({"content": "done"}, "stop"))
+    run(peer)
+    body = peer.requests[1]["body"]
+    assert sent_assistant(peer)["tool_calls"][0]["id"] == long_id
+    assert [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"] == [long_id]

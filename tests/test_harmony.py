@@ -71,9 +71,9 @@ def test_vllm_32587_harmony_suffix_on_a_streamed_tool_name_is_stripped(peer):
     assert "harmony" in agent.history[1].tool_calls[0].note
 
 
-def test_tensorrt_llm_9256_analysis_channel_never_reaches_the_user_as_the_answer(peer):
-    """TensorRT-LLM #9256, Sidekick #75: analysis then final in ``content``; the answer is the final
-    channel only, the analysis is reasoning."""
+def test_sidekick_75_analysis_channel_never_reaches_the_user_as_the_answer(peer):
+    """johnbean393/Sidekick #75 (and TensorRT-LLM #9256, cited by issue 15): analysis then final in
+    ``content``; the answer is the final channel only, the analysis is reasoning."""
     peer.script(text_reply("<|channel|>analysis<|message|>User says hi. Reply politely.<|end|>"
                            "<|start|>assistant<|channel|>final<|message|>Hello! How can I help?<|return|>"))
     agent = Agent(openai_chat(peer.base_url, "gpt-oss", timeout_seconds=10))
@@ -122,10 +122,11 @@ def test_two_harmony_calls_and_text_without_markup_is_left_alone():
     assert split_harmony("an assistantfinal word in prose") is None
 
 
-def test_tensorrt_llm_9256_streamed_analysis_is_previewed_as_reasoning_not_text(peer):
-    """Streamed (one token per chunk, as vLLM and TensorRT-LLM stream): the ``message_update`` text
-    deltas carry only the final channel; the analysis goes out as reasoning deltas. Before: the raw
-    markup and the analysis were previewed as answer text."""
+def test_vllm_32587_streamed_harmony_content_is_previewed_by_channel(peer):
+    """vLLM #32587 ("special tokens leak into ... responses", streaming), macprovider #743 ("the
+    analysis text arrives as normal content deltas"): one token per chunk; the ``message_update``
+    text deltas carry only the final channel, the analysis goes out as reasoning deltas. Before:
+    the raw markup and the analysis were previewed as answer text."""
     from yiemagent.testing import EventRecorder
 
     tokens = ["<|channel|>", "analysis", "<|message|>", "User says", " hi.", "<|end|>", "<|start|>", "assistant",

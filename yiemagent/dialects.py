@@ -18,6 +18,7 @@ history and the saved state but are sent only with ``send_extra=True``.
     OpenRouter                   message     reasoning_details (list)                 yes, unmodified
     LiteLLM (Anthropic thinking) message     thinking_blocks (with signatures)        yes
     DeepSeek thinking mode       message     reasoning_content (also "")              yes (400 without it)
+    LiteLLM (Gemini 3)           tool call   id "call_x__thought__<signature>"         yes, never shortened
 
 Streams: ``yiemagent.llm.StreamMerger`` merges these fields across chunks
 (``merge_field``): text pieces (``text``, ``thinking``, ``summary``,
@@ -40,6 +41,7 @@ from typing import Any, Literal
 __all__ = [
     "MESSAGE_FIELDS",
     "PROVIDER_FIELDS",
+    "SIGNED_ID_MARKERS",
     "TOOL_CALL_FIELDS",
     "ProviderField",
     "merge_field",
@@ -68,13 +70,18 @@ PROVIDER_FIELDS: tuple[ProviderField, ...] = (
                   "thinking and redacted_thinking blocks with their signatures"),
     ProviderField("DeepSeek thinking mode", "message", "reasoning_content",
                   "must come back after a turn with tool calls; an empty one too"),
+    ProviderField("LiteLLM (Gemini 3)", "tool_call", "id",
+                  "the signature appended to the call id (call_x__thought__<signature>): never shortened"),
 )
 """The dialect table (see the module docstring)."""
 
 MESSAGE_FIELDS = frozenset(f.field for f in PROVIDER_FIELDS if f.where == "message") | {"reasoning"}
 """Assistant-message fields sent back (``reasoning`` / ``reasoning_content`` are also read as reasoning)."""
-TOOL_CALL_FIELDS = frozenset(f.field for f in PROVIDER_FIELDS if f.where == "tool_call")
-"""Tool-call fields sent back."""
+TOOL_CALL_FIELDS = frozenset(f.field for f in PROVIDER_FIELDS if f.where == "tool_call") - {"id"}
+"""Tool-call fields sent back (besides ``id``, which always is)."""
+SIGNED_ID_MARKERS = ("__thought__",)
+"""A tool-call id holding one of these carries a provider's signature (LiteLLM PRs #16895, #18374):
+the request guard sends it unchanged, never shortened to OpenAI's 40 characters."""
 
 _TEXT_KEYS = frozenset({"text", "thinking", "summary", "refusal", "arguments"})
 _JOINED_TYPES = frozenset({"thinking", "reasoning.text", "reasoning.summary"})

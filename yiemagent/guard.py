@@ -28,7 +28,8 @@ Repairs, message by message:
   missing or empty id gets one; ``arguments`` becomes a JSON object text
   (an object is serialised, anything else is ``"{}"``);
 * a tool-call id longer than 40 characters is shortened (stable: a prefix
-  and a hash), with its result;
+  and a hash), with its result, unless it carries a provider's signature
+  (LiteLLM's ``call_x__thought__<signature>`` for Gemini 3: sent unchanged);
 * a tool-call name breaking ``^[a-zA-Z0-9_-]{1,64}$`` (``web.search``,
   ``get weather now``) is replaced by a valid one (bad characters become
   ``_``) and the call's result text starts with a note naming the original,
@@ -71,6 +72,7 @@ import hashlib
 import logging
 from typing import Any
 
+from .dialects import SIGNED_ID_MARKERS
 from .exceptions import InvalidRequestError
 from .message_repair import NAME_PATTERN, _check_message, _Checked, _text, valid_name
 from .schema_repair import fix_schema
@@ -257,7 +259,7 @@ class RequestGuard:
             for k, call in enumerate(calls):
                 original_id = call["id"]
                 call_id = original_id
-                if len(call_id) > MAX_ID_CHARS:
+                if len(call_id) > MAX_ID_CHARS and not any(m in call_id for m in SIGNED_ID_MARKERS):
                     call_id = _short_id(call_id)
                     repairs.append(f"messages[{i}]: tool call id {original_id[:20]!r}... is longer than "
                                    f"{MAX_ID_CHARS} characters; sent as {call_id!r}")
