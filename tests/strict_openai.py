@@ -85,7 +85,8 @@ def _text_parts(content, where):
 
 def validate(messages, dialects=False):
     """``dialects=True`` also accepts the provider fields of ``DIALECT_*_KEYS`` (sent back to the provider
-    that attached them: Gemini's ``extra_content``, OpenRouter's ``reasoning_details``...)."""
+    that attached them: Gemini's ``extra_content``, OpenRouter's ``reasoning_details``...).
+    """
     assert isinstance(messages, list), "messages must be a list"
     strict_json(messages, "messages")
     seen_ids = set()

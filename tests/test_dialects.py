@@ -49,7 +49,7 @@ def sent_assistant(peer, request=1):
     """The assistant message of the tool turn, as the next request carried it (validated)."""
     body = peer.requests[request]["body"]
     strict_openai.validate_request(body["messages"], body.get("tools"), dialects=True)
-    return [m for m in body["messages"] if m["role"] == "assistant"][0]
+    return next(m for m in body["messages"] if m["role"] == "assistant")
 
 
 def run(peer, stream=False, **agent_kwargs):
@@ -67,10 +67,11 @@ GEMINI_EXTRA = {"extra_content": {"google": {"thought_signature": SIGNATURE}}}
 
 
 def test_pi_6733_gemini_thought_signature_on_each_tool_call_goes_back(peer):
-    """pi #6733, langroid PR #969, Roo-Code #9499: Gemini 3 (OpenAI-compatible) puts
+    """earendil-works/pi #6733, langroid PR #969, Roo-Code #9499: Gemini 3 (OpenAI-compatible) puts
     ``extra_content.google.thought_signature`` on each tool call and answers 400 when the next
     request lacks it. Before: dropped (the call was rebuilt from id/name/arguments). After: it goes
-    back unchanged on its own call, and survives a saved state."""
+    back unchanged on its own call, and survives a saved state.
+    """
     second = weather_call("call_2", "Lima", extra_content={"google": {"thought_signature": "second-sig"}})
     peer.script(reply({"content": None, "tool_calls": [weather_call(**GEMINI_EXTRA), second]}),
                 reply({"content": "done"}, "stop"))
@@ -83,8 +84,9 @@ def test_pi_6733_gemini_thought_signature_on_each_tool_call_goes_back(peer):
 
 
 def test_pi_7745_gemini_thought_signature_streamed_goes_back(peer):
-    """pi PR #7745 (refs #6733): streamed, the signature arrives in the call's delta, ``google`` or
-    ``vertex`` namespace kept as sent. Before: the stream merger dropped every unknown delta key."""
+    """earendil-works/pi PR #7745 (refs #6733): streamed, the signature arrives in the call's delta, ``google`` or
+    ``vertex`` namespace kept as sent. Before: the stream merger dropped every unknown delta key.
+    """
     delta = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
         "name": "get_weather", "arguments": ""}, "extra_content": {"vertex": {"thought_signature": SIGNATURE}}}]}
     peer.script(Reply(sse=[chunk(delta), chunk({"tool_calls": [{"index": 0, "function": {
@@ -106,7 +108,8 @@ def test_eino_621_bare_thought_signature_on_the_tool_call_goes_back(peer):
 
 def test_gemini_native_thought_signature_becomes_the_openai_compatible_field():
     """A ``generateContent`` reply (``thoughtSignature`` on the functionCall part) keeps it in the
-    same place the OpenAI-compatible endpoint uses, so an adapter finds it on the call."""
+    same place the OpenAI-compatible endpoint uses, so an adapter finds it on the call.
+    """
     from yiemagent import parse_response
 
     message = parse_response({"candidates": [{"content": {"parts": [
@@ -125,10 +128,11 @@ DETAILS = [{"type": "reasoning.text", "text": "Need the weather.", "format": "an
 
 
 def test_langchainjs_11699_openrouter_reasoning_details_go_back_unmodified(peer):
-    """langchainjs #11699, Roo-Code #10307: OpenRouter asks for ``reasoning_details`` back unmodified
+    """Langchainjs #11699, Roo-Code #10307: OpenRouter asks for ``reasoning_details`` back unmodified
     with the assistant message of a tool loop (Gemini 3 via OpenRouter answers 400 without them).
     Before: kept in ``extra`` but never sent. After: sent as they came; the reasoning text is shown
-    once (from ``reasoning``, not again from the details)."""
+    once (from ``reasoning``, not again from the details).
+    """
     peer.script(reply({"content": None, "reasoning": "Need the weather.", "reasoning_details": DETAILS,
                        "tool_calls": [weather_call()]}), reply({"content": "done"}, "stop"))
     agent, _ = run(peer)
@@ -139,7 +143,8 @@ def test_langchainjs_11699_openrouter_reasoning_details_go_back_unmodified(peer)
 
 def test_openrouter_ai_sdk_provider_122_streamed_reasoning_details_merge_and_show_once(peer):
     """OpenRouterTeam/ai-sdk-provider #122, Effect-TS #6059: each delta carries the same text in
-    ``reasoning`` and in ``reasoning_details``; shown once, and the details merged by ``index``."""
+    ``reasoning`` and in ``reasoning_details``; shown once, and the details merged by ``index``.
+    """
     pieces = ["Need ", "the weather."]
     events = [chunk({"role": "assistant", "reasoning": p, "reasoning_details": [
         {"type": "reasoning.text", "text": p, "format": "unknown", "index": 0}]}) for p in pieces]
@@ -167,7 +172,8 @@ BLOCKS = [{"type": "thinking", "thinking": "Need the weather.", "signature": "Eq
 def test_openai_agents_4155_litellm_thinking_blocks_go_back_with_signatures(peer):
     """openai-agents-python PR #4155: a LiteLLM proxy in front of Claude returns ``thinking_blocks``
     (signed, redacted too) next to ``reasoning_content``; Anthropic refuses a tool-use continuation
-    whose thinking is not replayed unchanged. Before: dropped. After: sent back as they came."""
+    whose thinking is not replayed unchanged. Before: dropped. After: sent back as they came.
+    """
     peer.script(reply({"content": None, "reasoning_content": "Need the weather.", "thinking_blocks": BLOCKS,
                        "tool_calls": [weather_call()]}), reply({"content": "done"}, "stop"))
     agent, _ = run(peer)
@@ -176,9 +182,10 @@ def test_openai_agents_4155_litellm_thinking_blocks_go_back_with_signatures(peer
 
 
 def test_litellm_8964_streamed_thinking_blocks_join_and_keep_the_late_signature():
-    """litellm #8964: streamed, every delta carries a ``thinking_blocks`` piece, the signature comes
+    """Litellm #8964: streamed, every delta carries a ``thinking_blocks`` piece, the signature comes
     last; open-webui PR #29860: LiteLLM repeats the whole thinking text in the signed block. The
-    merged block has the text once and the signature."""
+    merged block has the text once and the signature.
+    """
     texts = ["The user has starte", "d the conversation"]
     chunks = [chunk({"reasoning_content": t, "thinking_blocks": [{"type": "thinking", "thinking": t,
                                                                     "signature": None}]}) for t in texts]
@@ -191,7 +198,8 @@ def test_litellm_8964_streamed_thinking_blocks_join_and_keep_the_late_signature(
 
 def test_anthropic_native_thinking_blocks_keep_their_signature():
     """An Anthropic Messages reply returned by a user's ``llm_call``: the signed thinking block and a
-    redacted one are kept (as LiteLLM's ``thinking_blocks``) and sent back; the text shows once."""
+    redacted one are kept (as LiteLLM's ``thinking_blocks``) and sent back; the text shows once.
+    """
     from yiemagent import parse_response
 
     message = parse_response({"role": "assistant", "stop_reason": "tool_use", "content": [
@@ -206,10 +214,11 @@ def test_anthropic_native_thinking_blocks_keep_their_signature():
 
 
 def test_continue_10193_deepseek_reasoning_content_goes_back_after_a_tool_turn(peer):
-    """continue #10193, opencode #24722: DeepSeek thinking mode answers 400 "Missing
+    """Continue #10193, opencode #24722: DeepSeek thinking mode answers 400 "Missing
     reasoning_content field in the assistant message" when a tool turn's ``reasoning_content`` is
     not sent back (its docs: turns with tool calls must pass it back in all later requests). An
-    empty ``reasoning_content`` must come back too."""
+    empty ``reasoning_content`` must come back too.
+    """
     peer.script(reply({"content": None, "reasoning_content": "", "tool_calls": [weather_call()]}),
                 reply({"content": None, "reasoning_content": "Then the next.", "tool_calls": [
                     weather_call("call_2", "Lima")]}),
@@ -223,7 +232,8 @@ def test_continue_10193_deepseek_reasoning_content_goes_back_after_a_tool_turn(p
 
 def test_kimi_code_3928_mirrored_reasoning_is_shown_once(peer):
     """MoonshotAI/kimi-code #3928 (StepFun, SGLang): every delta carries the same reasoning text in
-    ``reasoning_content`` and in ``reasoning``. Before: shown and stored twice. After: once."""
+    ``reasoning_content`` and in ``reasoning``. Before: shown and stored twice. After: once.
+    """
     events = [chunk({"role": "assistant", "reasoning_content": p, "reasoning": p}) for p in ("The", " user")]
     peer.script(Reply(sse=[*events, chunk({"content": "hi"}), chunk(finish_reason="stop")]))
     recorder = EventRecorder()
@@ -236,7 +246,8 @@ def test_kimi_code_3928_mirrored_reasoning_is_shown_once(peer):
 
 def test_send_provider_fields_false_leaves_them_out_for_another_provider(peer):
     """A history continued with a provider that rejects foreign fields: the option leaves them out,
-    and the request passes the strict oracle without ``dialects``."""
+    and the request passes the strict oracle without ``dialects``.
+    """
     peer.script(reply({"content": None, "reasoning_details": DETAILS, "tool_calls": [weather_call(**GEMINI_EXTRA)]}),
                 reply({"content": "done"}, "stop"))
     run(peer, format_messages=OpenAIFormatter(send_provider_fields=False))
@@ -246,7 +257,8 @@ def test_send_provider_fields_false_leaves_them_out_for_another_provider(peer):
 
 def test_hermes_agent_3116_think_tags_mirroring_reasoning_content_show_once():
     """hermes-agent PR #3116, LLMKube #1627: the reasoning comes in ``reasoning_content`` and again as
-    ``<think>`` in the content; the answer is the rest, the reasoning is kept once."""
+    ``<think>`` in the content; the answer is the rest, the reasoning is kept once.
+    """
     from yiemagent import parse_response
 
     message = parse_response({"choices": [{"message": {"role": "assistant", "reasoning_content": "Greet back.",
@@ -258,7 +270,8 @@ def test_litellm_16895_thought_signature_in_the_tool_call_id_is_never_shortened(
     """BerriAI/litellm PR #16895 (and #18374): LiteLLM in front of Gemini 3 appends the thought
     signature to the tool-call id (``call_x__thought__<signature>``) so that clients send it back;
     Gemini answers 400 without it. Before: the guard shortened every id over 40 characters (OpenAI's
-    limit), cutting the signature. After: such an id goes back whole, its result answers it."""
+    limit), cutting the signature. After: such an id goes back whole, its result answers it.
+    """
     long_id = "call_3f2a__thought__" + SIGNATURE * 4
     peer.script(reply({"content": None, "tool_calls": [weather_call(long_id)]}), reply({"content": "done"}, "stop"))
     run(peer)

@@ -39,14 +39,15 @@ def text_reply(content, finish_reason="stop"):
 def test_imp_1716_harmony_call_in_content_becomes_a_tool_call(peer):
     """kekzl/imp #1716 (PR #1719), lablup/mlxcel #654: the server hands gpt-oss's channel markup back
     as ``content``, ``finish_reason: "stop"``. Before: the markup was the answer and no tool ran.
-    After: the commentary message to ``functions.get_weather`` is a call, the analysis is reasoning."""
+    After: the commentary message to ``functions.get_weather`` is a call, the analysis is reasoning.
+    """
     peer.script(text_reply(ANALYSIS + CALL), text_reply("It is sunny in Berlin."))
     agent = Agent(openai_chat(peer.base_url, "gpt-oss", timeout_seconds=10), tools=[get_weather])
     answer = agent.ask("weather in Berlin?", timeout_seconds=20)
     assert answer["content"] == "It is sunny in Berlin."
     body = peer.requests[1]["body"]
     strict_openai.validate_request(body["messages"], body["tools"])
-    tool_message = [m for m in body["messages"] if m["role"] == "tool"][0]
+    tool_message = next(m for m in body["messages"] if m["role"] == "tool")
     assert tool_message["content"] == "sunny in Berlin"
     call = agent.history[1].tool_calls[0]
     assert (call.name, call.arguments) == ("get_weather", {"city": "Berlin"})
@@ -54,9 +55,10 @@ def test_imp_1716_harmony_call_in_content_becomes_a_tool_call(peer):
 
 
 def test_vllm_32587_harmony_suffix_on_a_streamed_tool_name_is_stripped(peer):
-    """vLLM #32587 (PR #32633): streamed ``function.name`` values came back as
+    """VLLM #32587 (PR #32633): streamed ``function.name`` values came back as
     ``query_dataset<|channel|>commentary``. Before: "Unknown tool". After: the suffix is stripped
-    before lookup, the tool runs, the name sent back is the registered one (with a repair note)."""
+    before lookup, the tool runs, the name sent back is the registered one (with a repair note).
+    """
     peer.script(Reply(sse=[
         chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
             "name": "get_weather<|channel|>commentary", "arguments": '{"city": "Oslo"}'}}]}),
@@ -65,7 +67,7 @@ def test_vllm_32587_harmony_suffix_on_a_streamed_tool_name_is_stripped(peer):
     agent.ask("weather in Oslo?", timeout_seconds=20)
     body = peer.requests[1]["body"]
     strict_openai.validate_request(body["messages"], body["tools"])
-    sent = [m for m in body["messages"] if m["role"] == "assistant"][0]["tool_calls"][0]
+    sent = next(m for m in body["messages"] if m["role"] == "assistant")["tool_calls"][0]
     assert sent["function"]["name"] == "get_weather"
     assert [m["content"] for m in body["messages"] if m["role"] == "tool"] == ["sunny in Oslo"]
     assert "harmony" in agent.history[1].tool_calls[0].note
@@ -73,7 +75,8 @@ def test_vllm_32587_harmony_suffix_on_a_streamed_tool_name_is_stripped(peer):
 
 def test_sidekick_75_analysis_channel_never_reaches_the_user_as_the_answer(peer):
     """johnbean393/Sidekick #75 (and TensorRT-LLM #9256, cited by issue 15): analysis then final in
-    ``content``; the answer is the final channel only, the analysis is reasoning."""
+    ``content``; the answer is the final channel only, the analysis is reasoning.
+    """
     peer.script(text_reply("<|channel|>analysis<|message|>User says hi. Reply politely.<|end|>"
                            "<|start|>assistant<|channel|>final<|message|>Hello! How can I help?<|return|>"))
     agent = Agent(openai_chat(peer.base_url, "gpt-oss", timeout_seconds=10))
@@ -84,7 +87,8 @@ def test_sidekick_75_analysis_channel_never_reaches_the_user_as_the_answer(peer)
 
 def test_macprovider_743_tokens_stripped_but_channel_words_kept(peer):
     """Augustas11/macprovider #743, TensorRT-LLM #10143: the special tokens are stripped but their
-    words stay: ``analysisWe need ... assistantfinalfour``. The answer is ``four``."""
+    words stay: ``analysisWe need ... assistantfinalfour``. The answer is ``four``.
+    """
     peer.script(text_reply('analysisWe need to answer "What is 2+2?" The answer is "four".assistantfinalfour'))
     agent = Agent(openai_chat(peer.base_url, "gpt-oss", timeout_seconds=10))
     assert agent.ask("2+2? one word", timeout_seconds=20)["content"] == "four"
@@ -93,7 +97,8 @@ def test_macprovider_743_tokens_stripped_but_channel_words_kept(peer):
 
 def test_omlx_2143_a_recipient_in_the_analysis_channel_is_not_a_call():
     """jundot/omlx PR #2143: only a ``commentary`` message to ``functions.*`` is a call; a leftover
-    recipient on an analysis message is reasoning."""
+    recipient on an analysis message is reasoning.
+    """
     message = parse_response({"choices": [{"message": {"role": "assistant", "content":
         "<|channel|>analysis to=functions.get_weather<|message|>maybe call it<|end|>"
         "<|start|>assistant<|channel|>final<|message|>No call needed.<|return|>"}}]}, tool_names={"get_weather"})
@@ -102,7 +107,8 @@ def test_omlx_2143_a_recipient_in_the_analysis_channel_is_not_a_call():
 
 def test_harmony_recipient_before_the_channel_and_a_call_without_end_token():
     """The recipient may sit in the role part (``<|start|>assistant to=functions.x<|channel|>``); a
-    reply cut before ``<|call|>`` still gives the call unless the token limit cut it."""
+    reply cut before ``<|call|>`` still gives the call unless the token limit cut it.
+    """
     text = '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Rome"}'
     message = parse_response({"choices": [{"message": {"role": "assistant", "content": text},
                                            "finish_reason": "stop"}]})
@@ -123,10 +129,11 @@ def test_two_harmony_calls_and_text_without_markup_is_left_alone():
 
 
 def test_vllm_32587_streamed_harmony_content_is_previewed_by_channel(peer):
-    """vLLM #32587 ("special tokens leak into ... responses", streaming), macprovider #743 ("the
+    """VLLM #32587 ("special tokens leak into ... responses", streaming), macprovider #743 ("the
     analysis text arrives as normal content deltas"): one token per chunk; the ``message_update``
     text deltas carry only the final channel, the analysis goes out as reasoning deltas. Before:
-    the raw markup and the analysis were previewed as answer text."""
+    the raw markup and the analysis were previewed as answer text.
+    """
     from yiemagent.testing import EventRecorder
 
     tokens = ["<|channel|>", "analysis", "<|message|>", "User says", " hi.", "<|end|>", "<|start|>", "assistant",

@@ -122,8 +122,11 @@ def merge_field(old: Any, new: Any, key: str = "") -> Any:
 
 
 def _block_of(blocks: list[Any], item: Any) -> int | None:
-    """Where ``item`` continues a block of ``blocks``: the block with its ``index`` (and type), or the
-    last block when both are of one thinking ``type`` and carry no index; None for a new block."""
+    """Where ``item`` continues a block of ``blocks`` (None: a new block).
+
+    The block with its ``index`` (and type), or the last block when both are
+    of one thinking ``type`` and carry no index.
+    """
     if not isinstance(item, dict):
         return None
     if "index" in item:

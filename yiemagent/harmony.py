@@ -4,12 +4,13 @@ A server that serves gpt-oss without a harmony parser (or with a broken one)
 hands the model's channel markup back as ``content``::
 
     <|channel|>analysis<|message|>Need the weather.<|end|>
-    <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>
+    <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json
+    <|message|>{"city":"Paris"}<|call|>
     <|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>
 
 ``split_harmony(text)`` reads it: the ``analysis`` channel is reasoning (never
 the answer), a message whose header names a recipient ``to=functions.NAME``
-(in the channel part or before it) is a tool call whose body is its
+(in the channel part or before it; the markup is one line, cut above) is a tool call whose body is its
 arguments, ``final`` (and a ``commentary`` message without a recipient, a
 preamble) is the answer. Text without harmony markup is left alone. The
 degraded form a server gives when it strips the special tokens but keeps

@@ -6,8 +6,9 @@ one), one line per repair (naming ``messages[index]``) and the tool calls
 whose names were replaced. Per message: keys a strict endpoint does not know
 are dropped, except the fields a provider attached and needs back
 (``yiemagent.dialects``: ``reasoning_details``, ``thinking_blocks``; a tool
-call's ``extra_content`` and ``thought_signature``), kept as strict JSON; ``content`` becomes text or valid parts (``image_url`` parts in
-user messages only); each tool call gets exactly ``{"id", "type":
+call's ``extra_content`` and ``thought_signature``), kept as strict JSON;
+``content`` becomes text or valid parts (``image_url`` parts in user messages
+only); each tool call gets exactly ``{"id", "type":
 "function", "function": {"name", "arguments": "<JSON object text>"}}``, its
 name made to match ``NAME_PATTERN`` (``valid_name``); a message ``name`` is
 made valid or dropped; text JSON cannot carry is fixed (``yiemagent.jsonsafe``).

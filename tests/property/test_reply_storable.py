@@ -31,7 +31,8 @@ def get_weather(city: str) -> str:
 
 def scripted(reply):
     """Answers ``reply``, then "done"; every request it gets must pass the strict oracle (provider fields
-    allowed: they go back to the provider that attached them)."""
+    allowed: they go back to the provider that attached them).
+    """
     replies = iter([reply])
 
     def llm_call(messages, tools):
