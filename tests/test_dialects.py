@@ -278,3 +278,25 @@ def test_litellm_16895_thought_signature_in_the_tool_call_id_is_never_shortened(
     body = peer.requests[1]["body"]
     assert sent_assistant(peer)["tool_calls"][0]["id"] == long_id
     assert [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"] == [long_id]
+
+
+def test_llm_mistral_38_magistral_thinking_chunks_are_read_as_text():
+    """simonw/llm-mistral #38 (PR #39), vercel/ai #8012: Magistral returns ``{"type": "thinking",
+    "thinking": [{"type": "text", "text": ...}]}`` chunks. Before: the reasoning was the list's repr.
+    After: its text."""
+    from yiemagent import parse_response
+
+    message = parse_response({"choices": [{"message": {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Two plus two."}]},
+        {"type": "text", "text": "4"}]}, "finish_reason": "stop"}]})
+    assert (message.reasoning, message.text) == ("Two plus two.", "4")
+
+
+def test_roo_code_8522_magistral_think_tags_are_reasoning():
+    """RooCodeInc/Roo-Code #8522: local Magistral (Ollama) writes ``[THINK]...[/THINK]`` in the text.
+    Before: the tags and the thinking were the answer. After: reasoning, and the answer is the rest."""
+    from yiemagent import parse_response
+
+    message = parse_response({"message": {"role": "assistant", "content": "[THINK]Greet.[/THINK]Hello!"},
+                              "done": True})
+    assert (message.reasoning, message.text) == ("Greet.", "Hello!")

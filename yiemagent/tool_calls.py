@@ -163,9 +163,9 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
             if kind in ("text", "output_text"):
                 texts.append(str(block.get("text") or ""))
             elif kind in ("thinking", "reasoning", "redacted_thinking"):
-                text = block.get("thinking") or block.get("text") or ""
+                text = _block_text(block.get("thinking") or block.get("text"))
                 if text:
-                    parsed.reasoning.append(ReasoningContent(str(text)))
+                    parsed.reasoning.append(ReasoningContent(text))
                 if "signature" in block or kind == "redacted_thinking":  # Anthropic: needed back, signed
                     parsed.extra.setdefault("thinking_blocks", []).append(block)
             elif kind == "tool_use":  # Anthropic Messages
@@ -181,6 +181,13 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
                                   raw=raw)
     parsed.text = "".join(texts)
     return parsed
+
+
+def _block_text(value: Any) -> str:
+    """The text of a thinking block's value: a string, or Magistral's list of text chunks."""
+    if isinstance(value, list):
+        return "".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in value)
+    return "" if value is None else str(value)
 
 
 def _chat_completions(response: dict[str, Any]) -> _Parsed | None:
@@ -390,6 +397,8 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         parsed.usage = response["usageMetadata"]
     parsed.finish_reason = finish_reason_text(parsed.finish_reason)
     truncated = parsed.finish_reason in ("length", "incomplete")  # incomplete: a stream ended early
+    if "THINK]" in parsed.text:  # Magistral's [THINK]...[/THINK] (Roo-Code #8522): read as <think>
+        parsed.text = parsed.text.replace("[THINK]", "<think>").replace("[/THINK]", "</think>")
     text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
     calls = parsed.calls
     harmony = split_harmony(text) if "<|" in text or "assistantfinal" in text else None
