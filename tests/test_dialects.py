@@ -283,7 +283,8 @@ def test_litellm_16895_thought_signature_in_the_tool_call_id_is_never_shortened(
 def test_llm_mistral_38_magistral_thinking_chunks_are_read_as_text():
     """simonw/llm-mistral #38 (PR #39), vercel/ai #8012: Magistral returns ``{"type": "thinking",
     "thinking": [{"type": "text", "text": ...}]}`` chunks. Before: the reasoning was the list's repr.
-    After: its text."""
+    After: its text.
+    """
     from yiemagent import parse_response
 
     message = parse_response({"choices": [{"message": {"role": "assistant", "content": [
@@ -294,7 +295,8 @@ def test_llm_mistral_38_magistral_thinking_chunks_are_read_as_text():
 
 def test_roo_code_8522_magistral_think_tags_are_reasoning():
     """RooCodeInc/Roo-Code #8522: local Magistral (Ollama) writes ``[THINK]...[/THINK]`` in the text.
-    Before: the tags and the thinking were the answer. After: reasoning, and the answer is the rest."""
+    Before: the tags and the thinking were the answer. After: reasoning, and the answer is the rest.
+    """
     from yiemagent import parse_response
 
     message = parse_response({"message": {"role": "assistant", "content": "[THINK]Greet.[/THINK]Hello!"},
