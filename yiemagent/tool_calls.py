@@ -167,7 +167,8 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
                 if text:
                     parsed.reasoning.append(ReasoningContent(text))
                 if "signature" in block or kind == "redacted_thinking":  # Anthropic: needed back, signed
-                    parsed.extra.setdefault("thinking_blocks", []).append(block)
+                    kept = parsed.extra.get("thinking_blocks")
+                    parsed.extra["thinking_blocks"] = [*(kept if isinstance(kept, list) else []), block]
             elif kind == "tool_use":  # Anthropic Messages
                 parsed.calls.append(TextCall(str(block.get("name") or ""), block.get("input"), block.get("id")))
             elif kind == "tool_calls":
