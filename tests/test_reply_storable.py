@@ -72,3 +72,26 @@ def test_issue_15_odd_replies_are_committed_and_load_in_a_new_agent(store_factor
         assert second.ask("and now?", timeout_seconds=20)["content"] == "done"
     finally:
         second.shutdown()
+
+
+@pytest.mark.parametrize("finish_reason", ["error", "guardrail_intervened", "sensitive", "", "MALFORMED_FUNCTION_CALL"])
+def test_pydantic_ai_2844_nonstandard_finish_reasons_are_answered_stored_and_loaded(
+        finish_reason, sqlite_store_factory):
+    """pydantic/pydantic-ai #2844 (OpenRouter ``error``), #7816 (Bedrock ``guardrail_intervened``, Gemini's
+    OpenAI-compatible endpoint), #7685 (Z.AI ``sensitive``), together-python PR #239 (``""``), #3581
+    (``native_finish_reason: null``): a finish reason outside OpenAI's five is answered, not refused,
+    and the conversation is stored and loaded again.
+    """
+    reply = {"choices": [{"index": 0, "finish_reason": finish_reason, "native_finish_reason": None,
+                          "message": {"role": "assistant", "content": "partial"}}]}
+    store = sqlite_store_factory()
+    first = Agent(scripted(reply), store=store, conversation_id="c")
+    try:
+        assert first.ask("q", timeout_seconds=20)["content"] == "partial"
+    finally:
+        first.shutdown()
+    second = Agent(scripted(), store=store, conversation_id="c")
+    try:
+        assert second.history[1].finish_reason == finish_reason and second.history[1].text == "partial"
+    finally:
+        second.shutdown()
