@@ -7,6 +7,9 @@ tools)`` both; each raises ``AssertionError`` naming the first problem.
 
 Rules (each one a 400 from some real endpoint):
 
+* provider fields (``reasoning_details``, ``thinking_blocks``; a call's
+  ``extra_content``, ``thought_signature``) only with ``dialects=True``: a
+  provider reads back what it attached, no other endpoint is asked to;
 * the body is RFC 8259 JSON: no ``NaN``/``Infinity``, only string keys, no
   lone surrogates (``json.dumps(..., allow_nan=False)`` and UTF-8 encodable);
 * at least one message in a request (``validate`` also takes an empty history);
@@ -40,6 +43,9 @@ KEYS = {
     "tool": {"role", "tool_call_id", "content"},
 }
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+DIALECT_MESSAGE_KEYS = {"reasoning_details", "thinking_blocks"}
+"""With ``dialects=True``: provider fields (yiemagent.dialects) a provider attached and reads back."""
+DIALECT_CALL_KEYS = {"extra_content", "thought_signature"}
 
 
 def _no_constant(name):
@@ -77,7 +83,10 @@ def _text_parts(content, where):
             and set(part) == {"type", "text"}, f"{where}: only text parts allowed here, got {part!r:.80}"
 
 
-def validate(messages):
+def validate(messages, dialects=False):
+    """``dialects=True`` also accepts the provider fields of ``DIALECT_*_KEYS`` (sent back to the provider
+    that attached them: Gemini's ``extra_content``, OpenRouter's ``reasoning_details``...).
+    """
     assert isinstance(messages, list), "messages must be a list"
     strict_json(messages, "messages")
     seen_ids = set()
@@ -87,7 +96,8 @@ def validate(messages):
         assert isinstance(message, dict), f"{where}: not an object"
         role = message.get("role")
         assert role in ROLES, f"{where}: bad role {role!r}"
-        assert set(message) <= KEYS[role], f"{where}: unknown keys {set(message) - KEYS[role]}"
+        allowed = KEYS[role] | (DIALECT_MESSAGE_KEYS if dialects and role == "assistant" else set())
+        assert set(message) <= allowed, f"{where}: unknown keys {set(message) - allowed}"
         if pending:
             assert role == "tool", f"{where}: {role} message while tool calls {pending} are unanswered"
         if "name" in message:
@@ -122,10 +132,13 @@ def validate(messages):
             for key in ("reasoning_content", "reasoning", "refusal"):
                 assert message.get(key) is None or isinstance(message[key], str), f"{where}: {key} must be text"
             for call in calls or []:
-                assert isinstance(call, dict) and set(call) == {"id", "type", "function"}, \
+                call_keys = {"id", "type", "function"}
+                assert isinstance(call, dict) and call_keys <= set(call) <= call_keys | (
+                    DIALECT_CALL_KEYS if dialects else set()), \
                     f"{where}: tool call keys {set(call) if isinstance(call, dict) else call!r}"
                 assert isinstance(call["id"], str) and call["id"], f"{where}: empty tool call id"
-                assert len(call["id"]) <= 40, f"{where}: tool call id longer than 40 characters"
+                assert len(call["id"]) <= 40 or (dialects and "__thought__" in call["id"]), \
+                    f"{where}: tool call id longer than 40 characters"
                 assert call["id"] not in seen_ids, f"{where}: duplicate tool call id {call['id']!r}"
                 seen_ids.add(call["id"])
                 assert call["type"] == "function"
@@ -204,7 +217,7 @@ def validate_tools(tools):
             _schema_arrays_have_items(params, f"{where}.parameters")
 
 
-def validate_request(messages, tools=()):
+def validate_request(messages, tools=(), dialects=False):
     assert isinstance(messages, list) and messages, "a request needs at least one message"
-    validate(messages)
+    validate(messages, dialects=dialects)
     validate_tools(list(tools or []))

@@ -211,8 +211,20 @@ def parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
     """``(history, usage, system_prompt)`` of ``state_to_json()`` text.
 
     Raises:
-        FormatError: ``state`` is not a saved state (also a tampered message).
+        FormatError: ``state`` is not a saved state (also a tampered message); the
+            only exception, for any input (a property test checks it).
     """
+    try:
+        return _parse_state(state)
+    except FormatError:
+        raise
+    except (RecursionError, MemoryError) as exc:  # nesting a message's repr cannot follow
+        raise FormatError(f"not a saved agent state: nested too deeply ({type(exc).__name__})") from None
+    except Exception as exc:  # a shape no check above expects: still not a saved state
+        raise FormatError(f"not a saved agent state: {type(exc).__name__}: {exc}") from exc
+
+
+def _parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
     try:
         data = json.loads(state)
     except (ValueError, TypeError, RecursionError) as exc:
@@ -379,8 +391,8 @@ class Conversation:
         formatter = self.config.format_messages
         history = [m for m in self.history if not getattr(m, "excluded", None)]
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
-            messages = OpenAIFormatter(tool_images=formatter.tool_images,
-                                       send_reasoning=formatter.send_reasoning)(history)
+            messages = OpenAIFormatter(tool_images=formatter.tool_images, send_reasoning=formatter.send_reasoning,
+                                       send_provider_fields=formatter.send_provider_fields)(history)
         else:
             messages = copy.deepcopy(formatter(history))
         if self.config.system_prompt:

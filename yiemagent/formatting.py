@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from .dialects import MESSAGE_FIELDS, TOOL_CALL_FIELDS
 from .messages import AssistantMessage, ImageContent, Message, ReasoningContent, ToolResultMessage, to_openai
 
 __all__ = ["OpenAIFormatter"]
@@ -29,9 +30,14 @@ class OpenAIFormatter:
     history, and ``llm_call`` must not change the dicts it receives.
 
     Unknown keys of a model reply (``AssistantMessage.extra``: ``refusal``,
-    ``audio``, provider fields...) are not sent back unless
+    ``audio``...; ``ToolCall.extra``) are not sent back unless
     ``send_extra=True``: strict endpoints reject unknown keys, and one value
-    JSON cannot carry would make every later request fail.
+    JSON cannot carry would make every later request fail. The fields a
+    provider attached and needs back (``yiemagent.dialects``: Gemini's
+    ``extra_content`` on each call, OpenRouter's ``reasoning_details``,
+    LiteLLM's ``thinking_blocks``) are sent back unchanged;
+    ``send_provider_fields=False`` leaves them out too (a history continued
+    with another provider that rejects them).
 
     Reasoning (``reasoning_content`` / ``reasoning``, also what was read from
     ``<think>`` tags) is sent back under its key, as vLLM, llama.cpp and
@@ -46,11 +52,12 @@ class OpenAIFormatter:
 
     def __init__(
         self, *, tool_images: Literal["user_message", "placeholder"] = "user_message", send_reasoning: bool = True,
-        send_extra: bool = False,
+        send_extra: bool = False, send_provider_fields: bool = True,
     ) -> None:
         self.tool_images = tool_images
         self.send_reasoning = send_reasoning
         self.send_extra = send_extra
+        self.send_provider_fields = send_provider_fields
         self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
         self._prev: tuple[list[Message], list[dict[str, Any]]] | None = None
 
@@ -95,9 +102,15 @@ class OpenAIFormatter:
                 converted = to_openai(message)
                 if isinstance(message, AssistantMessage):
                     if not self.send_extra:
-                        for key in message.extra:
-                            if key not in _OWN_KEYS:
-                                converted.pop(key, None)
+                        kept = MESSAGE_FIELDS if self.send_provider_fields else frozenset()
+                        for key, value in message.extra.items():
+                            if key not in _OWN_KEYS and (key not in kept or value in ([], {}, None)):
+                                converted.pop(key, None)  # an empty provider field is not worth a 400
+                        call_kept = TOOL_CALL_FIELDS if self.send_provider_fields else frozenset()
+                        for call, sent in zip(message.tool_calls, converted.get("tool_calls") or [], strict=False):
+                            for key in call.extra:
+                                if key not in call_kept and key not in ("id", "type", "function"):
+                                    sent.pop(key, None)
                     if not self.send_reasoning:
                         for part in message.content:
                             if isinstance(part, ReasoningContent):

@@ -12,17 +12,24 @@ Repairs, message by message:
 
 * keys a strict endpoint does not know are dropped (assistant: only
   ``role, content, tool_calls, name, refusal, reasoning_content, reasoning``;
-  user/system: ``role, content, name``; tool: ``role, tool_call_id, content``);
+  user/system: ``role, content, name``; tool: ``role, tool_call_id, content``),
+  except the fields a provider attached to its own reply and needs back
+  (``yiemagent.dialects``: ``reasoning_details`` and ``thinking_blocks``
+  lists, a tool call's ``extra_content`` / ``thought_signature``): they go
+  back unchanged (as strict JSON), since they are in a history only when
+  the provider that reads them put them there;
 * ``content``: ``None`` where text is required becomes ``""``; a list of
   parts keeps text parts (and ``image_url`` parts in user messages) and an
   empty list becomes ``""``; anything else becomes its text; assistant
   ``content: null`` stays only with ``tool_calls``;
 * ``tool_calls``: an empty list is removed; each call gets exactly
-  ``{"id", "type": "function", "function": {"name", "arguments"}}``; a
+  ``{"id", "type": "function", "function": {"name", "arguments"}}`` (and its
+  provider fields); a
   missing or empty id gets one; ``arguments`` becomes a JSON object text
   (an object is serialised, anything else is ``"{}"``);
 * a tool-call id longer than 40 characters is shortened (stable: a prefix
-  and a hash), with its result;
+  and a hash), with its result, unless it carries a provider's signature
+  (LiteLLM's ``call_x__thought__<signature>`` for Gemini 3: sent unchanged);
 * a tool-call name breaking ``^[a-zA-Z0-9_-]{1,64}$`` (``web.search``,
   ``get weather now``) is replaced by a valid one (bad characters become
   ``_``) and the call's result text starts with a note naming the original,
@@ -65,6 +72,7 @@ import hashlib
 import logging
 from typing import Any
 
+from .dialects import SIGNED_ID_MARKERS
 from .exceptions import InvalidRequestError
 from .message_repair import NAME_PATTERN, _check_message, _Checked, _text, valid_name
 from .schema_repair import fix_schema
@@ -251,7 +259,7 @@ class RequestGuard:
             for k, call in enumerate(calls):
                 original_id = call["id"]
                 call_id = original_id
-                if len(call_id) > MAX_ID_CHARS:
+                if len(call_id) > MAX_ID_CHARS and not any(m in call_id for m in SIGNED_ID_MARKERS):
                     call_id = _short_id(call_id)
                     repairs.append(f"messages[{i}]: tool call id {original_id[:20]!r}... is longer than "
                                    f"{MAX_ID_CHARS} characters; sent as {call_id!r}")

@@ -46,6 +46,10 @@ import inspect
 import logging
 from typing import Any, Literal, Protocol
 
+from .dialects import merge_field
+from .exceptions import FormatError
+from .harmony import split_harmony
+
 __all__ = ["INCOMPLETE", "ChunkDeltas", "LLMCall", "OnDelta", "StreamMerger", "accepts_on_delta", "merge_chunks"]
 
 logger = logging.getLogger("yiemagent.llm")
@@ -93,12 +97,21 @@ class ChunkDeltas:
     told apart by ``(tool_call_index, tool_call_id)``. Only choice ``index`` 0
     is read, as ``_merge_chunks`` does.
 
+    Content that starts with gpt-oss harmony markup (``<|channel|>``,
+    ``<|start|>``: a server without a harmony parser) is not shown raw: the
+    analysis channel is reported as ``reasoning``, the answer channels as
+    ``text``, calls not at all (``yiemagent.harmony``). A reasoning text a
+    server mirrors in ``reasoning_content`` and ``reasoning`` is reported once.
+
     Spec: OpenAI Chat Completions streaming, ``choices[].delta``.
     """
 
     def __init__(self, on_delta: OnDelta | None) -> None:
         self.on_delta = on_delta
         self._calls: dict[int, tuple[str | None, str | None]] = {}
+        self._harmony: bool | None = None  # None: not known yet
+        self._content = ""  # held back (not known yet) or the whole harmony text so far
+        self._shown = {"text": "", "reasoning": ""}
 
     def feed(self, chunk: dict[str, Any]) -> None:
         """Report the deltas in one chunk (nothing when ``on_delta`` is None)."""
@@ -112,10 +125,11 @@ class ChunkDeltas:
             if not isinstance(delta, dict):
                 continue
             for key in ("reasoning_content", "reasoning"):
-                if isinstance(delta.get(key), str) and delta[key]:
+                if isinstance(delta.get(key), str) and delta[key] and not (
+                        key == "reasoning" and delta[key] == delta.get("reasoning_content")):  # mirrored: once
                     on_delta("reasoning", delta[key])
             if isinstance(delta.get("content"), str) and delta["content"]:
-                on_delta("text", delta["content"])
+                self._text(delta["content"], on_delta)
             for call in delta.get("tool_calls") or []:
                 if not isinstance(call, dict):
                     continue
@@ -133,6 +147,40 @@ class ChunkDeltas:
                 piece: str = fn["arguments"] if isinstance(fn.get("arguments"), str) else ""
                 if piece or first:
                     on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
+
+
+    def _text(self, piece: str, on_delta: OnDelta) -> None:
+        """Report a content piece: as it came, or read as harmony channels (see the class docstring)."""
+        if self._harmony is False:
+            on_delta("text", piece)
+            return
+        self._content += piece
+        if self._harmony is None:
+            start = self._content.lstrip()
+            if start.startswith(_HARMONY_STARTS):
+                self._harmony = True
+            elif any(marker.startswith(start) for marker in _HARMONY_STARTS):
+                return  # maybe the start of a marker: wait for more
+            else:
+                self._harmony = False
+                on_delta("text", self._content)
+                self._content = ""
+                return
+        text = self._content
+        cut = text.rfind("<|")
+        if cut != -1 and "|>" not in text[cut:]:  # a token cut between chunks: wait for its end
+            text = text[:cut]
+        reply = split_harmony(text)
+        if reply is None:
+            return
+        for kind, now in (("reasoning", reply.reasoning), ("text", reply.text)):
+            shown = self._shown[kind]
+            if len(now) > len(shown) and now.startswith(shown):
+                on_delta("reasoning" if kind == "reasoning" else "text", now[len(shown):])
+                self._shown[kind] = now
+
+
+_HARMONY_STARTS = ("<|channel|>", "<|start|>")
 
 
 def accepts_on_delta(llm_call: Any, name: str = "on_delta") -> bool:
@@ -159,6 +207,13 @@ class StreamMerger:
     (nested ``prompt_tokens_details`` / ``completion_tokens_details`` too).
     Only choice ``index`` 0 is read; malformed pieces (a delta or call that is
     not an object, a non-integer index) are skipped, never raised on.
+
+    Provider fields (``yiemagent.dialects``): other keys of a delta
+    (OpenRouter's ``reasoning_details``, LiteLLM's ``thinking_blocks``) and of
+    a tool-call delta (Gemini's ``extra_content``) are merged with
+    ``merge_field`` and come back on the message and on the call. A delta
+    carrying one reasoning text under both ``reasoning_content`` and
+    ``reasoning`` (a mirroring server) counts it once.
     """
 
     def __init__(self) -> None:
@@ -171,14 +226,19 @@ class StreamMerger:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.first: dict[str, Any] | None = None
+        self.extra: dict[str, Any] = {}
+        """Other keys of the deltas (provider fields), merged."""
 
     def feed(self, chunk: dict[str, Any]) -> None:
-        """Merge one chunk."""
+        """Merge one chunk (a chunk that is not an object, or a malformed piece of one, is skipped)."""
+        if not isinstance(chunk, dict):
+            return
         if self.first is None:
             self.first = chunk
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta")
@@ -191,12 +251,16 @@ class StreamMerger:
         if isinstance(delta.get("content"), str):
             self.texts.append(delta["content"])
         for key in ("reasoning_content", "reasoning"):
-            if isinstance(delta.get(key), str):
+            if isinstance(delta.get(key), str) and not (key == "reasoning" and delta[key] and delta[key] == delta.get(
+                    "reasoning_content") and "reasoning" not in self.reasoning):  # mirrored: counted once
                 self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
         calls = delta.get("tool_calls")
         for call in calls if isinstance(calls, list) else []:
             if isinstance(call, dict):
                 self._tool_call(call)
+        for key, value in delta.items():
+            if key not in _DELTA_KEYS and isinstance(key, str) and value is not None:
+                self.extra[key] = _merged(self.extra.get(key), value, key)
 
     def _tool_call(self, call: dict[str, Any]) -> None:
         index = call.get("index")
@@ -215,12 +279,15 @@ class StreamMerger:
             slot["function"]["name"] = fn["name"]
         if isinstance(fn.get("arguments"), str):
             slot["function"]["arguments"] += fn["arguments"]
+        for key, value in call.items():
+            if key not in _CALL_DELTA_KEYS and isinstance(key, str) and value is not None:
+                slot[key] = _merged(slot.get(key), value, key)
 
     def reply(self, finish_reason: str | None = None) -> dict[str, Any]:
         """The merged reply; ``finish_reason`` replaces a missing one (e.g. ``"incomplete"``)."""
         first = self.first or {}
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.texts) if self.texts else None,
-                                   **self.reasoning}
+        message: dict[str, Any] = {**self.extra, "role": "assistant",
+                                   "content": "".join(self.texts) if self.texts else None, **self.reasoning}
         if self.calls:
             order = sorted(range(len(self.calls)), key=lambda i: (self.calls[i][0], i))
             message["tool_calls"] = [self.calls[i][1] for i in order]
@@ -231,6 +298,18 @@ class StreamMerger:
         if self.usage is not None:
             reply["usage"] = self.usage
         return reply
+
+
+_DELTA_KEYS = frozenset({"role", "content", "reasoning_content", "reasoning", "tool_calls"})
+_CALL_DELTA_KEYS = frozenset({"index", "id", "type", "function"})
+
+
+def _merged(old: Any, new: Any, key: str) -> Any:
+    """``merge_field`` that keeps ``old`` for a value it cannot merge (nesting too deep, an odd object)."""
+    try:
+        return merge_field(old, new, key)
+    except (RecursionError, TypeError, ValueError, AttributeError):  # deepcopy of an odd object
+        return old
 
 
 def _merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,7 +326,15 @@ def merge_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
 
     For adapters of other client libraries that stream; the result has the
     shape ``parse_response`` reads. Parallel calls sharing one ``index`` with
-    different ids stay separate calls; nested ``usage`` details are kept.
+    different ids stay separate calls; nested ``usage`` details are kept;
+    provider fields are merged (``StreamMerger``). Items that are not chunk
+    objects, and malformed pieces of chunks, are skipped.
+
+    Raises:
+        FormatError: ``chunks`` is not a list or tuple (the only exception, for any input).
+
     Spec: OpenAI Chat Completions streaming.
     """
-    return _merge_chunks(chunks)
+    if not isinstance(chunks, (list, tuple)):
+        raise FormatError(f"chunks must be a list of chunk objects, not {type(chunks).__name__}", raw=chunks)
+    return _merge_chunks(list(chunks))

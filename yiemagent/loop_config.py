@@ -7,6 +7,7 @@ a run (``model_turn``, ``tool_batch``) can name them without importing the loop.
 from __future__ import annotations
 
 import concurrent.futures
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -104,7 +105,8 @@ def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: in
     ``prompt_tokens_details.cached_tokens``,
     ``completion_tokens_details.reasoning_tokens``) are summed key by key
     inside the same nested key of ``total``, up to 4 levels. Other values
-    (strings, lists, booleans) are skipped.
+    (strings, lists, booleans) are skipped, and so is a sum that is not a
+    finite number (NaN, an overflow), so the total can always be saved.
     """
     if not isinstance(usage, dict) or _depth > 4:
         return
@@ -114,7 +116,9 @@ def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: in
         if isinstance(value, (int, float)):
             current = total.get(key, 0)
             if isinstance(current, (int, float)) and not isinstance(current, bool):
-                total[key] = current + value
+                added = current + value
+                if not isinstance(added, float) or math.isfinite(added):  # NaN or an overflow is not kept
+                    total[key] = added
         elif isinstance(value, dict):
             nested = total.get(key)
             if not isinstance(nested, dict):

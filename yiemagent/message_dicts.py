@@ -139,6 +139,8 @@ def _saved_problem(data: dict[str, Any]) -> str | None:
             return "tool call arguments must be an object"
         if not all(_opt(call.get(k), str) for k in ("error", "raw_arguments", "note")):
             return "tool call error/raw_arguments/note must be strings or null"
+        if not isinstance(call.get("extra", {}), dict) or not all(isinstance(k, str) for k in call.get("extra", {})):
+            return "tool call extra must be an object"
     if not isinstance(data.get("extra", {}), dict) or not all(isinstance(k, str) for k in data.get("extra", {})):
         return "extra must be an object"
     if not _opt(data.get("finish_reason"), str) or not _opt(data.get("usage"), dict):

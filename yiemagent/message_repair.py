@@ -4,8 +4,11 @@
 OpenAI endpoint accepts (the same dict when nothing needed repair, else a new
 one), one line per repair (naming ``messages[index]``) and the tool calls
 whose names were replaced. Per message: keys a strict endpoint does not know
-are dropped; ``content`` becomes text or valid parts (``image_url`` parts in
-user messages only); each tool call gets exactly ``{"id", "type":
+are dropped, except the fields a provider attached and needs back
+(``yiemagent.dialects``: ``reasoning_details``, ``thinking_blocks``; a tool
+call's ``extra_content`` and ``thought_signature``), kept as strict JSON;
+``content`` becomes text or valid parts (``image_url`` parts in user messages
+only); each tool call gets exactly ``{"id", "type":
 "function", "function": {"name", "arguments": "<JSON object text>"}}``, its
 name made to match ``NAME_PATTERN`` (``valid_name``); a message ``name`` is
 made valid or dropped; text JSON cannot carry is fixed (``yiemagent.jsonsafe``).
@@ -23,6 +26,7 @@ import operator
 import re
 from typing import Any
 
+from .dialects import MESSAGE_FIELDS, TOOL_CALL_FIELDS
 from .exceptions import InvalidRequestError
 from .jsonsafe import dumps_strict, is_clean_text, json_safe, loads_strict
 
@@ -36,7 +40,7 @@ _KEYS = {
     "system": frozenset({"role", "content", "name"}),
     "developer": frozenset({"role", "content", "name"}),
     "user": frozenset({"role", "content", "name"}),
-    "assistant": frozenset({"role", "content", "tool_calls", "name", "refusal", "reasoning_content", "reasoning"}),
+    "assistant": frozenset({"role", "content", "tool_calls", "name", "refusal"}) | MESSAGE_FIELDS,
     "tool": frozenset({"role", "tool_call_id", "content"}),
 }
 
@@ -143,14 +147,26 @@ def _call(call: Any, index: int, where: str, repairs: list[str]) -> tuple[dict[s
         if arguments is not None:
             repairs.append(f"{where}: tool call {name!r} arguments {type(arguments).__name__} sent as '{{}}'")
         arguments = "{}"
+    provider = {k: _json(v) for k, v in call.items() if k in TOOL_CALL_FIELDS} if isinstance(call, dict) else {}
     if isinstance(call, dict) and call_id and renamed is None and arguments is fn.get("arguments") \
-            and call.get("type") == "function" and len(call) == 3 and len(fn) == 2:
+            and call.get("type") == "function" and len(call) == 3 + len(provider) and len(fn) == 2 \
+            and all(v is call[k] for k, v in provider.items()):
         return call, None  # already exact: the same object (keeps the identity fast paths)
-    out = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-    if isinstance(call, dict) and (call.get("type") != "function" or set(call) != {"id", "type", "function"}
+    out = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}, **provider}
+    if isinstance(call, dict) and (call.get("type") != "function" or set(call) != {"id", "type", "function",
+                                                                                    *provider}
                                    or set(fn) != {"name", "arguments"}) and call_id:
         repairs.append(f"{where}: tool call {call_id!r} put in exact form")
     return out, renamed
+
+
+def _json(value: Any) -> Any:
+    """A provider field as strict JSON (the same object when it already is)."""
+    try:
+        dumps = dumps_strict(value)
+        return value if loads_strict(dumps) == value else json_safe(value)
+    except (ValueError, RecursionError):
+        return json_safe(value)
 
 
 class _Checked:
@@ -198,6 +214,12 @@ def _check_message(message: Any, index: int) -> _Checked:
                 out[key] = value
             elif value is not None:
                 repairs.append(f"{where}: {key} that is not text not sent")
+        for key in sorted(MESSAGE_FIELDS - {"reasoning_content", "reasoning"}):  # providers' blocks, as they came
+            value = message.get(key)
+            if isinstance(value, list):
+                out[key] = _json(value)
+            elif value is not None:
+                repairs.append(f"{where}: {key} that is not a list not sent")
         calls = message.get("tool_calls")
         if isinstance(calls, list) and calls:
             fixed_calls = []

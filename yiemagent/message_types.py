@@ -121,18 +121,24 @@ class ToolCall(DataClassJsonMixin):
     """yiemagent-side: the original arguments text when it could not be used."""
     note: str | None = field(default=None, compare=False)
     """yiemagent-side: a repair applied to the arguments (trailing comma, missing brace, split)."""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    """Unknown keys of the OpenAI tool call (Gemini's ``extra_content`` with its ``thought_signature``),
+    kept and written back unchanged (``yiemagent.dialects`` says which are sent to the model)."""
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
         return f"ToolCall(id={self.id!r}, name={self.name!r}, arguments={self.arguments!r}{extra})"
 
     def to_openai(self) -> dict[str, Any]:
-        """Return ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}``."""
-        return {
+        """Return ``{"id", "type": "function", "function": {"name", "arguments": "<json>"}}`` and ``extra``."""
+        out: dict[str, Any] = {
             "id": self.id,
             "type": "function",
             "function": {"name": self.name, "arguments": dumps_strict(self.arguments)},
         }
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
 
 
 _PARTS: dict[str, Any] = {}

@@ -22,8 +22,11 @@ Normalisation rules (one each, documented here):
   in ``yiemagent.jsonsafe``); a call whose arguments were unusable is written with
   ``"{}"`` and its original text kept in ``ToolCall.raw_arguments``;
 * unknown keys on an assistant message (``refusal``, ``audio``, ...) are kept in
-  ``AssistantMessage.extra``; ``to_openai`` writes them back unchanged, the
-  agent's formatter leaves them out unless ``send_extra=True``.
+  ``AssistantMessage.extra``, those on a tool call (Gemini's ``extra_content``)
+  in ``ToolCall.extra``; ``to_openai`` writes them back unchanged, the
+  agent's formatter sends the providers' own (``yiemagent.dialects``) and
+  leaves the rest out unless ``send_extra=True``;
+* an empty ``reasoning_content`` is kept (DeepSeek wants it back).
 
 Fields marked "yiemagent-side" (``yiemagent.message_types``) have no place in
 the OpenAI format; they do not take part in equality, so
@@ -109,6 +112,7 @@ def messages_to_openai(messages: list[Message]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- from OpenAI
 
 _ASSISTANT_KEYS = {"role", "content", "tool_calls", "reasoning_content", "reasoning"}
+_CALL_KEYS = {"id", "type", "function", "index"}
 
 
 def _text_of(content: Any, where: str, raw: Any) -> str:
@@ -175,6 +179,7 @@ def _tool_calls_from_openai(calls: Any, raw: Any) -> list[ToolCall]:
                 arguments=arguments,
                 error=error,
                 raw_arguments=fn.get("arguments") if error else None,
+                extra={str(k): v for k, v in call.items() if k not in _CALL_KEYS},
             )
         )
     return out
@@ -205,8 +210,8 @@ def from_openai(message: dict[str, Any]) -> Message:
             value = message.get(key)
             if isinstance(value, str) and value:
                 content.append(ReasoningContent(value, field=key))
-            elif value not in (None, ""):  # e.g. a structured reasoning object: kept as it came
-                extra[key] = value
+            elif value is not None and not (isinstance(value, str) and value):
+                extra[key] = value  # a structured reasoning object, or DeepSeek's "": kept as it came
         text = _text_of(message.get("content"), "assistant", message)
         if text:
             content.append(TextContent(text))

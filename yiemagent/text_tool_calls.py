@@ -49,6 +49,8 @@ class TextCall:
     """Why the call cannot run (broken markup or JSON)."""
     note: str | None = None
     """An unambiguous repair that was applied."""
+    extra: dict[str, Any] | None = None
+    """Unknown keys of a structured call (a provider's, e.g. Gemini's ``extra_content``)."""
 
 
 # --------------------------------------------------------------------------- JSON helpers

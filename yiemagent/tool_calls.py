@@ -34,8 +34,18 @@ Rules:
   get unique ids (``call_0``, ``call_x_2`` ...); given ids are kept;
 * ``finish_reason`` is advisory: calls present with ``"stop"`` are returned;
 * reasoning (``reasoning_content``, ``reasoning``, ``thinking`` blocks,
-  ``<think>`` in text) is kept as ``ReasoningContent`` and never searched
-  for calls.
+  ``<think>`` in text, gpt-oss's analysis channel) is kept as
+  ``ReasoningContent``, once (a text mirrored in two keys or repeated in
+  ``<think>`` is kept once), and never searched for calls;
+* provider fields (``yiemagent.dialects``) stay on the message
+  (``AssistantMessage.extra``) and on each call (``ToolCall.extra``); a
+  Gemini ``thoughtSignature`` and Anthropic signed thinking blocks are put
+  where the OpenAI-compatible dialects carry them;
+* gpt-oss harmony markup in text is read (``yiemagent.harmony``), and a
+  harmony suffix on a tool name is stripped (noted in ``ToolCall.note``);
+* the result can always be saved: ``finish_reason`` is text (``7`` ->
+  ``"7"``) and every value strict JSON (``yiemagent.jsonsafe.json_safe``
+  replaces NaN, lone surrogates, bytes, non-string keys).
 
 Spec: OpenAI Chat Completions and Responses; Anthropic Messages; Gemini
 ``generateContent``; Ollama ``/api/chat``.
@@ -50,7 +60,9 @@ from typing import Any
 
 from .arguments import parse_arguments, parse_arguments_noted
 from .exceptions import ToolCallFormatError
+from .harmony import clean_tool_name, split_harmony
 from .messages import AssistantMessage, ReasoningContent, TextContent, ToolCall
+from .normalise import finish_reason_text, storable_reply
 from .text_tool_calls import TextCall, find_text_calls, split_reasoning
 
 __all__ = ["extract_tool_calls", "parse_arguments", "parse_arguments_noted", "parse_response"]
@@ -93,6 +105,8 @@ class _Parsed:
 
 
 _MESSAGE_KEYS = {"role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning", "thinking"}
+_CALL_KEYS = {"id", "type", "function", "index"}
+"""Keys of an OpenAI tool call yiemagent reads; the others are the provider's (``ToolCall.extra``)."""
 
 
 def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
@@ -107,8 +121,9 @@ def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
         fn = call.get("function")
         call_id = call.get("id") if isinstance(call.get("id"), str) else None
         if isinstance(fn, dict):
+            extra = {str(k): v for k, v in call.items() if k not in _CALL_KEYS}
             out.append(TextCall(fn["name"] if isinstance(fn.get("name"), str) else "", fn.get("arguments"),
-                                call_id))
+                                call_id, extra=extra or None))
         elif "name" in call:  # flattened {"id", "name", "arguments"}
             out.append(TextCall(str(call.get("name") or ""), call.get("arguments", call.get("input")), call_id))
         else:
@@ -118,13 +133,17 @@ def _openai_calls(calls: Any, raw: Any) -> list[TextCall]:
 
 def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
     """Read one assistant message dict of the chat family (OpenAI, Anthropic, Ollama, bare)."""
-    parsed = _Parsed(extra={k: v for k, v in message.items() if k not in _MESSAGE_KEYS})
+    parsed = _Parsed(extra={str(k): v for k, v in message.items() if k not in _MESSAGE_KEYS})
+    seen: list[str] = []
     for key in ("reasoning_content", "reasoning", "thinking"):
         value = message.get(key)
         if isinstance(value, str) and value:
+            if value in seen:  # a server mirroring one text in two keys (kimi-code #3928): shown once
+                continue
+            seen.append(value)
             parsed.reasoning.append(ReasoningContent(value, field=key if key != "thinking" else "reasoning_content"))
-        elif value not in (None, ""):
-            parsed.extra[key] = value
+        elif (value is not None and not isinstance(value, str)) or (value == "" and key == "reasoning_content"):
+            parsed.extra[key] = value  # structured reasoning kept as it came; DeepSeek's "" goes back too
     parsed.calls = _openai_calls(message.get("tool_calls"), raw)
     legacy = message.get("function_call")
     if not parsed.calls and isinstance(legacy, dict):  # legacy OpenAI functions
@@ -143,10 +162,13 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
             kind = block.get("type")
             if kind in ("text", "output_text"):
                 texts.append(str(block.get("text") or ""))
-            elif kind in ("thinking", "reasoning"):
-                text = block.get("thinking") or block.get("text") or ""
+            elif kind in ("thinking", "reasoning", "redacted_thinking"):
+                text = _block_text(block.get("thinking") or block.get("text"))
                 if text:
-                    parsed.reasoning.append(ReasoningContent(str(text)))
+                    parsed.reasoning.append(ReasoningContent(text))
+                if "signature" in block or kind == "redacted_thinking":  # Anthropic: needed back, signed
+                    kept = parsed.extra.get("thinking_blocks")
+                    parsed.extra["thinking_blocks"] = [*(kept if isinstance(kept, list) else []), block]
             elif kind == "tool_use":  # Anthropic Messages
                 parsed.calls.append(TextCall(str(block.get("name") or ""), block.get("input"), block.get("id")))
             elif kind == "tool_calls":
@@ -160,6 +182,13 @@ def _from_message(message: dict[str, Any], raw: Any) -> _Parsed:
                                   raw=raw)
     parsed.text = "".join(texts)
     return parsed
+
+
+def _block_text(value: Any) -> str:
+    """The text of a thinking block's value: a string, or Magistral's list of text chunks."""
+    if isinstance(value, list):
+        return "".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in value)
+    return "" if value is None else str(value)
 
 
 def _chat_completions(response: dict[str, Any]) -> _Parsed | None:
@@ -219,7 +248,9 @@ def _gemini(response: dict[str, Any]) -> _Parsed | None:
             continue
         if isinstance(part.get("functionCall"), dict):
             call = part["functionCall"]
-            parsed.calls.append(TextCall(str(call.get("name") or ""), call.get("args"), call.get("id")))
+            signature = part.get("thoughtSignature", part.get("thought_signature"))
+            extra = {"extra_content": {"google": {"thought_signature": signature}}} if signature else None
+            parsed.calls.append(TextCall(str(call.get("name") or ""), call.get("args"), call.get("id"), extra=extra))
         elif isinstance(part.get("text"), str):
             if part.get("thought"):
                 parsed.reasoning.append(ReasoningContent(part["text"]))
@@ -272,11 +303,28 @@ def _unique(call_id: Any, index: int, taken: set[str]) -> str:
     return candidate
 
 
-def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> list[ToolCall]:
+def _tool_name(name: str, tool_names: Collection[str] | None) -> tuple[str, str | None]:
+    """``name`` without gpt-oss harmony debris (vLLM #32587), and a note when it changed."""
+    if "<|" not in name and not name.startswith("functions."):
+        return name, None
+    if tool_names is not None and name in tool_names:
+        return name, None
+    clean = clean_tool_name(name)
+    if clean == name or not clean:
+        return name, None
+    return clean, f"tool name {name[:80]!r} carried gpt-oss harmony markup; read as {clean!r}"
+
+
+def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str],
+                   tool_names: Collection[str] | None = None) -> list[ToolCall]:
     out: list[ToolCall] = []
     for call in calls:
+        call.name, renamed = _tool_name(call.name, tool_names)
+        if renamed:
+            call.note = "; ".join(n for n in (call.note, renamed) if n)
         glued = None if call.error else _split_glued(call.arguments)
-        pieces = [TextCall(call.name, part, call.id, note="split glued JSON objects into separate calls")
+        pieces = [TextCall(call.name, part, call.id, note="; ".join(
+            n for n in (call.note, "split glued JSON objects into separate calls") if n), extra=call.extra)
                   for part in glued] if glued else [call]
         for piece in pieces:
             arguments, error, note = parse_arguments_noted(piece.arguments, repair=not truncated)
@@ -292,7 +340,8 @@ def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str]) -> l
                     None if piece.arguments is None else json.dumps(piece.arguments, default=str))
                 arguments = {}
             out.append(ToolCall(_unique(piece.id, len(out), taken), piece.name, arguments, error=error,
-                                raw_arguments=raw_text, note="; ".join(n for n in (piece.note, note) if n) or None))
+                                raw_arguments=raw_text, note="; ".join(n for n in (piece.note, note) if n) or None,
+                                extra=dict(piece.extra or {})))
     return out
 
 
@@ -347,11 +396,19 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         parsed.usage = response["usage"]
     elif isinstance(response.get("usageMetadata"), dict):
         parsed.usage = response["usageMetadata"]
+    parsed.finish_reason = finish_reason_text(parsed.finish_reason)
     truncated = parsed.finish_reason in ("length", "incomplete")  # incomplete: a stream ended early
+    if "THINK]" in parsed.text:  # Magistral's [THINK]...[/THINK] (Roo-Code #8522): read as <think>
+        parsed.text = parsed.text.replace("[THINK]", "<think>").replace("[/THINK]", "</think>")
     text, thought = split_reasoning(parsed.text) if "think>" in parsed.text else (parsed.text, "")
-    if thought:
-        parsed.reasoning.append(ReasoningContent(thought))
     calls = parsed.calls
+    harmony = split_harmony(text) if "<|" in text or "assistantfinal" in text else None
+    if harmony is not None:  # gpt-oss: analysis is reasoning, calls in commentary, final is the answer
+        text, thought = harmony.text, "\n".join(t for t in (thought, harmony.reasoning) if t)
+        calls = calls or [TextCall(name, body, error=None if closed or not truncated else
+                                   "the call was cut off by the token limit") for name, body, closed in harmony.calls]
+    if thought and all(thought.strip() != r.text.strip() for r in parsed.reasoning):  # not shown twice
+        parsed.reasoning.append(ReasoningContent(thought))
     if not calls and text:
         text, calls = find_text_calls(text, tool_names, truncated=truncated)
         if calls:
@@ -359,13 +416,14 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
     content: list[TextContent | ReasoningContent] = list(parsed.reasoning)
     if text:
         content.append(TextContent(text))
-    return AssistantMessage(
+    message = AssistantMessage(
         content=content,
-        tool_calls=_to_tool_calls(calls, truncated, set() if taken_ids is None else taken_ids),
+        tool_calls=_to_tool_calls(calls, truncated, set() if taken_ids is None else taken_ids, tool_names),
         extra=parsed.extra,
         finish_reason=parsed.finish_reason,
         usage=parsed.usage,
     )
+    return storable_reply(message)
 
 
 def extract_tool_calls(response: Any, *, tool_names: Collection[str] | None = None) -> list[ToolCall]:
