@@ -29,7 +29,9 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
 * ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in
   ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values,
   from the environment at construction; an unset variable without default is
-  an error (never a literal ``${VAR}`` sent as a token). ``~`` starts the home
+  an error (never a literal ``${VAR}`` sent as a token). A value whose name or
+  shape looks like a credential (``yiemagent.textpolicy.looks_secret``) is
+  ``***`` in events, ``mcp_status()``, reprs and logs. ``~`` starts the home
   directory in ``command`` and ``cwd``; a relative ``cwd`` is relative to the
   config file.
 * a plain string is not a list of servers (it would be one per character).
@@ -54,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
+from ..textpolicy import looks_secret, register_secrets
 from .client import MCPClient
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
@@ -139,6 +142,8 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
             )
         found = env.get(name)
         if found:
+            if looks_secret(name, found):
+                register_secrets([found])  # hidden in events, mcp_status(), reprs, logs (yiemagent.textpolicy)
             return found
         if has_default:
             return default
@@ -295,7 +300,7 @@ def _entry(
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError(f"{where}: \"name\" must be a non-empty string, not {name!r}")
     kind = value.get("type", value.get("transportType"))
-    if kind is not None and kind not in _STDIO_TYPES | _HTTP_TYPES:
+    if kind is not None and (not isinstance(kind, str) or kind not in _STDIO_TYPES | _HTTP_TYPES):
         if kind == "sse":
             raise ConfigError(f"{where}: the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported; "
                               "give the server's Streamable HTTP endpoint with \"type\": \"http\"")
@@ -447,8 +452,12 @@ def _load_json(text: str, where: str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    except RecursionError:
+        raise ConfigError(f"{where}: not JSON a config can be: nested too deeply") from None
     try:
         return json.loads(_strip_jsonc(text))
+    except RecursionError:
+        raise ConfigError(f"{where}: not JSON a config can be: nested too deeply") from None
     except json.JSONDecodeError as exc:
         hint = ""
         if "escape" in exc.msg.lower():

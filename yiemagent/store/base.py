@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..exceptions import FormatError
+from ..textpolicy import boundary, json_text
 
 __all__ = [
     "ConversationRecord",
@@ -293,4 +294,16 @@ class StoreBase:
 
     @staticmethod
     def _dumps(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        """A row's JSON text: the outbound text policy's ``store_row`` boundary (``yiemagent.textpolicy``)."""
+        return store_row_text(value)
+
+
+@boundary("store_row", "json")
+def store_row_text(value: Any) -> str:
+    """The JSON text stored for an inbox message, an answer or a journal value (both SQL stores).
+
+    Lone surrogates (a file name from ``os.listdir``) become U+FFFD and NaN
+    becomes null, as in model requests, so a value the agent accepted can
+    always be stored; known secrets are ``***`` (``yiemagent.textpolicy``).
+    """
+    return json_text(value)
