@@ -261,14 +261,6 @@ def boundary(name: str, kind: BoundaryKind) -> Callable[[F], F]:
 # ------------------------------------------------------------------------------------------ logs
 
 
-class _LogPolicy(logging.Filter):
-    """Applies the ``log`` rule to a record's message (the arguments a peer may control are escaped)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        policed_log_record(record)
-        return True
-
-
 @boundary("log", "log")
 def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
     """Rewrite ``record`` in place: secrets ``***``, control characters in its arguments shown escaped.
@@ -311,18 +303,31 @@ class _Policed:
         return log_text(repr(self.value))
 
 
-_FILTER = _LogPolicy()
-_POLICED_LOGGERS = ("urllib3.connectionpool", "urllib3.connection", "urllib3.util.retry", "urllib3.response")
+_POLICED_PREFIXES = ("yiemagent", "urllib3.")
+_factory_lock = threading.Lock()
+_installed = False
 
 
 def install_log_policy() -> None:
-    """Add the log policy filter to every ``yiemagent`` logger that exists (and urllib3's); idempotent.
+    """Apply the ``log`` rule to every record of a ``yiemagent`` (or urllib3) logger; idempotent.
 
-    Logger filters do not apply to records of child loggers, so each logger
-    gets it; ``yiemagent`` calls this at import and whenever a secret is registered.
+    A logger's filters do not see records of its child loggers, and loggers
+    are made at any time, so the rule is applied where every record is made:
+    a log record factory that wraps the one installed before it
+    (``logging.setLogRecordFactory``, the documented way). ``yiemagent`` calls
+    this at import.
     """
-    names = [n for n in list(logging.root.manager.loggerDict) if n == "yiemagent" or n.startswith("yiemagent.")]
-    for name in [*names, "yiemagent", *_POLICED_LOGGERS]:
-        log = logging.getLogger(name)
-        if _FILTER not in log.filters:
-            log.addFilter(_FILTER)
+    global _installed
+    with _factory_lock:
+        if _installed:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if record.name.startswith(_POLICED_PREFIXES):
+                policed_log_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _installed = True
