@@ -83,31 +83,33 @@ def _compiled(pattern: str) -> Any:
     return _regex.compile(pattern)
 
 
-def pattern_matches(pattern: str, text: str) -> bool:
+def pattern_matches(pattern: str, text: str, *, undecided: bool = True) -> bool:
     """Whether ``text`` contains a match of ``pattern``, decided within the current budget.
 
-    Returns True (not enforced) when the pattern does not compile, the budget
-    is spent, or ``regex`` is not installed. Never raises.
+    Returns ``undecided`` when the pattern does not compile, the budget is
+    spent, or ``regex`` is not installed: callers pass the answer that checks
+    less (True for ``pattern``; False to apply a ``patternProperties``
+    subschema, True to call a key "not additional"). Never raises.
     """
     if _regex is None:
         _warn_once("no-regex", "inputSchema patterns are not enforced: install yiemagent[safe-regex] (regex)")
-        return True
+        return undecided
     deadline = getattr(_state, "deadline", None)
     remaining = PATTERN_BUDGET_SECONDS if deadline is None else deadline - time.monotonic()
     if remaining <= 0:
         _warn_once(f"budget:{pattern[:200]}", "pattern %.200r not enforced: the time budget is spent", pattern)
-        return True
+        return undecided
     try:
         return _compiled(pattern).search(text, timeout=remaining) is not None
     except TimeoutError:
         _warn_once(f"slow:{pattern[:200]}", "pattern %.200r not enforced: no answer within %.2fs (a regex "
                    "that backtracks)", pattern, PATTERN_BUDGET_SECONDS)
-        return True
+        return undecided
     except BaseException as exc:  # regex.error, RecursionError, MemoryError, ...
         if not foreign_failure(exc):
             raise
         _warn_once(f"bad:{pattern[:200]}", "pattern %.200r not enforced: %s", pattern, exc)
-        return True
+        return undecided
 
 
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
@@ -120,7 +122,7 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
         return
     for pattern, subschema in patterns.items():
         for key, value in instance.items():
-            if pattern_matches(pattern, key):
+            if pattern_matches(pattern, key, undecided=False):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
