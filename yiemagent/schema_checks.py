@@ -100,7 +100,7 @@ def pattern_matches(pattern: str, text: str, *, undecided: bool = True) -> bool:
         _warn_once(f"budget:{pattern[:200]}", "pattern %.200r not enforced: the time budget is spent", pattern)
         return undecided
     try:
-        return _compiled(pattern).search(text, timeout=remaining) is not None
+        return _compiled(pattern).search(text, timeout=remaining, concurrent=True) is not None
     except TimeoutError:
         _warn_once(f"slow:{pattern[:200]}", "pattern %.200r not enforced: no answer within %.2fs (a regex "
                    "that backtracks)", pattern, PATTERN_BUDGET_SECONDS)
