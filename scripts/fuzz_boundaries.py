@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import HealthCheck, given, seed, settings
 
-from tests.property.boundaries import check, hostile_values, load_boundaries  # noqa: E402
+from tests.property.boundaries import check, hostile_values, load_boundaries
 
 runs: Counter[str] = Counter()
 violations: Counter[str] = Counter()
@@ -42,7 +42,7 @@ def runner(name: str, boundary: Any, examples: int, seed_value: int) -> Callable
         except AssertionError as exc:
             violations[name] += 1
             samples.setdefault(name, f"violation: {str(exc)[:200]!r}")
-        except BaseException as exc:  # noqa: BLE001 - counting is the point
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             undocumented[name] += 1

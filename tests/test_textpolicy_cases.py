@@ -59,7 +59,8 @@ def test_kali_mcp_server_80_escape_sequences_in_a_tool_result_never_reach_the_ch
 
 def test_sentry_for_ai_343_an_osc_sequence_split_across_two_writes_is_not_completed():
     """getsentry/sentry-for-ai PR #343 review: an OSC 8 hyperlink split across two writes reached the
-    terminal. Streamed deltas split anywhere; the first half's ESC is removed, so the rest is plain text."""
+    terminal. Streamed deltas split anywhere; the first half's ESC is removed, so the rest is plain text.
+    """
     out = _chat_output(ev.MessageUpdateEvent(delta="see \x1b", run_id="r", timestamp=0.0),
                        ev.MessageUpdateEvent(delta="]52;c;ZXZpbA==\x07 done", run_id="r", timestamp=0.0))
     _no_control(out)
@@ -68,7 +69,8 @@ def test_sentry_for_ai_343_an_osc_sequence_split_across_two_writes_is_not_comple
 
 def test_hermes_agent_70527_bidi_overrides_and_c1_controls_are_removed_for_terminals():
     """NousResearch/hermes-agent #70527: tool output with bidi overrides and C1 controls; the terminal
-    shows text in the order it was sent."""
+    shows text in the order it was sent.
+    """
     out = _chat_output(ev.MessageUpdateEvent(delta="abc\u202edcba\u2066x\u2069 \x9b2J \x9d0;t\x9c end",
                                              run_id="r", timestamp=0.0))
     _no_control(out)
@@ -79,7 +81,8 @@ def test_jonigl_mcp_client_for_ollama_270_saved_chat_file_cannot_drive_a_termina
     """jonigl/mcp-client-for-ollama PR #270 (strip terminal control characters from tool responses), for the
     file ``/save`` writes: ``cat chat.json`` must not drive the terminal. C0 controls were already written as
     ``\\u`` escapes by ``json``; before, C1 controls (8-bit CSI U+009B) were written raw. Now every one is
-    an escape, and loading it back gives the same text (lossless)."""
+    an escape, and loading it back gives the same text (lossless).
+    """
     hostile = "x\x9b2J\x1b]0;t\x07y"
     llm = ScriptedLLM([text_reply(hostile)])
     agent = Agent(llm)
@@ -106,7 +109,8 @@ def test_open_webui_27084_lone_surrogate_in_tool_result_is_stored(store_factory)
     """open-webui PR #27084 and simonw/llm #546: a file name from ``os.listdir`` holds a lone surrogate
     (``\\udcff`` from undecodable bytes). Before: the store's commit raised, the run ended ``error`` and the
     tool's result was lost after it ran (SQLite and PostgreSQL). Now: stored with U+FFFD, as the request
-    guard sends it to the model; a new agent loads it."""
+    guard sends it to the model; a new agent loads it.
+    """
     name = os.fsdecode(b"report-\xff.txt")
     assert "\udcff" in name
     store = store_factory()
@@ -128,7 +132,8 @@ def test_open_webui_27084_lone_surrogate_in_tool_result_is_stored(store_factory)
 def test_fertilizer_57_nan_and_surrogates_in_an_answer_stream_as_strict_json():
     """molecular-labs/fertilizer PR #57 (lone surrogates from ``json.loads`` of an API answer): the same text
     in an SSE stream. Before: ``json.dumps(..., ensure_ascii=False)`` wrote a string the WSGI server could not
-    encode (and NaN as ``NaN``). Now every ``data:`` line is strict JSON, UTF-8 encodable."""
+    encode (and NaN as ``NaN``). Now every ``data:`` line is strict JSON, UTF-8 encodable.
+    """
     answer = {"role": "assistant", "content": "bad \udcff name", "status": "completed", "score": float("nan")}
     chunks = list(sse_events([answer], heartbeat_seconds=None))
     for chunk in chunks:
@@ -149,7 +154,8 @@ def test_codex_5524_a_var_secret_in_a_stdio_command_is_hidden_from_mcp_status_ev
     """openai/codex #5524: ``/mcp`` showed the API key that the config took from the environment. Here the
     secret goes into a stdio server's arguments and the failing server prints it on stderr. Before: it
     reached ``mcp_unavailable`` (which the Flask example streams to browsers), ``mcp_status()`` and the log.
-    Now each shows ``***``."""
+    Now each shows ``***``.
+    """
     token = "sk-live-7f3a9b2c4d5e6f708192"
     config = parse_mcp_servers(json.loads(_failing_stdio(token)), environ={"LEAKY_API_TOKEN": token})
     client = config[0].client()
@@ -169,7 +175,8 @@ def test_codex_5524_a_var_secret_in_a_stdio_command_is_hidden_from_mcp_status_ev
 def test_metabase_mcp_33_a_var_secret_in_a_url_path_is_hidden_from_reprs_and_errors():
     """jerichosequitin/metabase-mcp #33 (the API key in log lines). A ``${VAR}`` key expanded into a URL
     *path* (``display_url`` hides only passwords and query values): before, ``repr`` of the client, the
-    connection error in ``mcp_status()`` and the answer's ``mcp_unavailable`` named it. Now ``***``."""
+    connection error in ``mcp_status()`` and the answer's ``mcp_unavailable`` named it. Now ``***``.
+    """
     key = "mk_9d8c7b6a5f4e3d2c1b0a"
     config = parse_mcp_servers({"mcpServers": {"meta": {"url": "http://127.0.0.1:9/${METABASE_API_KEY}/mcp"}}},
                                environ={"METABASE_API_KEY": key})
@@ -187,7 +194,8 @@ def test_metabase_mcp_33_a_var_secret_in_a_url_path_is_hidden_from_reprs_and_err
 
 def test_known_secrets_and_log_forging_are_removed_from_yiemagent_log_lines():
     """CWE-117 log forging plus a registered credential: a peer's text with a line break cannot start a fake
-    log line, and the secret is ``***``, for every yiemagent logger (child loggers too)."""
+    log line, and the secret is ``***``, for every yiemagent logger (child loggers too).
+    """
     register_secrets(["tok_1234567890abcdef"])
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -204,7 +212,8 @@ def test_known_secrets_and_log_forging_are_removed_from_yiemagent_log_lines():
 
 def test_mcp_requests_still_refuse_what_they_cannot_send_and_escape_c1():
     """The ``mcp`` rule: a C1 control is sent as an escape (same string for the server), a lone surrogate is
-    refused (changing it would name another file)."""
+    refused (changing it would name another file).
+    """
     from yiemagent.exceptions import MCPProtocolError
     from yiemagent.mcp.lines import encode_message
 

@@ -47,7 +47,7 @@ _state = threading.local()
 _warned: set[str] = set()
 
 try:
-    import regex as _regex
+    import regex as _regex  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - the extra is installed in CI
     _regex = None
 
@@ -126,26 +126,38 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if not validator.is_type(instance, "object"):
-        return
-    properties = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
-    patterns = schema.get("patternProperties", {}) if isinstance(schema.get("patternProperties"), dict) else {}
-    extras = [key for key in instance if key not in properties
-              and not any(pattern_matches(p, key) for p in patterns)]
-    if validator.is_type(additional, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], additional, path=extra)
-    elif additional is False and extras:
-        listed = ", ".join(repr(each) for each in sorted(extras, key=str))
-        yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
+def _additional_properties(original: Any) -> Any:
+    """``additionalProperties`` whose ``patternProperties`` regexes are bounded; the draft's own otherwise."""
+
+    def check(validator: Any, additional: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+        patterns = schema.get("patternProperties") if isinstance(schema, dict) else None
+        if not isinstance(patterns, dict) or not patterns:
+            yield from original(validator, additional, instance, schema)
+            return
+        if not validator.is_type(instance, "object"):
+            return
+        properties = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
+        extras = [key for key in instance if key not in properties
+                  and not any(pattern_matches(p, key) for p in patterns)]
+        if validator.is_type(additional, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], additional, path=extra)
+        elif additional is False and extras:
+            listed = ", ".join(repr(each) for each in sorted(extras, key=str))
+            verb = "does" if len(extras) == 1 else "do"
+            yield ValidationError(f"{listed} {verb} not match any of the regexes: "
+                                  f"{', '.join(repr(p) for p in sorted(patterns))}")
+
+    return check
 
 
 @functools.lru_cache(maxsize=16)
 def _extended(base: type[Any]) -> type[Any]:
-    return jsonschema.validators.extend(base, {
-        "pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties,
+    extended: type[Any] = jsonschema.validators.extend(base, {  # type: ignore[no-untyped-call]
+        "pattern": _pattern, "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties(base.VALIDATORS["additionalProperties"]),
     })
+    return extended
 
 
 def safe_validator_class(schema: Any) -> type[Any]:
@@ -156,4 +168,4 @@ def safe_validator_class(schema: Any) -> type[Any]:
     their regexes through ``pattern_matches``.
     """
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return _extended(base)  # type: ignore[no-any-return]
+    return _extended(base)

@@ -284,7 +284,7 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
         except Exception:
             record.msg = log_text(record.msg)
         record.args = ()
-    record._yiemagent_policed = True  # type: ignore[attr-defined]
+    record._yiemagent_policed = True
     return record
 
 

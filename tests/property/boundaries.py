@@ -1,5 +1,6 @@
 """One hostile corpus and the checks of each boundary kind (``yiemagent.textpolicy``): shared by
-``tests/property/test_boundaries.py`` (CI) and ``scripts/fuzz_boundaries.py`` (100,000+ examples)."""
+``tests/property/test_boundaries.py`` (CI) and ``scripts/fuzz_boundaries.py`` (100,000+ examples).
+"""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from tests.property.boundaries import hostile_values, load_boundaries
 from tests.property.boundaries import check as check_boundary
+from tests.property.boundaries import hostile_values, load_boundaries
 from yiemagent.textpolicy import EXPECTED_BOUNDARIES
 
 TABLE = load_boundaries()

@@ -29,9 +29,7 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
 * ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in
   ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values,
   from the environment at construction; an unset variable without default is
-  an error (never a literal ``${VAR}`` sent as a token). A value whose name or
-  shape looks like a credential (``yiemagent.textpolicy.looks_secret``) is
-  ``***`` in events, ``mcp_status()``, reprs and logs. ``~`` starts the home
+  an error (never a literal ``${VAR}`` sent as a token; a credential is ``***`` when shown). ``~`` starts the home
   directory in ``command`` and ``cwd``; a relative ``cwd`` is relative to the
   config file.
 * a plain string is not a list of servers (it would be one per character).
@@ -142,8 +140,7 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
             )
         found = env.get(name)
         if found:
-            if looks_secret(name, found):
-                register_secrets([found])  # hidden in events, mcp_status(), reprs, logs (yiemagent.textpolicy)
+            register_secrets([found] if looks_secret(name, found) else [])  # shown as *** (textpolicy)
             return found
         if has_default:
             return default
@@ -449,12 +446,10 @@ def _no_escapes(text: str, where: str, *, always: bool = False) -> str:
 
 def _load_json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    except RecursionError:
-        raise ConfigError(f"{where}: not JSON a config can be: nested too deeply") from None
-    try:
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
         return json.loads(_strip_jsonc(text))
     except RecursionError:
         raise ConfigError(f"{where}: not JSON a config can be: nested too deeply") from None
