@@ -199,7 +199,9 @@ class ConversationStore(Protocol):
     def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
         """Record a journal step unless it exists; return the value stored (the first writer's).
 
-        ``value`` must be JSON-able; callers must go on with the returned value.
+        ``value`` is written by the outbound text policy (``store_row_text``): what JSON
+        cannot carry is replaced (NaN -> null, a lone surrogate -> U+FFFD, another
+        object -> its text), never refused; callers must go on with the returned value.
         """
         ...
 
