@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ._checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
+from .store.base import ConversationStore
 from ._inbox import SHUTDOWN, ClosableQueue, deliver
 from .conversation import Input, StopMode
 from .exceptions import AgentClosedError, ConfigError
@@ -59,6 +60,11 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     check_choice("tool_execution", args["tool_execution"], ("parallel", "sequential"))
     if "lease_seconds" in args:
         check_number("lease_seconds", args["lease_seconds"])
+    store = args.get("store")
+    if store is not None and not isinstance(store, ConversationStore):
+        raise ConfigError(f"store must be a ConversationStore such as yiemagent.store.SQLiteStore({store!r:.60}), "
+                          f"not {type(store).__name__} {store!r:.60}")
+    check_str("conversation_id", args.get("conversation_id"), optional=True, empty=False)
     for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools"):
         check_bool(flag, args[flag])
     tools = args["tools"]
@@ -92,6 +98,7 @@ class Lifecycle:
     _executor: concurrent.futures.ThreadPoolExecutor
     _own_clients: list[MCPClient]
     _wakeup: threading.Event
+    abort_event: threading.Event
 
     def _init_lifecycle(self) -> None:
         """The delivery and shutdown state of a new agent."""
@@ -113,12 +120,18 @@ class Lifecycle:
         raise NotImplementedError  # pragma: no cover - Agent defines it
 
     def _deliver(self, answer: dict[str, Any]) -> None:
-        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``)."""
+        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``).
+
+        What an aborted run puts (its intermediate messages, its answer) never waits for room:
+        with nobody reading, it goes to ``undelivered`` and the agent serves the next input.
+        """
         generation = self._abort_generation
+        aborted = answer.get("status") == "aborted"
 
         def give_up() -> bool:
             deadline = self._deliver_deadline
-            return (self._stop_mode == "now" or self._abort_generation != generation
+            return (aborted or self._stop_mode == "now" or self._abort_generation != generation
+                    or (answer.get("intermediate") is True and self.abort_event.is_set())
                     or (deadline is not None and time.monotonic() >= deadline))
 
         if not deliver(self.output_queue, answer, give_up):

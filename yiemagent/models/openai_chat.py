@@ -19,7 +19,7 @@ import requests
 
 from ..__version__ import __version__
 from .._checks import check_number, check_str
-from .._http import CancellableSession
+from .._http import CancellableSession, connection_problem
 from .._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import ConfigError, LLMError, LLMTimeoutError
@@ -187,6 +187,10 @@ class OpenAIChat:
         except requests.RequestException as exc:
             if time.monotonic() >= deadline:
                 raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s") from exc
+            problem = connection_problem(exc, self.url)
+            if problem is not None:  # one line says it all; urllib3's chain only in debug
+                logger.debug("POST %s: %r", self.url, exc)
+                raise LLMError(f"POST {self.url}: {problem}") from None
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
         if response.status_code >= 400:
             text = response.text[:2000]
