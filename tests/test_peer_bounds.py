@@ -136,7 +136,7 @@ def test_a_config_nested_100000_deep_is_a_config_error(tmp_path):
     for text in ("[" * 100_000 + "]" * 100_000,
                  '{"mcpServers": {"a": {"command": "x", "args": ' + "[" * 100_000 + "]" * 100_000 + "}},}"):
         path.write_text(text)
-        with pytest.raises(ConfigError, match="nested too deeply"):
+        with pytest.raises(ConfigError, match="nested too deep"):
             load_mcp_config(path)
 
 
