@@ -163,7 +163,7 @@ def test_codex_5524_a_var_secret_in_a_stdio_command_is_hidden_from_mcp_status_ev
     try:
         with caplog.at_level(logging.DEBUG, logger="yiemagent"):
             answer = agent.ask("hi")
-        shown = json.dumps(answer) + json.dumps(agent.mcp_status()) + repr(client) + caplog.text
+        shown = json.dumps(answer) + json.dumps(agent.mcp_status()) + repr(client) + repr(config) + caplog.text
         assert "auth failed" in shown  # the server's words are kept ...
         assert token not in shown  # ... its secret is not
         assert "***" in json.dumps(answer["mcp_unavailable"])
@@ -184,7 +184,8 @@ def test_metabase_mcp_33_a_var_secret_in_a_url_path_is_hidden_from_reprs_and_err
     agent = Agent(ScriptedLLM([text_reply("ok")]), mcp_servers=[client], mcp_required=False)
     try:
         answer = agent.ask("hi")
-        shown = json.dumps(answer) + json.dumps(agent.mcp_status()) + repr(client) + repr(client.transport)
+        shown = (json.dumps(answer) + json.dumps(agent.mcp_status()) + repr(client) + repr(client.transport)
+                 + repr(config))
         assert answer.get("mcp_unavailable"), answer
         assert key not in shown and "***" in shown
     finally:

@@ -242,7 +242,7 @@ BOUNDARIES: dict[str, Boundary] = {}
 
 EXPECTED_BOUNDARIES = frozenset({
     "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "log",
-    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport",
+    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr",
 })
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -256,6 +256,10 @@ def boundary(name: str, kind: BoundaryKind) -> Callable[[F], F]:
         return fn
 
     return register
+
+
+BOUNDARIES["repr"] = Boundary("repr", "display", display_text,
+                              "yiemagent.textpolicy.display_text (MCPClient, MCPServerConfig reprs)")
 
 
 # ------------------------------------------------------------------------------------------ logs

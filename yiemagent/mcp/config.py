@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..textpolicy import looks_secret, register_secrets
+from ..textpolicy import display_text, looks_secret, register_secrets
 from .client import MCPClient
 from .config_dialects import canonical_entry, load_document, servers_in
 
@@ -98,6 +98,10 @@ class MCPServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout_seconds: float = 30.0
+
+    def __repr__(self) -> str:  # a ${VAR} credential in url, command or args is *** (yiemagent.textpolicy)
+        return display_text(f"MCPServerConfig(name={self.name!r}, command={self.command!r}, args={self.args!r}, "
+                            f"cwd={self.cwd!r}, url={self.url!r}, timeout_seconds={self.timeout_seconds!r})")
 
     @property
     def transport(self) -> str:
