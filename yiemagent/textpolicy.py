@@ -79,13 +79,19 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-.~+=:]{16,}\Z")
 
 
 def looks_secret(name: str, value: str) -> bool:
-    """True when a variable ``name`` or its ``value`` looks like a credential.
+    """True when variable ``name`` holding ``value`` looks like a credential.
 
-    Names holding token, secret, key, pass(word), pwd, auth, credential,
-    cookie, session, bearer or api (any case); values of 16+ characters with no
-    space or ``/`` that mix letters and digits (``ghp_...``, ``sk-...``).
+    ``value`` must be 8+ characters without whitespace that is not a URL or a
+    path (``://``, a leading ``/``, ``~`` or ``.``: ``${API_BASE}`` is not
+    hidden); then either ``name`` holds token, secret, key, passw(ord), pwd,
+    auth, credential, cookie, session, bearer or api (any case), or ``value``
+    is 16+ characters mixing letters and digits (``ghp_...``, ``sk-...``).
+
+    Example:
+        >>> looks_secret("GITHUB_TOKEN", "ghp_abc12345"), looks_secret("API_BASE", "http://localhost:8080")
+        (True, False)
     """
-    if len(value) < MIN_SECRET_CHARS:
+    if len(value) < 8 or any(c.isspace() for c in value) or "://" in value or value.startswith(("/", "~", ".")):
         return False
     if _SECRET_NAME.search(name):
         return True
