@@ -46,6 +46,7 @@ import urllib3.connectionpool
 import urllib3.exceptions
 
 from ._deadlines import WATCHDOG
+from ._fork import on_fork_in_child
 
 __all__ = ["CancellableSession", "CrossOriginRedirect", "body_chunks", "connection_problem", "origin_of"]
 
@@ -227,6 +228,7 @@ class CancellableSession(requests.Session):
         self.max_redirects = max_redirects
         self._local = threading.local()
         self._mount_fresh()
+        on_fork_in_child(self._mount_fresh)  # in a forked child the pooled sockets are the parent's
 
     def _mount_fresh(self) -> None:
         self._tracker = _Tracker(self._local)

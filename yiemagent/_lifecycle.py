@@ -24,11 +24,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ._checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
-from .store.base import ConversationStore
+from ._fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ._inbox import SHUTDOWN, ClosableQueue, deliver
 from .conversation import Input, StopMode
 from .exceptions import AgentClosedError, ConfigError
 from .mcp.client import MCPClient
+from .store.base import ConversationStore
 from .tools import AgentTool
 
 __all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
@@ -90,6 +91,7 @@ class Lifecycle:
     _thread: threading.Thread | None
     _stop_mode: StopMode | None
     _closed: bool
+    _closed_reason: str
     _abort_generation: int
     _deliver_deadline: float | None
     _released: bool
@@ -112,6 +114,22 @@ class Lifecycle:
         self._deliver_deadline: float | None = None
         self._released = False
         self._release_lock = threading.Lock()
+        self._closed_reason = "the agent was shut down"
+        on_fork_in_child(self._after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child (``yiemagent._fork``): a started agent refuses at once; one not started works."""
+        self._release_lock = threading.Lock()
+        fresh_queue_locks(self.output_queue)
+        self._reset_after_fork()
+        if self._thread is not None and not self._closed:  # its thread stayed in the parent
+            self._closed_reason = fork_note("this Agent's thread")
+            self._closed = True
+            self.input_queue.close(self._closed_reason)
+            self.follow_up_queue.close(self._closed_reason)
+
+    def _reset_after_fork(self) -> None:
+        raise NotImplementedError  # pragma: no cover - Serving defines it
 
     def abort(self) -> None:
         raise NotImplementedError  # pragma: no cover - Agent defines it

@@ -312,7 +312,7 @@ class Agent(Serving):
             FormatError: ``message`` is not a str, ``UserMessage`` or user dict.
         """
         if self._closed or self._stop_mode is not None:
-            raise AgentClosedError("the agent was shut down")
+            raise AgentClosedError(self._closed_reason)
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         entry = self._wrap(message)
         entry.future = concurrent.futures.Future()
@@ -347,7 +347,7 @@ class Agent(Serving):
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
         """
         if self._closed or self._stop_mode is not None:
-            raise AgentClosedError("the agent was shut down")
+            raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
         entry = self._wrap(text)
@@ -404,7 +404,7 @@ class Agent(Serving):
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         if self._closed:
-            raise AgentClosedError("the agent was shut down")
+            raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError(
                 "ask() from inside this agent's own run (a tool, hook or event sink) would wait for itself; "
