@@ -170,6 +170,40 @@ def test_chat_commands_tools_save_reset_load_and_readline_history(tmp_path, scri
         term.wait_for(r"^\[exit 0\]$", 20)
 
 
+def test_kali_mcp_server_80_escape_sequences_from_a_server_do_not_drive_the_chat_terminal(tmp_path, scripted_model):
+    """kali-mcp-server #80 and hermes-agent #70527, in a real terminal (tmux): a real MCP server's tool result
+    and description hold a screen clear, cursor moves, a window title (OSC 0), an OSC 52 clipboard write and an
+    OSC 8 hyperlink. Before: ``yiemagent chat`` printed them raw (the pane's title became ``PWNED``, the
+    screen was cleared, tmux's clipboard buffer got the payload). Now: the words are shown, the title, the
+    screen above and the clipboard are untouched, and ``/save`` writes no raw control character.
+    """
+    base_url, _ = scripted_model
+    config = tmp_path / "hostile.json"
+    config.write_text(json.dumps({"mcpServers": {"weather": {
+        "command": PYTHON, "args": [str(SERVERS / "hostile_text_server.py")]}}}), encoding="utf-8")
+    saved = tmp_path / "chat.json"
+    with chat_terminal(tmp_path, "--config", str(config), base_url=base_url) as term:
+        term._tmux("set-option", "-g", "set-clipboard", "on")
+        term.wait_for(PROMPT, 60)
+        title_before = term._tmux("display-message", "-p", "-t", "t", "#{pane_title}").strip()
+        term.type("/tools")
+        term.wait_for(r"^weather: 1 tool$", 20)
+        term.type("What is the weather in Paris?")
+        screen = term.wait_for(r"^  \[completed, 2 model calls", 60)
+        assert re.search(r"^weather: 1 tool\n  get_weather +Get the weather\.$", screen, re.M), screen  # not cleared
+        assert re.search(r"^  <- get_weather \d+ ms: Weather in Paris: Sunny details, 21 C$", screen, re.M), screen
+        title = term._tmux("display-message", "-p", "-t", "t", "#{pane_title}").strip()
+        assert "PWNED" not in title and "TOOLTITLE" not in title and title == title_before, title
+        assert "cm0gLXJmIH4=" not in term._tmux("list-buffers")  # no OSC 52 clipboard write
+        term.type(f"/save {saved}")
+        term.wait_for(r"^\(saved 4 messages to ", 10)
+        text = saved.read_text(encoding="utf-8")
+        assert not [c for c in text if ord(c) < 32 and c != "\n" or 0x7F <= ord(c) <= 0x9F]
+        assert "Sunny" in json.dumps(json.loads(text))
+        term.keys("C-d")
+        term.wait_for(r"^\[exit 0\]$", 20)
+
+
 def test_chat_reads_piped_input_without_a_terminal(tmp_path, scripted_model):
     """``printf 'hello\\n/quit\\n' | yiemagent chat``: no terminal, no readline prompt editing; each line is
     served in order and the chat exits 0 at ``/quit``.

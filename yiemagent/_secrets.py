@@ -17,6 +17,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .textpolicy import register_secrets
+
 __all__ = ["Secret", "display_url", "register_log_secrets", "scrub", "scrub_exception", "secrets_of"]
 
 
@@ -148,6 +150,7 @@ def register_log_secrets(secrets: Iterable[str]) -> None:
     added: Any = [s for s in secrets if s]
     if not added:
         return
+    register_secrets(added)  # hidden at every boundary of the outbound text policy too
     with _LOG_LOCK:
         _LOG_SECRETS.update(added)
     for name in _LOGGERS:

@@ -29,6 +29,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from .exceptions import ConfigError, ToolArgumentsError
+from .schema_checks import foreign_failure, pattern_budget, safe_validator_class
 
 __all__ = ["AgentTool", "Execute"]
 
@@ -70,20 +71,37 @@ class AgentTool:
             self.input_schema = {"type": "object", "properties": {}}
         if not isinstance(self.input_schema, dict):
             raise ConfigError(f"tool {self.name!r}: input_schema must be a dict")
-        cls = jsonschema.validators.validator_for(self.input_schema)
         try:
+            cls = safe_validator_class(self.input_schema)
             cls.check_schema(self.input_schema)
+            self._validator = cls(self.input_schema)
         except jsonschema.exceptions.SchemaError as exc:
             raise ConfigError(f"tool {self.name!r}: invalid input_schema: {exc.message}") from exc
-        self._validator = cls(self.input_schema)
+        except BaseException as exc:  # a dependency's RecursionError, referencing error or Rust panic
+            if not foreign_failure(exc):
+                raise
+            raise ConfigError(f"tool {self.name!r}: input_schema cannot be used: {type(exc).__name__}: "
+                              f"{str(exc)[:200]}") from None
 
     def validate(self, arguments: dict[str, Any], tool_call_id: str = "") -> None:
         """Check ``arguments`` against ``input_schema``.
 
+        Regexes of the schema (``pattern``) run in bounded time
+        (``yiemagent.schema_checks``); a schema the validator cannot evaluate
+        (a ``$ref`` cycle, a dependency's panic) gives ``ToolArgumentsError``.
+
         Raises:
             ToolArgumentsError: with ``.errors`` = ``["<json path>: <message>", ...]``.
         """
-        errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            with pattern_budget():
+                errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except BaseException as exc:  # RecursionError on a $ref cycle, referencing errors, a Rust PanicException
+            if not foreign_failure(exc):
+                raise
+            message = f"$: the tool's inputSchema cannot be evaluated ({type(exc).__name__}: {str(exc)[:200]})"
+            raise ToolArgumentsError(f"invalid arguments for tool {self.name!r}: {message}", tool_name=self.name,
+                                     tool_call_id=tool_call_id, errors=[message]) from None
         if errors:
             messages = [f"{e.json_path}: {e.message}" for e in errors]
             raise ToolArgumentsError(

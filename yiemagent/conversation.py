@@ -91,6 +91,7 @@ from .guard import RequestGuard
 from .journal import Journal
 from .loop import LoopConfig, RunResult, add_usage, run_turns
 from .messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
+from .textpolicy import boundary, json_text
 
 __all__ = [
     "Conversation",
@@ -409,12 +410,12 @@ class Conversation:
         "system_prompt": str | null}``; tool-result ``details`` keep JSON values
         (anything else becomes ``{"repr": "..."}``). Call it between runs.
         """
-        return json.dumps({
+        return saved_state_text({
             "version": 1,
             "history": [message_to_dict(m) for m in list(self.history)],
             "usage": dict(self.usage),
             "system_prompt": self.config.system_prompt,
-        }, ensure_ascii=False)
+        })
 
     def load_state(self, state: str | None) -> None:
         """Replace the history and usage with those of ``state_to_json()`` text (None: empty).
@@ -426,4 +427,15 @@ class Conversation:
             self.history, self.usage = [], {}
         else:
             self.history, self.usage, _ = parse_state(state)
+
+
+@boundary("saved_state", "json")
+def saved_state_text(state: dict[str, Any]) -> str:
+    """The text of a saved state (``state_to_json``: ``/save``, the durable store's commit).
+
+    The outbound text policy's ``json`` rule (``yiemagent.textpolicy``): a
+    lone surrogate in a tool result becomes U+FFFD, NaN null, C1 controls are
+    escaped, known secrets ``***``; never raises.
+    """
+    return json_text(state)
 

@@ -26,7 +26,6 @@ Spec: server-sent events as in the WHATWG HTML standard (``event:`` and
 from __future__ import annotations
 
 import dataclasses
-import json
 import queue
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -34,6 +33,7 @@ from typing import Any, Literal
 
 from . import events as ev
 from .messages import ToolCall, to_openai
+from .textpolicy import boundary, json_text
 from .tools import AgentToolResult
 
 __all__ = ["SSE_HEADERS", "AgentStream", "event_to_dict", "sse_events"]
@@ -235,12 +235,25 @@ def sse_events(
                 yield ": keep-alive\n\n"
                 continue
             if isinstance(item, dict):
-                yield f"event: answer\ndata: {json.dumps(_jsonable(item), ensure_ascii=False)}\n\n"
+                yield sse_text("answer", _jsonable(item))
                 continue
             if wanted is not None and item.type not in wanted:
                 continue
-            yield f"event: {item.type}\ndata: {json.dumps(event_to_dict(item), ensure_ascii=False)}\n\n"
+            yield sse_text(item.type, event_to_dict(item))
     finally:
         close = getattr(items, "close", None)
         if callable(close):
             close()
+
+
+@boundary("sse", "json")
+def sse_text(event_type: str, data: Any) -> str:
+    """One server-sent event: ``event: <type>\\ndata: <JSON>\\n\\n`` (the ``sse`` boundary).
+
+    ``data`` is written by the outbound text policy's ``json`` rule
+    (``yiemagent.textpolicy``): one line of RFC 8259 JSON, no lone surrogate,
+    no raw control character, known secrets ``***``.
+    """
+    kind = "".join(ch for ch in str(event_type) if ch.isalnum() or ch in "_-.") or "message"
+    return f"event: {kind}\ndata: {json_text(data)}\n\n"
+

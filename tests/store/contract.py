@@ -213,12 +213,13 @@ class StoreContract:
         assert s.put_step("d", "seq-1", "model/1", "other conversation") == "other conversation"
         assert s.steps("c", "seq-1") == {"model/1": {"text": "first"}, "tool/call_1": ["a", 1]}
 
-    def test_put_step_refuses_values_that_are_not_json(self, s: Any) -> None:
-        with pytest.raises((TypeError, ValueError)):
-            s.put_step("c", "seq-1", "x", {"f": float("nan")})
-        with pytest.raises(TypeError):
-            s.put_step("c", "seq-1", "y", object())
-        assert s.steps("c", "seq-1") == {}
+    def test_put_step_stores_what_json_cannot_carry_by_the_text_policy(self, s: Any) -> None:
+        """Issue 15 point 3 (was: refused with TypeError/ValueError, so a tool result holding NaN or a lone
+        surrogate was lost after the tool ran): stored as ``yiemagent.textpolicy`` says, never refused."""
+        s.put_step("c", "seq-1", "x", {"f": float("nan"), "name": "a\udcffb"})
+        s.put_step("c", "seq-1", "y", object())
+        steps = s.steps("c", "seq-1")
+        assert steps["x"] == {"f": None, "name": "a\ufffdb"} and isinstance(steps["y"], str)
 
     # ---------------------------------------------------------------- lease
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import re
 
+from ..textpolicy import terminal_text
+
 __all__ = ["ERROR_BODY_CHARS", "error_text", "short_body"]
 
 ERROR_BODY_CHARS = 300
@@ -39,4 +41,4 @@ def error_text(exc: BaseException) -> str:
             message = message[:start] + short_body(body)
     if len(message) > 4 * ERROR_BODY_CHARS and "\n" not in message:
         message = short_body(message, 4 * ERROR_BODY_CHARS)
-    return message
+    return terminal_text(message)

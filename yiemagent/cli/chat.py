@@ -53,6 +53,7 @@ from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig
 from ..messages import AssistantMessage
 from ..models.openai_chat import openai_chat
+from ..textpolicy import boundary, terminal_text
 from ._errortext import error_text
 
 __all__ = ["ChatSession", "ChatView", "history_path", "run_chat"]
@@ -91,6 +92,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
+@boundary("terminal", "terminal")
+def shown(text: str) -> str:
+    """What the chat terminal prints for ``text`` (every write of ``ChatView`` goes through it).
+
+    The outbound text policy's ``terminal`` rule (``yiemagent.textpolicy``): escape
+    sequences from a model or an MCP server (window title, OSC 52 clipboard
+    writes, screen clears, cursor moves) and other control characters are
+    removed, known secrets are ``***``.
+    """
+    return terminal_text(text)
+
+
 class ChatView:
     """Prints a run's events to a terminal: streamed text, tool calls and results, errors, a status line.
 
@@ -106,7 +119,8 @@ class ChatView:
         self._announced: set[int] = set()
 
     def write(self, text: str) -> None:
-        """Write ``text`` as it is and flush."""
+        """Write ``text`` by the terminal rule of the outbound text policy (``shown``) and flush."""
+        text = shown(text)
         try:
             self.out.write(text)
         except UnicodeEncodeError:  # a terminal that cannot show it

@@ -41,6 +41,7 @@ from ..__version__ import __version__
 from ..exceptions import ConfigError, YiemagentError
 from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig, load_mcp_config
+from ..textpolicy import terminal_text
 from ._errortext import error_text
 
 __all__ = ["build_parser", "main", "server_configs"]
@@ -104,12 +105,12 @@ def _cmd_tools(args: argparse.Namespace) -> int:
             with config.client() as client:
                 tools = client.list_tools()
                 info = client.server_info
-                print(f"{info.get('name', client.name)} {info.get('version', '')}: {len(tools)} tools "
-                      f"(protocol {client.protocol_version})")
+                print(terminal_text(f"{info.get('name', client.name)} {info.get('version', '')}: {len(tools)} tools "
+                                    f"(protocol {client.protocol_version})"))
                 width = max((len(t["name"]) for t in tools), default=0)
                 for spec in tools:
                     first = (spec.get("description") or "").strip().split("\n", 1)[0]
-                    print(f"  {spec['name']:<{width}}  {first}")
+                    print(terminal_text(f"  {spec['name']:<{width}}  {first}"))
         except YiemagentError as exc:
             print(f"yiemagent tools: {error_text(exc)}", file=sys.stderr)
             status = 1

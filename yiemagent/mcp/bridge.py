@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
+from ..textpolicy import boundary, display_text
 from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
 from .client import MCPClient
 from .limits import MCPLimits, truncate_text
@@ -270,7 +271,7 @@ class MCPToolset:
 
         ``error`` is the ``MCPError`` message, cut to ``ERROR_CHARS`` characters.
         """
-        return [{"server": client.name, "error": truncate_text(str(self._errors[id(client)]), ERROR_CHARS)}
+        return [unavailable_entry(client.name, self._errors[id(client)])
                 for client in self.clients if id(client) in self._errors]
 
     def status(self) -> list[dict[str, Any]]:
@@ -289,7 +290,7 @@ class MCPToolset:
                 "connected" if id(client) in self._names else "not_connected")
             out.append({
                 "server": client.name, "state": state,
-                "error": truncate_text(str(error), ERROR_CHARS) if error is not None else None,
+                "error": status_error_text(error) if error is not None else None,
                 "tools": list(self._names.get(id(client), [])), "server_info": client.server_info,
                 "skipped": list(self._skipped.get(id(client), [])),
             })
@@ -369,3 +370,21 @@ class MCPToolset:
             input_schema={"type": "object", "properties": {}},
             execute=execute,
         )
+
+
+@boundary("mcp_unavailable", "display")
+def unavailable_entry(server: str, error: BaseException | str) -> dict[str, str]:
+    """One ``mcp_unavailable`` entry ``{"server", "error"}`` (answers, events, the Flask example's stream).
+
+    ``error`` follows the outbound text policy's ``display`` rule
+    (``yiemagent.textpolicy``): a ``${VAR}`` secret in a URL path or a stdio
+    command, or printed by a failing server on stderr, is ``***``.
+    """
+    return {"server": display_text(server), "error": status_error_text(error)}
+
+
+@boundary("mcp_status", "display")
+def status_error_text(error: BaseException | str) -> str:
+    """The ``error`` text of ``mcp_status()`` and ``mcp_unavailable``: cut to ``ERROR_CHARS``, secrets ``***``."""
+    return truncate_text(display_text(str(error)), ERROR_CHARS)
+

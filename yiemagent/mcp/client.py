@@ -34,6 +34,7 @@ from typing import Any
 from ..__version__ import __version__
 from .._retry import never_sent
 from ..exceptions import ConfigError, MCPProtocolError, MCPSessionExpiredError, MCPTransportError
+from ..textpolicy import display_text
 from .client_arguments import check_client_arguments
 from .http import HTTPTransport
 from .in_flight import InFlightRequests, safe_to_repeat
@@ -198,7 +199,7 @@ class MCPClient(InFlightRequests):
         return cls(transport=transport, timeout_seconds=timeout_seconds, name=name)
 
     def __repr__(self) -> str:
-        return f"MCPClient(name={self.name!r}, transport={self.transport!r})"
+        return display_text(f"MCPClient(name={self.name!r}, transport={self.transport!r})")
 
     def __enter__(self) -> MCPClient:
         self.connect()

@@ -35,7 +35,7 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
 * ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in
   ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values,
   from the environment at construction; an unset variable without default is
-  an error (never a literal ``${VAR}`` sent as a token). ``~`` starts the home
+  an error (never a literal ``${VAR}`` sent as a token; a credential is ``***`` when shown). ``~`` starts the home
   directory in ``command`` and ``cwd``; a relative ``cwd`` is relative to the
   config file.
 * a plain string is not a list of servers (it would be one per character).
@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
+from ..textpolicy import display_text, looks_secret, register_secrets
 from .client import MCPClient
 from .config_dialects import canonical_entry, load_document, servers_in
 
@@ -97,6 +98,10 @@ class MCPServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout_seconds: float = 30.0
+
+    def __repr__(self) -> str:  # a ${VAR} credential in url, command or args is *** (yiemagent.textpolicy)
+        return display_text(f"MCPServerConfig(name={self.name!r}, command={self.command!r}, args={self.args!r}, "
+                            f"cwd={self.cwd!r}, url={self.url!r}, timeout_seconds={self.timeout_seconds!r})")
 
     @property
     def transport(self) -> str:
@@ -147,6 +152,7 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
             )
         found = env.get(name)
         if found:
+            register_secrets([found] if looks_secret(name, found) else [])  # shown as *** (textpolicy)
             return found
         if has_default:
             return default

@@ -25,7 +25,6 @@ Split out: resuming an SSE stream that ended before its response (``http_resume`
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -39,6 +38,7 @@ from ..__version__ import __version__
 from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
+from ..textpolicy import boundary, display_text, strict_json_text
 from . import jsonrpc
 from .http_body import (
     Cancelled,
@@ -123,7 +123,7 @@ class HTTPTransport(StreamResumption, Transport):
         self._static_headers = {str(k): Secret(v) for k, v in (headers or {}).items()}
         self._secrets = secrets_of(self._static_headers, url)
         """Texts replaced by ``***`` in messages: header values, their long words, URL secrets."""
-        register_log_secrets(secrets_of({}, url))
+        register_log_secrets(self._secrets)  # hidden in logs, events, statuses, terminals (yiemagent.textpolicy)
         self._session = session or CancellableSession(follow_cross_origin_redirects=follow_cross_origin_redirects)
         self._sleep = sleep
         self._listener: Listener | None = None
@@ -138,8 +138,7 @@ class HTTPTransport(StreamResumption, Transport):
         """The negotiated version sent as ``MCP-Protocol-Version``; None before the handshake."""
 
     def __repr__(self) -> str:
-        headers = f", headers={sorted(self._static_headers)!r}" if self._static_headers else ""
-        return f"HTTPTransport(url={self.display_url!r}{headers})"
+        return http_transport_repr(self.display_url, sorted(self._static_headers))
 
     def scrub(self, text: str) -> str:
         """``text`` with every static header value (and URL secret) replaced by ``***``."""
@@ -264,14 +263,7 @@ class HTTPTransport(StreamResumption, Transport):
             raise
 
     def _encode(self, message: dict[str, Any], what: str) -> bytes:
-        try:
-            return json.dumps(message, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
-                                   f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=self.name) from None
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
-                                   server=self.name) from None
+        return encode_http_body(message, what=what, server=self.name)
 
     def _send(
         self, message: dict[str, Any], method: str, what: str, timeout: float, deadline: float, generation: int,
@@ -447,3 +439,30 @@ class HTTPTransport(StreamResumption, Transport):
                 logger.debug("DELETE %s failed: %s", self.display_url, self.scrub(str(exc)))
         self.reset_session()
         self._session.close()
+
+
+@boundary("mcp_request_http", "mcp")
+def encode_http_body(message: dict[str, Any], *, what: str = "a message", server: str = "") -> bytes:
+    """The UTF-8 JSON body of a POST to a Streamable HTTP server (the ``mcp_request_http`` boundary).
+
+    The outbound text policy's ``mcp`` rule (``yiemagent.textpolicy``).
+
+    Raises:
+        MCPProtocolError: a lone surrogate, NaN/Infinity or a value that is not JSON; nothing was sent.
+    """
+    try:
+        return strict_json_text(message).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
+                               f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=server) from None
+    except (ValueError, TypeError) as exc:
+        raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
+                               server=server) from None
+
+
+@boundary("repr_http_transport", "display")
+def http_transport_repr(url: str, header_names: list[str] | None = None) -> str:
+    """``HTTPTransport(url=..., headers=[names])``: no password, query value or known secret (a path token)."""
+    headers = f", headers={header_names!r}" if header_names else ""
+    return display_text(f"HTTPTransport(url={url!r}{headers})")
+

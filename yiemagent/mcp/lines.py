@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from ..exceptions import MCPProtocolError
+from ..textpolicy import boundary, strict_json_text
 from .limits import nesting_exceeds
 
 __all__ = [
@@ -203,8 +204,12 @@ def sniff_response_id(head: bytes, tail: bytes = b"") -> int | str | None:
     return None
 
 
+@boundary("mcp_request_stdio", "mcp")
 def encode_message(message: dict[str, Any], *, server: str = "") -> bytes:
     """``message`` as one line of compact UTF-8 JSON ending in ``\\n``.
+
+    The outbound text policy's ``mcp`` rule (``yiemagent.textpolicy``): C1
+    controls written as ``\\u`` escapes; what strict peers refuse is refused.
 
     Raises:
         MCPProtocolError: a value no strict JSON peer accepts: a string with
@@ -213,8 +218,7 @@ def encode_message(message: dict[str, Any], *, server: str = "") -> bytes:
     """
     what = message.get("method") or "a reply"
     try:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
+        return strict_json_text(message, separators=(",", ":")).encode("utf-8") + b"\n"
     except UnicodeEncodeError as exc:
         bad = exc.object[exc.start:exc.end]
         raise MCPProtocolError(

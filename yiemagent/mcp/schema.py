@@ -10,11 +10,13 @@ import copy
 import json
 import logging
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 
 from ..guard import fix_schema
+from ..schema_checks import foreign_failure, safe_validator_class
 from .limits import MCPLimits, nesting_exceeds
 
 __all__ = ["normalize_input_schema", "schema_problem"]
@@ -86,6 +88,69 @@ def _repair_refs(root: dict[str, Any]) -> list[str]:
             dropped.append(ref)
             del node["$ref"]
         stack.extend(v for k, v in node.items() if k not in _SCHEMA_DATA_KEYS)
+    return dropped
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf")
+"""Keywords whose subschemas apply to the same instance (no step down into it)."""
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_DYNAMIC = ("$dynamicRef", "$recursiveRef")
+
+
+def _in_place_children(node: dict[str, Any]) -> Iterator[Any]:
+    for key in _IN_PLACE:
+        if isinstance(node.get(key), list):
+            yield from node[key]
+    for key in _IN_PLACE_ONE:
+        yield node.get(key)
+    if isinstance(node.get("dependentSchemas"), dict):
+        yield from node["dependentSchemas"].values()
+
+
+def _break_cycles(root: dict[str, Any], budget: int = 100_000) -> list[str]:
+    """Drop (in place) each ``$ref`` that leads back to its own schema without a step into the instance.
+
+    ``{"$defs": {"A": {"$ref": "#/$defs/B", "type": "string"}, "B": {"$ref": "#/$defs/A"}}}``
+    (with a sibling keyword, so ``_repair_refs`` keeps it) makes every
+    validator recurse forever: ``$ref`` and ``allOf``/``anyOf``/``oneOf``/``not``/
+    ``if``/``then``/``else``/``dependentSchemas`` apply to the same instance. A
+    ref through ``properties``/``items`` (a tree type) is kept. ``$dynamicRef`` and
+    ``$recursiveRef`` are dropped (rarely sent by servers; unresolvable anchors raise).
+    Visits at most ``budget`` nodes in all; past it, every remaining ref is dropped.
+    """
+    dropped: list[str] = []
+    holders: list[dict[str, Any]] = []
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            for key in _DYNAMIC:
+                if key in node:
+                    dropped.append(str(node.pop(key)))
+            if isinstance(node.get("$ref"), str):
+                holders.append(node)
+            stack.extend(v for k, v in node.items() if k not in _SCHEMA_DATA_KEYS)
+    for holder in holders:
+        start = _target(root, holder["$ref"])
+        seen: set[int] = set()
+        todo: list[Any] = [start]
+        cyclic = False
+        while todo and not cyclic:
+            node = todo.pop()
+            if not isinstance(node, dict) or id(node) in seen:
+                continue
+            budget -= 1
+            if node is holder or budget <= 0:
+                cyclic = True
+                break
+            seen.add(id(node))
+            if isinstance(node.get("$ref"), str):
+                todo.append(_target(root, node["$ref"]))
+            todo.extend(_in_place_children(node))
+        if cyclic:
+            dropped.append(holder.pop("$ref"))
     return dropped
 
 
@@ -181,14 +246,17 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
         return {"type": "object", "properties": {}}
     try:
         return _normalize(schema)
-    except RecursionError:  # nested deeper than Python can copy
-        logger.warning("inputSchema: nested too deeply; the tool takes any object")
+    except BaseException as exc:  # nested deeper than Python can copy; a dependency's error or Rust panic
+        if not foreign_failure(exc):
+            raise
+        logger.warning("inputSchema: %s; the tool takes any object",
+                       "nested too deeply" if isinstance(exc, RecursionError) else f"{type(exc).__name__}: {exc}")
         return {"type": "object", "properties": {}}
 
 
 def _normalize(schema: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = copy.deepcopy(schema)
-    dropped = _repair_refs(out)
+    dropped = _repair_refs(out) + _break_cycles(out)
     if dropped:
         logger.warning("inputSchema: unresolvable $ref %s treated as 'anything'", ", ".join(sorted(set(dropped))))
     ref = out.get("$ref")
@@ -230,7 +298,7 @@ def _checkable(schema: dict[str, Any]) -> dict[str, Any]:
     fixed, repairs = fix_schema(schema)
     if repairs:
         logger.warning("inputSchema: %s", "; ".join(repairs))
-    validator = jsonschema.validators.validator_for(fixed, default=jsonschema.Draft202012Validator)
+    validator = safe_validator_class(fixed)
     for _ in range(64):
         try:
             validator.check_schema(fixed)
@@ -247,7 +315,9 @@ def _checkable(schema: dict[str, Any]) -> dict[str, Any]:
                 del parent[path[-1]]
             else:
                 parent[path[-1]] = {}
-        except (RecursionError, TypeError, ValueError, LookupError):
+        except BaseException as exc:  # RecursionError, referencing errors, a Rust PanicException (BaseException)
+            if not foreign_failure(exc):
+                raise
             break
     logger.warning("inputSchema: not a schema jsonschema accepts; the tool takes any object")
     return {"type": "object", "properties": {}}

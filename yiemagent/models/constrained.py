@@ -39,7 +39,7 @@ from typing import Any
 
 from ..exceptions import ConfigError
 
-__all__ = ["ConstrainedToolCalls", "tool_call_schema"]
+__all__ = ["ConstrainedToolCalls", "grammar_schema", "tool_call_schema"]
 
 logger = logging.getLogger("yiemagent.models.constrained")
 
@@ -65,16 +65,123 @@ def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
           'required': ['name', 'arguments'], 'additionalProperties': False}]}
     """
     options = []
-    for entry in tools:
+    definitions: dict[str, Any] = {}
+    for index, entry in enumerate(tools):
         fn = entry.get("function") or {}
-        parameters = fn.get("parameters") or {"type": "object", "properties": {}}
+        parameters = grammar_schema(fn.get("parameters") or {"type": "object", "properties": {}})
+        if _has_refs(parameters):  # refs point into this tool's own schema: move it under $defs, refs rewritten
+            key = f"tool{index}"
+            definitions[key] = _rebase_refs(parameters, f"#/$defs/{key}")
+            parameters = {"$ref": f"#/$defs/{key}"}
         options.append({
             "type": "object",
             "properties": {"name": {"const": fn.get("name", "")}, "arguments": parameters},
             "required": ["name", "arguments"],
             "additionalProperties": False,
         })
-    return {"anyOf": options}
+    schema: dict[str, Any] = {"anyOf": options}
+    if definitions:
+        schema["$defs"] = definitions
+    return schema
+
+
+MAX_GRAMMAR_ENUM = 64
+"""An ``enum`` with more values is left out of the grammar (llama.cpp builds one rule per value)."""
+MAX_GRAMMAR_COUNT = 256
+"""``minLength``/``maxLength``/``minItems``/``maxItems``/``minProperties``/``maxProperties`` above it are left out
+(llama.cpp writes each repetition out)."""
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_NOT_IN_GRAMMAR = ("pattern", "patternProperties", "format", "$schema", "$id", "$anchor", "$dynamicRef",
+                   "$dynamicAnchor", "$recursiveRef", "$comment")
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
+
+
+def grammar_schema(parameters: Any, *, max_nodes: int = 20_000) -> dict[str, Any]:
+    """A copy of a tool's ``parameters`` that a grammar builder turns into a small grammar quickly.
+
+    Only loosens (the arguments are validated against the tool's own schema
+    afterwards): ``pattern``/``patternProperties``/``format`` are left out (an
+    invalid or nested regex makes llama.cpp answer HTTP 400 for every tool,
+    llama.cpp #25895 and #19051); enums over ``MAX_GRAMMAR_ENUM`` values and counts
+    over ``MAX_GRAMMAR_COUNT`` are left out (a 50,000-value enum took minutes to
+    build, and ``LocalModel.stop()`` waited for it); refs that do not resolve
+    inside the schema become "anything". Past ``max_nodes`` nodes, or for a value
+    that is not a schema, the tool takes any object. Never raises.
+    """
+    if not isinstance(parameters, dict):
+        return {"type": "object"}
+    budget = [max_nodes]
+
+    def copy(node: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > 64:
+            raise OverflowError
+        if isinstance(node, list):
+            return [copy(item, depth + 1) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _NOT_IN_GRAMMAR:
+                continue
+            if key == "enum" and isinstance(value, list) and len(value) > MAX_GRAMMAR_ENUM:
+                continue
+            if key in _COUNTS and (not isinstance(value, int) or value > MAX_GRAMMAR_COUNT):
+                continue
+            out[key] = value if key in _DATA_KEYS else copy(value, depth + 1)
+        return out
+
+    try:
+        result: dict[str, Any] = copy(parameters, 0)
+    except (OverflowError, RecursionError):
+        logger.warning("tool schema too large for a grammar; its arguments are constrained to any object")
+        return {"type": "object"}
+    for node in _schema_nodes(result):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not _resolves(result, ref):
+            del node["$ref"]
+    return result
+
+
+def _schema_nodes(root: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            found.append(node)
+            stack.extend(v for k, v in node.items() if k not in _DATA_KEYS)
+    return found
+
+
+def _resolves(root: dict[str, Any], ref: str) -> bool:
+    if not ref.startswith("#"):
+        return False
+    node: Any = root
+    for token in [t for t in ref[1:].split("/") if t]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return isinstance(node, (dict, bool))
+
+
+def _has_refs(schema: dict[str, Any]) -> bool:
+    return any(isinstance(node.get("$ref"), str) for node in _schema_nodes(schema))
+
+
+def _rebase_refs(schema: dict[str, Any], base: str) -> dict[str, Any]:
+    """``schema`` with each local ``$ref`` ``#/...`` rewritten to ``<base>/...`` (in place; returned)."""
+    for node in _schema_nodes(schema):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            node["$ref"] = base + ref[1:].rstrip("/") if ref not in ("#", "#/") else base
+    return schema
 
 
 def _text(content: Any) -> str:

@@ -26,6 +26,7 @@ from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, sec
 from ..exceptions import ConfigError, LLMError, LLMTimeoutError
 from ..llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
 from ..sse import SSEParser
+from ..textpolicy import boundary, json_text
 
 __all__ = ["OpenAIChat", "openai_chat"]
 
@@ -184,7 +185,7 @@ class OpenAIChat:
             raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
         try:
             response = self._session.post(
-                self.url, json=body, headers=self._headers, timeout=remaining,
+                self.url, data=model_request_body(body), headers=self._headers, timeout=remaining,
                 stream=bool(body.get("stream")),
             )
         except requests.RequestException as exc:
@@ -290,3 +291,16 @@ def openai_chat(
         0
     """
     return OpenAIChat(base_url, model, api_key=api_key, timeout_seconds=timeout_seconds, **extra_body)
+
+
+@boundary("model_request", "json")
+def model_request_body(body: dict[str, Any]) -> bytes:
+    """The UTF-8 JSON body of a Chat Completions request (the ``model_request`` boundary).
+
+    The request guard has already made the messages valid; this writes them by
+    the outbound text policy's ``json`` rule (``yiemagent.textpolicy``): what
+    JSON cannot carry is replaced (NaN -> null, lone surrogate -> U+FFFD),
+    known secrets (MCP tokens, ``${VAR}`` credentials) become ``***``.
+    """
+    return json_text(body).encode("utf-8")
+

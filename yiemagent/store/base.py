@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..exceptions import FormatError
+from ..textpolicy import boundary, json_text
 
 __all__ = [
     "ConversationRecord",
@@ -198,7 +199,9 @@ class ConversationStore(Protocol):
     def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
         """Record a journal step unless it exists; return the value stored (the first writer's).
 
-        ``value`` must be JSON-able; callers must go on with the returned value.
+        ``value`` is written by the outbound text policy (``store_row_text``): what JSON
+        cannot carry is replaced (NaN -> null, a lone surrogate -> U+FFFD, another
+        object -> its text), never refused; callers must go on with the returned value.
         """
         ...
 
@@ -293,4 +296,16 @@ class StoreBase:
 
     @staticmethod
     def _dumps(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        """A row's JSON text: the outbound text policy's ``store_row`` boundary (``yiemagent.textpolicy``)."""
+        return store_row_text(value)
+
+
+@boundary("store_row", "json")
+def store_row_text(value: Any) -> str:
+    """The JSON text stored for an inbox message, an answer or a journal value (both SQL stores).
+
+    Lone surrogates (a file name from ``os.listdir``) become U+FFFD and NaN
+    becomes null, as in model requests, so a value the agent accepted can
+    always be stored; known secrets are ``***`` (``yiemagent.textpolicy``).
+    """
+    return json_text(value)
