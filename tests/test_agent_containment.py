@@ -208,7 +208,8 @@ def test_ctrl_c_during_ask_before_start_aborts_the_running_tool_and_reraises():
 def test_code_puppy_41_ctrl_c_during_ask_before_start_keeps_the_run_and_the_started_tools_record():
     """Issue 15, a new user's trial: Ctrl-C during ``ask()`` on an agent that was not started dropped the
     whole run from the history (marked failed), the started tool's call included, so nothing said it had
-    run (mpfaffenberger/code_puppy#41: Ctrl-C must free the prompt at once, without losing the turn). Now the run ends as an abort does on a started agent: the call and its "cancelled ... may not
+    run (mpfaffenberger/code_puppy#41: Ctrl-C must free the prompt at once, without losing the turn).
+    Now the run ends as an abort does on a started agent: the call and its "cancelled ... may not
     have finished" result stay in the history and in the next request.
     """
     started = threading.Event()

@@ -198,7 +198,7 @@ def test_kali_mcp_server_80_escape_sequences_from_a_server_do_not_drive_the_chat
         term.type(f"/save {saved}")
         term.wait_for(r"^\(saved 4 messages to ", 10)
         text = saved.read_text(encoding="utf-8")
-        assert not [c for c in text if ord(c) < 32 and c != "\n" or 0x7F <= ord(c) <= 0x9F]
+        assert not [c for c in text if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
         assert "Sunny" in json.dumps(json.loads(text))
         term.keys("C-d")
         term.wait_for(r"^\[exit 0\]$", 20)

@@ -73,10 +73,10 @@ def test_zed_context_servers_with_enabled_and_source_keys(tmp_path):
       // Zed settings
       "theme": "One Dark",
       "context_servers": {
-        "probe": {"enabled": true, "source": "custom", "command": "%s", "args": ["%s", "a b"], "env": {}},
+        "probe": {"enabled": true, "source": "custom", "command": "@PYTHON@", "args": ["@PROBE@", "a b"], "env": {}},
         "off": {"enabled": false, "source": "custom", "command": "nothing-here", "args": []},
       }
-    }""" % (PYTHON, PROBE))
+    }""".replace("@PYTHON@", PYTHON).replace("@PROBE@", PROBE))
     (entry,) = load_mcp_config(path)
     assert entry.name == "probe"
     assert json.loads(call(entry, "argv")) == ["a b"]
@@ -136,7 +136,7 @@ def test_goose_streamable_http_uri_with_headers(probe_http):
 
 
 def test_opencode_local_command_list_environment_and_timeout_in_milliseconds(probe_http, tmp_path):
-    """opencode's ``opencode.json`` (opencode.ai/docs/mcp-servers): ``mcp`` with ``type: "local"``, the whole
+    """Opencode's ``opencode.json`` (opencode.ai/docs/mcp-servers): ``mcp`` with ``type: "local"``, the whole
     command as a list, ``environment``, ``enabled``, ``timeout`` in milliseconds; ``type: "remote"``.
     """
     path = write(tmp_path, "opencode.json", json.dumps({"$schema": "https://opencode.ai/config.json", "mcp": {

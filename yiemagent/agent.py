@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from . import events as ev
-from ._inbox import SHUTDOWN, ClosableQueue
 from ._checks import check_number
+from ._inbox import SHUTDOWN, ClosableQueue
 from ._lifecycle import check_agent_arguments
 from ._serving import Serving
 from .conversation import Conversation, parse_state

@@ -92,8 +92,11 @@ AfterToolCall = Callable[[ToolCallContext], "AfterToolCallResult | None"]
 
 
 def _is_ctrl_c(exc: BaseException) -> bool:
-    """A ``KeyboardInterrupt`` in the main thread: Ctrl-C while ``ask()`` runs the loop there (before
-    ``start()``); it aborts the run (``yiemagent.loop``) instead of being the hook's error."""
+    """A ``KeyboardInterrupt`` in the main thread: Ctrl-C in a cold ``ask()``.
+
+    There ``ask()`` runs the loop before ``start()``; the interrupt aborts the run
+    (``yiemagent.loop``) instead of being the hook's error.
+    """
     return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 

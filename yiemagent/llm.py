@@ -184,9 +184,12 @@ _HARMONY_STARTS = ("<|channel|>", "<|start|>")
 
 
 def accepts_on_delta(llm_call: Any, name: str = "on_delta") -> bool:
-    """True if ``llm_call`` has a keyword parameter ``name``: ``on_delta`` (a streaming ``llm_call``),
-    or ``abort_event`` (the run's ``threading.Event``: an ``llm_call`` that takes it stops sending,
-    and drops a reply that arrives, once the run is aborted; ``openai_chat`` does)."""
+    """True if ``llm_call`` has a keyword parameter ``name`` (read from its signature).
+
+    ``on_delta``: a streaming ``llm_call``. ``abort_event``: the run's ``threading.Event``; an
+    ``llm_call`` that takes it stops sending, and drops a reply that arrives, once the run is
+    aborted (``openai_chat`` does).
+    """
     try:
         parameter = inspect.signature(llm_call).parameters.get(name)
     except (TypeError, ValueError):  # no signature (some builtins and C callables)

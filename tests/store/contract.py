@@ -215,7 +215,8 @@ class StoreContract:
 
     def test_put_step_stores_what_json_cannot_carry_by_the_text_policy(self, s: Any) -> None:
         """Issue 15 point 3 (was: refused with TypeError/ValueError, so a tool result holding NaN or a lone
-        surrogate was lost after the tool ran): stored as ``yiemagent.textpolicy`` says, never refused."""
+        surrogate was lost after the tool ran): stored as ``yiemagent.textpolicy`` says, never refused.
+        """
         s.put_step("c", "seq-1", "x", {"f": float("nan"), "name": "a\udcffb"})
         s.put_step("c", "seq-1", "y", object())
         steps = s.steps("c", "seq-1")

@@ -96,7 +96,7 @@ def test_dbos_workers_order_kill_recover_and_restart(rig: Any) -> None:
     ran_in = {line["label"]: line["pid"] for line in lines}
     for cid in calm:
         labels = [f"{cid}-m{k}" for k in range(1, MESSAGES + 1)]
-        for k, (label, answer) in enumerate(zip(labels, answers[cid]), 1):
+        for k, (label, answer) in enumerate(zip(labels, answers[cid], strict=True), 1):
             if answer["content"] == f"{label} #{k}: recorded {label}-a":
                 continue
             # The killed workers also serve calm conversations: a calm call that was in flight in a

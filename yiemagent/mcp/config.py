@@ -228,8 +228,9 @@ def parse_mcp_servers(
 def load_mcp_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None,
 ) -> list[MCPServerConfig]:
-    """Read a config file (``{"mcpServers": {...}}``, VS Code's ``{"servers": {...}}``, or any dialect
-    of ``yiemagent.mcp.config_dialects``).
+    """Read a config file: ``{"mcpServers": {...}}``, VS Code's ``{"servers": {...}}``, any other dialect.
+
+    The dialects are those of ``yiemagent.mcp.config_dialects``.
 
     The file is JSON; ``//`` and ``/* */`` comments and trailing commas (VS
     Code's JSONC) are allowed; ``.yaml``/``.yml`` files are YAML (Goose, Continue; needs

@@ -136,7 +136,8 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
     aliases = [k for k in _URL_ALIASES if k in entry]
     if aliases:
         if "url" in entry or len(aliases) > 1:
-            raise ConfigError(f"{where}: give one URL, not {', '.join(['url', *aliases] if 'url' in entry else aliases)}")
+            given = ["url", *aliases] if "url" in entry else aliases
+            raise ConfigError(f"{where}: give one URL, not {', '.join(given)}")
         entry["url"] = entry.pop(aliases[0])
     for alias, canonical in (("cmd", "command"), ("envs", "env"), ("environment", "env"),
                              ("http_headers", "headers")):

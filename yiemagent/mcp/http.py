@@ -200,7 +200,7 @@ class HTTPTransport(StreamResumption, Transport):
             return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
         problem = connection_problem(exc, self.url)
         if problem is not None:
-            return MCPTransportError(f"{what}: {problem}", server=self.name)
+            return MCPTransportError(self.scrub(f"{what}: {problem}"), server=self.name)
         return MCPTransportError(self.scrub(f"{what} failed: {exc}"), server=self.name)
 
     def _cancelled_error(self, what: str) -> MCPTransportError:
