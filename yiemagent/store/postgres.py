@@ -86,6 +86,10 @@ class PostgresStore(SQLStoreBase):
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.conversations_table,))
                 for statement in self._schema():
                     cur.execute(statement)
+                cur.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                            "table_name = %s AND column_name = 'lease_clock'", (self.conversations_table.lower(),))
+                if cur.fetchone() is None:  # a table made by 0.x (ALTER takes an exclusive lock: only if needed)
+                    cur.execute(f"ALTER TABLE {self.conversations_table} ADD COLUMN lease_clock TEXT")
             if self._async_steps:  # the default for single statements: journal replies and results
                 conn.execute("SET synchronous_commit = off")
         except BaseException:
@@ -97,9 +101,9 @@ class PostgresStore(SQLStoreBase):
         return bool(conn.closed or conn.broken)
 
     @contextmanager
-    def _transaction(self, conn: Any) -> Iterator[Any]:
+    def _transaction(self, conn: Any, *, sync: bool = True) -> Iterator[Any]:
         with conn.transaction(), conn.cursor() as cur:
-            if self._async_steps:
+            if self._async_steps and sync:
                 cur.execute("SET LOCAL synchronous_commit = on")
             yield cur
 
