@@ -132,6 +132,7 @@ class DurableConversation(Conversation):
         self._run_seqs: list[int] = []  # inbox seqs the current run answers (steered ones too)
         self._polls = 0
         self._sent: set[tuple[int, ...]] = set()  # answers of several inputs already put on the output queue
+        self._lease_lost = False  # the heartbeat aborted the run (not the user)
         self._delivered: set[int] = set()  # seqs whose answers recover() put on the output queue
         self._unrecorded: dict[tuple[str, str], dict[str, Any]] = {}  # results ran here, not yet journaled
         self.load()
@@ -188,12 +189,17 @@ class DurableConversation(Conversation):
                         self._local[entry.id] = (entry, deliver)
                 done = self.store.get_input(self.conversation_id, seq)
                 if done is not None and done.answer is not None:  # served, maybe by another process
+                    if self.version < 0:  # our half-run was dropped: the history is the committed one
+                        self.load()
                     if seq in self._delivered:  # recover() served it and put it on the output queue already
                         with self._lock:
                             self._local.pop(entry.id, None)
                             self._delivered.discard(seq)
                         return done.answer
                     return self._deliver(host, done, done.answer)
+                if self._lease_lost and host.abort_event.is_set():  # our abort, not the user's: serve on
+                    self._lease_lost = False
+                    host.abort_event.clear()
                 if host.stop_mode == "now" or host.abort_event.is_set():
                     with self._lock:
                         self._local.pop(entry.id, None)
@@ -238,7 +244,7 @@ class DurableConversation(Conversation):
         if lease is None:
             return None
         answers = []
-        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, host.abort)
+        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, lambda: self._lost_lease(host))
         try:
             self.load()
             while not heartbeat.lost:
@@ -260,6 +266,11 @@ class DurableConversation(Conversation):
                 logger.warning("%r: releasing the lease failed (%s); it expires in %ss", self, exc,
                                self.lease_seconds)
         return answers
+
+    def _lost_lease(self, host: RunHost) -> None:
+        """The heartbeat found the lease taken: abort the run (its commit would be refused anyway)."""
+        self._lease_lost = True
+        host.abort()
 
     def _serve_one(self, host: RunHost, inbox: InboxEntry, lease: Lease) -> dict[str, Any]:
         with self._lock:
