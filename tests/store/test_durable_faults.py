@@ -289,6 +289,8 @@ def test_celery_5935_a_tool_running_past_lease_seconds_is_not_run_again_by_anoth
 
     def other_worker() -> None:
         other = agent_on(store_factory(), charges, lease_seconds=0.3)
+        while not charges.ran:  # from the moment the tool runs (1.2 s, 4 leases long)
+            time.sleep(0.01)
         while not done.is_set():
             other_served.extend(other.drain())
             time.sleep(0.05)
