@@ -54,10 +54,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import AgentClosedError, FormatError, StaleStateError, StoreError, YiemagentError
+from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
-from .base import ConversationStore, CorruptRowError, InboxEntry, Lease, ReplyTo, ServedInput, run_key
+from .base import MAX_LEASE_SECONDS, ConversationStore, CorruptRowError, InboxEntry, Lease, ReplyTo, ServedInput, run_key
 from .journal import StoreJournal
 
 __all__ = ["DurableConversation"]
@@ -107,6 +107,7 @@ class DurableConversation(Conversation):
         servers, mcp_required, steering: as ``Conversation``.
 
     Raises:
+        ConfigError: ``lease_seconds`` not in (0, ``MAX_LEASE_SECONDS``].
         StoreError: the store could not be read.
         FormatError: the stored state is not a saved state.
     """
@@ -117,6 +118,9 @@ class DurableConversation(Conversation):
     def __init__(self, config: LoopConfig, store: ConversationStore, conversation_id: str, *,
                  lease_seconds: float = 30.0, servers: ToolServers | None = None, mcp_required: bool = False,
                  steering: bool = False) -> None:
+        if not isinstance(lease_seconds, (int, float)) or not 0 < lease_seconds <= MAX_LEASE_SECONDS:
+            raise ConfigError(f"lease_seconds must be a number in (0, {MAX_LEASE_SECONDS:.0f}], "
+                              f"not {lease_seconds!r:.40}")
         super().__init__(config, servers=servers, mcp_required=mcp_required, steering=steering)
         self.store = store
         self.conversation_id = conversation_id
@@ -343,6 +347,11 @@ class DurableConversation(Conversation):
         if seqs is None:
             fresh = [e.seq for e in self.store.pending(self.conversation_id) if e.seq > self._run_seqs[-1]]
             seqs = journal.put(key, fresh)
+        if not isinstance(seqs, list) or not all(isinstance(q, int) and not isinstance(q, bool) for q in seqs):
+            exc = CorruptRowError(f"journal step {journal.run}/{key} of {self.conversation_id!r} is corrupt: "
+                                  f"{seqs!r:.100}", conversation_id=self.conversation_id)
+            journal.failed = journal.failed or exc  # the run is not committed: its input is quarantined
+            raise exc
         taken = []
         for seq in seqs:
             entry = self.store.get_input(self.conversation_id, seq)
