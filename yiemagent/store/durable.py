@@ -217,6 +217,9 @@ class DurableConversation(Conversation):
                 failing_since, pause = None, _POLL_SECONDS
                 if answers is None:  # another process holds the lease
                     time.sleep(_POLL_SECONDS)
+                mine = [a for a in answers or () if seq in (a.get("seq") or ())]
+                if mine:  # committed and delivered here: no read-back that a failing store could refuse
+                    return mine[-1]
             except StoreError as exc:
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since
