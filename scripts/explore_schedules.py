@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.store import schedules  # noqa: E402
-from yiemagent.store import PostgresStore, SQLiteStore  # noqa: E402
+from tests.store import schedules
+from yiemagent.store import PostgresStore, SQLiteStore
 
 _MUST_BE_ZERO = ("run_twice", "lost", "hidden", "ask_raised_committed", "lease_stolen")
 

@@ -97,7 +97,8 @@ def test_dbos_py_742_a_holder_paused_in_its_model_call_past_its_lease_runs_no_to
 ) -> None:
     """dbos-transact-py #742: a stale owner still ran the work. Here process A is paused in its first
     model call past its lease (no heartbeat: a VM pause); B takes over and serves the input, running the
-    tool; A wakes with the reply asking for the same call: it must write nothing and run nothing."""
+    tool; A wakes with the reply asking for the same call: it must write nothing and run nothing.
+    """
     monkeypatch.setattr(_Heartbeat, "_beat", lambda self: None)  # paused: no renewals
     charges = Charges()
     b_store = store_factory()
@@ -194,7 +195,8 @@ def test_a_store_failure_after_a_tool_ran_keeps_the_call_in_the_committed_histor
     store_factory: Factory, kind: str
 ) -> None:
     """The write of the tool's result fails (disk full; a real connection cut on PostgreSQL): before,
-    the run ended "error", its answer was committed and the call dropped from what the model sees."""
+    the run ended "error", its answer was committed and the call dropped from what the model sees.
+    """
     faulty = FaultyStore(store_factory(), Fault(5, kind))  # type: ignore[arg-type]  # 5: tool/call_1
     charges = Charges()
     answer = agent_on(faulty, charges).ask("pay 5")
@@ -212,7 +214,8 @@ def test_a_store_failure_after_a_tool_ran_keeps_the_call_in_the_committed_histor
 @pytest.mark.parametrize("when", ["before start", "right after start"])
 def test_dbos_java_491_an_input_queued_around_start_is_answered_once(store_factory: Factory, when: str) -> None:
     """dbos-transact-java #491: launch-time recovery re-ran what the caller was already running. Here
-    recover() served the queued input, then the main loop delivered its answer a second time."""
+    recover() served the queued input, then the main loop delivered its answer a second time.
+    """
     charges = Charges()
     agent = agent_on(store_factory(), charges)
     if when == "before start":
@@ -239,7 +242,8 @@ def test_agent_framework_8221_a_corrupt_inbox_row_is_quarantined_and_the_convers
 ) -> None:
     """microsoft/agent-framework PR #8221: a corrupt checkpoint surfaced as a raw JSONDecodeError. Here
     a corrupt inbox row must read as an entry with its error, be answered with that error, and the
-    inputs after it served."""
+    inputs after it served.
+    """
     s = store_factory()
     s.enqueue("c", "one")
     _sql(s, f"UPDATE {s.inbox_table} SET message = ? WHERE seq = 1", (row,))
@@ -253,8 +257,9 @@ def test_agent_framework_8221_a_corrupt_inbox_row_is_quarantined_and_the_convers
 
 
 def test_langgraph_6491_a_corrupt_journal_row_does_not_stall_the_conversation(store_factory: Factory) -> None:
-    """langgraph #6491: one bad checkpoint made a thread permanently unloadable. Here a corrupt journal
-    row quarantines its input (answered with the reason) and the next input is served."""
+    """Langgraph #6491: one bad checkpoint made a thread permanently unloadable. Here a corrupt journal
+    row quarantines its input (answered with the reason) and the next input is served.
+    """
     s = store_factory()
     s.enqueue("c", "one")
     s.put_step("c", "seq-1", "model/1", {"role": "assistant", "content": "x"})
@@ -280,9 +285,10 @@ def test_a_corrupt_stored_answer_reads_as_an_error_answer(store_factory: Factory
 def test_celery_5935_a_tool_running_past_lease_seconds_is_not_run_again_by_another_worker(
     store_factory: Factory,
 ) -> None:
-    """celery #5935 (and pretix #2058): a task running past the visibility timeout was delivered
+    """Celery #5935 (and pretix #2058): a task running past the visibility timeout was delivered
     again and ran twice. Here the lease is renewed while the tool runs; another worker draining all
-    along never gets it."""
+    along never gets it.
+    """
     charges = Charges(seconds=1.2)
     done = threading.Event()
     other_served: list[dict[str, Any]] = []
@@ -309,7 +315,8 @@ def test_celery_5935_a_tool_running_past_lease_seconds_is_not_run_again_by_anoth
 def test_temporal_sdk_python_812_a_tool_whose_lease_was_taken_sees_abort(store_factory: Factory) -> None:
     """temporalio/sdk-python #812: a heartbeating activity should learn it lost its slot. Here another
     process takes the lease while a tool runs: the heartbeat aborts the run, the tool sees
-    ``abort_event``, and the run's commit writes nothing."""
+    ``abort_event``, and the run's commit writes nothing.
+    """
     charges = Charges(seconds=10, watch_abort=True)
     s = store_factory()
     intruder = store_factory()
@@ -331,3 +338,26 @@ def test_temporal_sdk_python_812_a_tool_whose_lease_was_taken_sees_abort(store_f
     assert len(charges.ran) == 1 and answer["status"] == "completed", answer
     tools = [m for m in agent.history if m.role == "tool"]
     assert len(tools) == 1 and "interrupted" in str(tools[0].content)
+
+
+def test_a_quarantined_run_names_the_tool_calls_it_had_started(store_factory: Factory) -> None:
+    """A corrupt reply row after a tool ran: the input is quarantined, and its answer says which call
+    may have had an effect (the quarantine never hides a call that ran)."""
+    from yiemagent import AgentToolResult
+    from yiemagent.messages import ToolCall
+    from yiemagent.store.journal import result_to_dict
+
+    s = store_factory()
+    s.enqueue("c", "one")
+    call = ToolCall("call_1", "charge", {"amount": 5})
+    s.put_step("c", "seq-1", "model/1", {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "charge", "arguments": '{"amount": 5}'}}]})
+    s.put_step("c", "seq-1", "started/call_1", {"name": "charge"})
+    s.put_step("c", "seq-1", "tool/call_1", result_to_dict(call, AgentToolResult("charged 5")))
+    s.put_step("c", "seq-1", "model/2", {"role": "assistant", "content": "x"})
+    _sql(s, f"UPDATE {s.journal_table} SET value = 'garbage' WHERE step_key = 'model/2'")
+    charges = Charges()
+    answer = agent_on(s, charges).ask("two")
+    assert answer["content"] == "done: charged 5" and len(charges.ran) == 1  # input 2's own call
+    first = s.get_input("c", 1).answer
+    assert first["quarantined"] is True and "call_1" in first["error"] and "effect is unknown" in first["error"]

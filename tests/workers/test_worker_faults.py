@@ -48,7 +48,8 @@ def test_azure_durabletask_1040_a_poison_conversation_backs_off_and_the_others_a
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Azure/durabletask #1040: a poison message was dequeued 79+ times, forever. Before: 17-19 drains
-    of the bad conversation a second, a traceback each; now a bounded exponential backoff."""
+    of the bad conversation a second, a traceback each; now a bounded exponential backoff.
+    """
     store, tries = _poisoned(tmp_path)
 
     def make_agent(cid: str) -> Agent:

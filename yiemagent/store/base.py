@@ -66,9 +66,11 @@ class CorruptRowError(StoreError):
     never ``json.JSONDecodeError`` or ``AssertionError``.
     """
 
-    def __init__(self, message: str, *, conversation_id: str = "") -> None:
+    def __init__(self, message: str, *, conversation_id: str = "", step_keys: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.conversation_id = conversation_id
+        self.step_keys = list(step_keys)
+        """From ``steps()``: the keys of every step of the run, readable or not."""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,16 @@ from ..conversation import Conversation, Input, RunHost, ToolServers
 from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
-from .base import MAX_LEASE_SECONDS, ConversationStore, CorruptRowError, InboxEntry, Lease, ReplyTo, ServedInput, run_key
+from .base import (
+    MAX_LEASE_SECONDS,
+    ConversationStore,
+    CorruptRowError,
+    InboxEntry,
+    Lease,
+    ReplyTo,
+    ServedInput,
+    run_key,
+)
 from .journal import StoreJournal
 
 __all__ = ["DurableConversation"]
@@ -251,6 +260,7 @@ class DurableConversation(Conversation):
         if lease is None:
             return None
         answers = []
+        self._lease_lost = False
         heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, lambda: self._lost_lease(host))
         try:
             self.load()
@@ -332,6 +342,16 @@ class DurableConversation(Conversation):
     def _quarantine(self, host: RunHost, inbox: InboxEntry, lease: Lease, run: str,
                     error: YiemagentError) -> dict[str, Any]:
         """Answer an input that cannot be served (a corrupt row) with an error, so the rest goes on."""
+        try:
+            keys = list(self.store.steps(self.conversation_id, run))
+        except CorruptRowError as exc:
+            keys = exc.step_keys or ["started/(unreadable journal)"]
+        except StoreError:
+            keys = ["started/(unreadable journal)"]
+        started = sorted(k[len("started/"):] for k in keys if k.startswith("started/"))
+        if started:  # a run that had started tools: their effect is unknown, and the answer says so
+            error = CorruptRowError(f"{error}; tool calls it had started, whose effect is unknown: "
+                                    f"{', '.join(started)}", conversation_id=self.conversation_id)
         logger.warning("%r: input %d is quarantined: %s", self, inbox.seq, error)
         answer = self.error_answer([inbox.input_id], error)
         answer.update(seq=[inbox.seq], quarantined=True)

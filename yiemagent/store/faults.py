@@ -85,7 +85,7 @@ class FaultyStore:
         attr = getattr(self.store, name)
         if name not in _WRITES and name != "renew":
             return attr
-        if name == "renew" or self.fault is not None and name not in self.fault.only:
+        if name == "renew" or (self.fault is not None and name not in self.fault.only):
             return attr
 
         def write(*args: Any, **kwargs: Any) -> Any:
@@ -94,7 +94,7 @@ class FaultyStore:
                 number = len(self.writes) + 1
                 self.writes.append((number, name, detail))
             fault = self.fault
-            if fault is None or number < fault.at or number > fault.at and not fault.repeat:
+            if fault is None or number < fault.at or (number > fault.at and not fault.repeat):
                 return attr(*args, **kwargs)
             self.injected.append((number, name, detail))
             logger.info("injecting %s at write %d (%s %s)", fault.kind, number, name, detail)
@@ -108,7 +108,7 @@ class FaultyStore:
             if fault.kind == "cut":
                 self._cut()
                 return attr(*args, **kwargs)
-            result = attr(*args, **kwargs)  # fail_after
+            attr(*args, **kwargs)  # fail_after: written, then the caller hears of a failure
             raise StoreError(f"injected fault after write {number} ({name}): connection lost")
 
         return write

@@ -24,9 +24,9 @@ import uuid
 from collections.abc import MutableMapping
 from typing import Any
 
+from ..exceptions import FormatError, StaleStateError, StoreError
 from ..messages import AssistantMessage, ToolCall, ToolResultMessage, message_from_dict, message_to_dict
 from ..tools import AgentTool, AgentToolResult
-from ..exceptions import FormatError, StaleStateError, StoreError
 from .base import ConversationStore, CorruptRowError, Lease, idempotency_key
 
 __all__ = ["StoreJournal", "result_from_dict", "result_to_dict"]

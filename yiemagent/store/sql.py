@@ -300,7 +300,7 @@ class SQLStoreBase(StoreBase):
         sync = not self._async_steps or step.startswith("started/")
         with self._use() as conn:
             fenced = lease is not None
-            with self._transaction(conn, sync=sync) if fenced or sync and self._async_steps else \
+            with self._transaction(conn, sync=sync) if fenced or (sync and self._async_steps) else \
                     self._cursor(conn) as cur:
                 if lease is not None:
                     self._check_lease(cur, lease)
@@ -322,7 +322,11 @@ class SQLStoreBase(StoreBase):
         """Every step of ``run``: ``{step key: value}``."""
         rows = self._read(f"SELECT step_key, value FROM {self.journal_table} WHERE conversation_id = ? AND "
                           "run_key = ?", (conversation_id, run))
-        return {key: _loads(value, f"journal step {run}/{key}", conversation_id) for key, value in rows}
+        try:
+            return {key: _loads(value, f"journal step {run}/{key}", conversation_id) for key, value in rows}
+        except CorruptRowError as exc:  # say which steps exist: a quarantine names the calls that had started
+            raise CorruptRowError(str(exc), conversation_id=conversation_id,
+                                  step_keys=[str(key) for key, _ in rows]) from exc
 
     # ------------------------------------------------------------------ lease
 
