@@ -213,6 +213,18 @@ class StoreContract:
         assert s.put_step("d", "seq-1", "model/1", "other conversation") == "other conversation"
         assert s.steps("c", "seq-1") == {"model/1": {"text": "first"}, "tool/call_1": ["a", 1]}
 
+    def test_put_step_with_a_lease_is_fenced_by_it_as_commit_is(self, s: Any) -> None:
+        first = s.acquire("c", "w1", ttl_seconds=0.2)
+        assert s.put_step("c", "seq-1", "model/1", {"by": "w1"}, lease=first) == {"by": "w1"}
+        time.sleep(0.3)
+        second = s.acquire("c", "w2", ttl_seconds=30)
+        assert second is not None and second.token > first.token
+        with pytest.raises(StaleStateError) as raised:
+            s.put_step("c", "seq-1", "started/call_1", {"by": "zombie"}, lease=first)
+        assert raised.value.reason == "lease"
+        assert s.steps("c", "seq-1") == {"model/1": {"by": "w1"}}  # the zombie wrote nothing
+        assert s.put_step("c", "seq-1", "started/call_1", {"by": "w2"}, lease=second) == {"by": "w2"}
+
     def test_put_step_refuses_values_that_are_not_json(self, s: Any) -> None:
         with pytest.raises((TypeError, ValueError)):
             s.put_step("c", "seq-1", "x", {"f": float("nan")})
