@@ -348,3 +348,14 @@ def test_a_quarantined_run_names_the_tool_calls_it_had_started(store_factory: Fa
     assert answer["content"] == "done: charged 5" and len(charges.ran) == 1  # input 2's own call
     first = s.get_input("c", 1).answer
     assert first["quarantined"] is True and "call_1" in first["error"] and "effect is unknown" in first["error"]
+
+
+def test_a_table_made_before_lease_clock_gets_the_column_on_open(store_factory: Factory) -> None:
+    old = store_factory()
+    old.enqueue("c", "from 0.x")
+    _sql(old, f"ALTER TABLE {old.conversations_table} DROP COLUMN lease_clock")
+    old.close()
+    new = store_factory()
+    lease = new.acquire("c", "w", ttl_seconds=30)
+    assert lease is not None and new.acquire("c", "other", ttl_seconds=30) is None
+    assert [e.message["content"] for e in new.pending("c")] == ["from 0.x"]
