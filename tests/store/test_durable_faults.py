@@ -359,3 +359,59 @@ def test_a_table_made_before_lease_clock_gets_the_column_on_open(store_factory: 
     lease = new.acquire("c", "w", ttl_seconds=30)
     assert lease is not None and new.acquire("c", "other", ttl_seconds=30) is None
     assert [e.message["content"] for e in new.pending("c")] == ["from 0.x"]
+
+
+def _hold_row_then_stop(dsn: str, prefix: str, ready: Any) -> None:
+    import os
+    import signal
+
+    from yiemagent.store import PostgresStore
+
+    store = PostgresStore(dsn, table_prefix=prefix, lock_timeout_seconds=1)
+    with store._use() as conn, store._transaction(conn) as cur:
+        store._ensure_row(cur, "c")  # the conversation's row, locked FOR UPDATE
+        ready.set()
+        os.kill(os.getpid(), signal.SIGSTOP)  # paused in the middle of a write
+
+
+def test_postgres_a_process_paused_inside_a_write_holds_the_row_only_lock_timeout_seconds(
+    postgres_dsn: str,
+) -> None:
+    import multiprocessing
+    import os
+    import signal
+
+    from yiemagent.exceptions import StoreError
+    from yiemagent.store import PostgresStore
+
+    prefix = f"paused{os.getpid()}_"
+    other = PostgresStore(postgres_dsn, table_prefix=prefix, lock_timeout_seconds=1)
+    other.enqueue("c", "hi")
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_hold_row_then_stop, args=(postgres_dsn, prefix, ready))
+    child.start()
+    try:
+        assert ready.wait(30)
+        got: list[Any] = []
+
+        def take() -> None:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not got:
+                try:
+                    got.append(other.acquire("c", "other", ttl_seconds=30))
+                except StoreError:  # lock_timeout: try again (the server ends the paused session soon)
+                    time.sleep(0.1)
+
+        started = time.monotonic()
+        thread = threading.Thread(target=take, daemon=True)
+        thread.start()
+        thread.join(25)
+        assert got and got[0] is not None, "blocked behind a paused process's row lock"
+        assert time.monotonic() - started < 10
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+        other.close()
