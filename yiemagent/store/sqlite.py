@@ -16,6 +16,12 @@ on macOS and Windows), tagged ``"monotonic"``. This is why SQLiteStore is for
 one host: the clock is the host's. Containers in their own time namespace
 share the host's boot id but not its boot clock: give them one namespace.
 
+A process paused (SIGSTOP, a VM pause) while it holds SQLite's write lock
+(inside one of the store's short transactions) blocks every writer of the file
+until it resumes: they fail with ``StoreError`` after ``timeout_seconds`` and
+try again. Where processes may be paused for long, use ``PostgresStore``
+(its ``lock_timeout_seconds`` bounds that wait).
+
 Opening: many processes and threads may open one fresh file at once. SQLite
 can answer the switch to WAL with ``SQLITE_BUSY`` without calling its busy
 handler; the setup is retried for up to ``timeout_seconds``.
