@@ -44,9 +44,11 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,26 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     monkeypatch.setattr(socket, "create_connection", create_connection)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture(autouse=True)
+def sigint_raises_keyboard_interrupt() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` in every test, even when the test run inherited it ignored.
+
+    A CI wrapper or ``nohup`` starts pytest with SIGINT ignored; Python then keeps it ignored and
+    ``_thread.interrupt_main()`` does nothing, so the Ctrl-C tests failed (issue 15). Each test
+    gets Python's own handler and the inherited one is put back after it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 # --------------------------------------------------------------------------- servers

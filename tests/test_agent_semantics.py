@@ -297,3 +297,36 @@ def test_a_raising_tool_and_a_raising_hook_are_error_events():
     Agent(llm, tools=tools, after_tool_call=after, event_sink=recorder).ask("go")
     where = [(e.where, type(e.error).__name__) for e in recorder.of_type("error")]
     assert ("tool", "RuntimeError") in where and ("hook", "ValueError") in where
+
+
+def test_issue15_emit_intermediate_with_nobody_reading_never_blocks_an_aborted_run():
+    """Issue 15 (adversarial run): with ``emit_intermediate=True`` and nobody reading ``output_queue``, the
+    queue filled with intermediate messages, ``abort()`` did not end the run (its answer waited for room
+    for ever) and later inputs were never served. Now what an aborted run puts never waits: it is kept in
+    ``agent.undelivered``, and the next input is served.
+    """
+    from yiemagent import tool
+
+    @tool
+    def step(n: int) -> str:
+        """One step."""
+        return f"step {n}"
+
+    replies = [tool_call_reply("step", {"n": i}, call_id=f"c{i}") for i in range(40)]
+    agent = Agent(ScriptedLLM([*replies, text_reply("later")]), tools=[step], emit_intermediate=True,
+                  max_repeated_calls=None, max_turns=100).start()
+    try:
+        agent.input_queue.put("go")
+        deadline = time.monotonic() + 30
+        while not agent.output_queue.full():  # nobody reads: the run fills the queue, then waits for room
+            assert time.monotonic() < deadline, "the queue never filled"
+            time.sleep(0.02)
+        agent.abort()
+        later = agent.submit("next")
+        assert later.result(timeout=30)["status"] in ("completed", "max_turns")  # served, not stuck
+        kept = [item for item in agent.undelivered if item.get("status") == "aborted"]
+        assert len(kept) == 1 and kept[0]["role"] == "assistant"  # the aborted run's answer is kept, not lost
+        queued = [agent.output_queue.get_nowait() for _ in range(agent.output_queue.qsize())]
+        assert all(item["intermediate"] is True for item in queued)
+    finally:
+        agent.shutdown(timeout_seconds=5, mode="now")

@@ -327,7 +327,7 @@ def test_a_file_with_comments_and_trailing_commas_and_a_relative_cwd(tmp_path):
 
 
 def test_a_file_without_servers_or_unreadable_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match=r"no \"mcpServers\" \(or VS Code \"servers\"\) object"):
+    with pytest.raises(ConfigError, match=r"no \"mcpServers\" \(or VS Code \"servers\", Zed .*\) object"):
         load_mcp_config(write(tmp_path, {"globalShortcut": "x"}))
     with pytest.raises(ConfigError, match=r"cannot read the MCP config .*missing\.json.*No such file"):
         load_mcp_config(tmp_path / "missing.json")

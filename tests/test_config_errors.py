@@ -35,6 +35,36 @@ def test_agent_rejects_a_bad_argument_at_construction(argument, value):
         Agent(llm, **{argument: value})
 
 
+def test_issue15_store_given_as_a_file_name_is_a_config_error_naming_the_fix():
+    """Issue 15, a new user's trial: ``Agent(store="chats.db", conversation_id="c")`` gave an
+    ``AttributeError`` from deep inside; now a ``ConfigError`` that names ``SQLiteStore('chats.db')``.
+    """
+    with pytest.raises(ConfigError, match=r"store must be a ConversationStore such as .*SQLiteStore\('chats.db'\)"):
+        Agent(llm, store="chats.db", conversation_id="c")
+    with pytest.raises(ConfigError, match=r"conversation_id must be a str"):
+        Agent(llm, store=None, conversation_id=42)
+
+
+@pytest.mark.parametrize("value", ["5", True, float("nan"), -1, [5]], ids=repr)
+@pytest.mark.parametrize("started", [False, True], ids=["cold", "started"])
+def test_issue15_ask_and_submit_with_a_wrong_timeout_are_config_errors(value, started, capfd):
+    """Issue 15, a new user's trial: ``ask("hi", timeout_seconds="5")`` before ``start()`` printed a
+    traceback from a timer thread and waited without limit; now ``ConfigError`` at once, nothing printed.
+    """
+    agent = Agent(llm)
+    if started:
+        agent.start()
+    try:
+        with pytest.raises(ConfigError, match="timeout_seconds"):
+            agent.ask("hi", timeout_seconds=value)
+        with pytest.raises(ConfigError, match="timeout_seconds"):
+            agent.submit("hi", timeout_seconds=value)
+        assert agent.ask("hi", timeout_seconds=10)["content"] == "ok"
+    finally:
+        agent.shutdown()
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_agent_accepts_the_documented_forms():
     """The good forms still work: None where allowed, a generator of tools, a tuple."""
     def add(a: int, b: int) -> int:

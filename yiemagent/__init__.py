@@ -46,7 +46,7 @@ from .exceptions import (
     YiemagentWarning,
 )
 from .guard import RequestGuard
-from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext
+from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ask_user
 from .journal import current_idempotency_key
 from .loop import LoopConfig, RunResult, run_turns
 from .mcp import MCPClient
@@ -132,6 +132,7 @@ __all__ = [
     "YiemagentError",
     "YiemagentWarning",
     "__version__",
+    "ask_user",
     "current_idempotency_key",
     "event_to_dict",
     "extract_tool_calls",

@@ -27,7 +27,7 @@ def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) ->
 
 
 def check_number(name: str, value: Any, *, positive: bool = True, optional: bool = False) -> None:
-    """``value`` is a finite int or float (not a bool), > 0 when ``positive`` (or None when ``optional``)."""
+    """``value`` is a finite int or float (not a bool), > 0 when ``positive``, else >= 0 (or None when ``optional``)."""
     if value is None and optional:
         return
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
@@ -35,6 +35,8 @@ def check_number(name: str, value: Any, *, positive: bool = True, optional: bool
         raise ConfigError(f"{name} must be a finite number of seconds{none}, not {type(value).__name__} {value!r:.50}")
     if positive and value <= 0:
         raise ConfigError(f"{name} must be greater than 0, not {value}")
+    if value < 0:
+        raise ConfigError(f"{name} must be 0 or more, not {value}")
 
 
 def check_str(name: str, value: Any, *, optional: bool = False, empty: bool = True) -> None:

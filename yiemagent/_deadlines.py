@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ._fork import on_fork_in_child
+
 __all__ = ["WATCHDOG", "Watchdog"]
 
 logger = logging.getLogger("yiemagent.http")
@@ -44,6 +46,11 @@ class Watchdog:
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        on_fork_in_child(self._after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's thread is gone and its deadlines are not ours."""
+        self._heap, self._cond, self._thread = [], threading.Condition(), None
 
     def arm(self, at: float, action: Callable[[], object]) -> _Handle:
         """Run ``action()`` on the watchdog thread at monotonic time ``at``; returns the handle for ``disarm``."""

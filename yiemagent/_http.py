@@ -46,8 +46,9 @@ import urllib3.connectionpool
 import urllib3.exceptions
 
 from ._deadlines import WATCHDOG
+from ._fork import on_fork_in_child
 
-__all__ = ["CancellableSession", "CrossOriginRedirect", "body_chunks", "origin_of"]
+__all__ = ["CancellableSession", "CrossOriginRedirect", "body_chunks", "connection_problem", "origin_of"]
 
 logger = logging.getLogger("yiemagent.http")
 
@@ -58,6 +59,39 @@ _KEPT_ACROSS_ORIGINS = frozenset({"accept", "content-type", "user-agent"})
 """The only caller headers a followed cross-origin redirect carries."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def connection_problem(exc: BaseException, url: str) -> str | None:
+    """One line saying why no connection to ``url`` could be made, or None if ``exc`` is not that.
+
+    For people, not programs: "cannot connect to http://127.0.0.1:9: connection refused (is the
+    server running?)" instead of urllib3's ``Max retries exceeded ... NewConnectionError(...)``.
+    Covers a refused or reset connection, a host name that does not resolve, an unreachable
+    network and a TLS handshake that failed; everything else (timeouts included) is None.
+    """
+    if not isinstance(exc, requests.exceptions.ConnectionError) or isinstance(exc, requests.exceptions.Timeout):
+        return None
+    where = origin_of(url)
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 12:
+        chain.append(seen)
+        nested = [a for a in getattr(seen, "args", ()) if isinstance(a, BaseException)]
+        seen = seen.__cause__ or seen.__context__ or getattr(seen, "reason", None) or (nested[0] if nested else None)
+    text = " ".join(str(e) for e in chain)
+    if isinstance(exc, requests.exceptions.SSLError) or any(isinstance(e, urllib3.exceptions.SSLError) for e in chain):
+        return f"cannot connect to {where}: the TLS handshake failed (is it an https server with a valid certificate?)"
+    if any(isinstance(e, urllib3.exceptions.NameResolutionError) for e in chain) or "Name or service not known" in text:
+        return f"cannot connect to {where}: the host name does not resolve (is it spelled right?)"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
+        return f"cannot connect to {where}: connection refused (is the server running?)"
+    if "Network is unreachable" in text or "No route to host" in text:
+        return f"cannot connect to {where}: the network is unreachable (is the address right?)"
+    if any(isinstance(e, urllib3.exceptions.NewConnectionError) for e in chain):
+        own = [e for e in chain if not type(e).__module__.startswith(("urllib3", "requests"))]
+        reason = f": {str(own[-1])[:160]}" if own and str(own[-1]) else ""
+        return f"cannot connect to {where}{reason} (is the server running?)"
+    return None
 
 
 def origin_of(url: str) -> str:
@@ -194,6 +228,7 @@ class CancellableSession(requests.Session):
         self.max_redirects = max_redirects
         self._local = threading.local()
         self._mount_fresh()
+        on_fork_in_child(self._mount_fresh)  # in a forked child the pooled sockets are the parent's
 
     def _mount_fresh(self) -> None:
         self._tracker = _Tracker(self._local)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ._fork import fresh_queue_locks, on_fork_in_child
 from .exceptions import AgentClosedError
 
 __all__ = ["EMPTY", "SHUTDOWN", "ClosableQueue", "deliver"]
@@ -61,17 +62,25 @@ class ClosableQueue(queue.Queue):  # type: ignore[type-arg]
         self.closed = False
         self.accept: Callable[[Any], Any] | None = None
         """With a store: adds each input to the conversation's inbox as it is put (returns what to queue)."""
+        self.closed_reason = "the agent was shut down; this input was not accepted"
+        on_fork_in_child(self._after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child: locks a parent thread held stay held; the child gets new ones."""
+        fresh_queue_locks(self)
+
+    def close(self, reason: str | None = None) -> None:
+        """Refuse every later put (``AgentClosedError`` with ``reason``) and wake the puts blocked on a full queue."""
+        with self.mutex:
+            self.closed = True
+            if reason is not None:
+                self.closed_reason = reason
+            self.not_full.notify_all()
 
     def _put(self, item: Any) -> None:
         if self.accept is not None:
             item = self.accept(item)
         super()._put(item)
-
-    def close(self) -> None:
-        """Refuse every later put and wake the puts blocked on a full queue (they raise)."""
-        with self.mutex:
-            self.closed = True
-            self.not_full.notify_all()
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         """Put ``item``, like ``queue.Queue.put``.
@@ -83,7 +92,7 @@ class ClosableQueue(queue.Queue):  # type: ignore[type-arg]
         """
         with self.not_full:
             if self.closed:
-                raise AgentClosedError("the agent was shut down; this input was not accepted")
+                raise AgentClosedError(self.closed_reason)
             if self.maxsize > 0:
                 if not block:
                     if self._qsize() >= self.maxsize:

@@ -24,10 +24,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from ._checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
+from ._fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ._inbox import SHUTDOWN, ClosableQueue, deliver
 from .conversation import Input, StopMode
 from .exceptions import AgentClosedError, ConfigError
 from .mcp.client import MCPClient
+from .store.base import ConversationStore
 from .tools import AgentTool
 
 __all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
@@ -59,6 +61,11 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     check_choice("tool_execution", args["tool_execution"], ("parallel", "sequential"))
     if "lease_seconds" in args:
         check_number("lease_seconds", args["lease_seconds"])
+    store = args.get("store")
+    if store is not None and not isinstance(store, ConversationStore):
+        raise ConfigError(f"store must be a ConversationStore such as yiemagent.store.SQLiteStore({store!r:.60}), "
+                          f"not {type(store).__name__} {store!r:.60}")
+    check_str("conversation_id", args.get("conversation_id"), optional=True, empty=False)
     for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools"):
         check_bool(flag, args[flag])
     tools = args["tools"]
@@ -84,6 +91,7 @@ class Lifecycle:
     _thread: threading.Thread | None
     _stop_mode: StopMode | None
     _closed: bool
+    _closed_reason: str
     _abort_generation: int
     _deliver_deadline: float | None
     _released: bool
@@ -92,6 +100,7 @@ class Lifecycle:
     _executor: concurrent.futures.ThreadPoolExecutor
     _own_clients: list[MCPClient]
     _wakeup: threading.Event
+    abort_event: threading.Event
 
     def _init_lifecycle(self) -> None:
         """The delivery and shutdown state of a new agent."""
@@ -105,6 +114,22 @@ class Lifecycle:
         self._deliver_deadline: float | None = None
         self._released = False
         self._release_lock = threading.Lock()
+        self._closed_reason = "the agent was shut down"
+        on_fork_in_child(self._after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child (``yiemagent._fork``): a started agent refuses at once; one not started works."""
+        self._release_lock = threading.Lock()
+        fresh_queue_locks(self.output_queue)
+        self._reset_after_fork()
+        if self._thread is not None and not self._closed:  # its thread stayed in the parent
+            self._closed_reason = fork_note("this Agent's thread")
+            self._closed = True
+            self.input_queue.close(self._closed_reason)
+            self.follow_up_queue.close(self._closed_reason)
+
+    def _reset_after_fork(self) -> None:
+        raise NotImplementedError  # pragma: no cover - Serving defines it
 
     def abort(self) -> None:
         raise NotImplementedError  # pragma: no cover - Agent defines it
@@ -113,12 +138,18 @@ class Lifecycle:
         raise NotImplementedError  # pragma: no cover - Agent defines it
 
     def _deliver(self, answer: dict[str, Any]) -> None:
-        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``)."""
+        """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``).
+
+        What an aborted run puts (its intermediate messages, its answer) never waits for room:
+        with nobody reading, it goes to ``undelivered`` and the agent serves the next input.
+        """
         generation = self._abort_generation
+        aborted = answer.get("status") == "aborted"
 
         def give_up() -> bool:
             deadline = self._deliver_deadline
-            return (self._stop_mode == "now" or self._abort_generation != generation
+            return (aborted or self._stop_mode == "now" or self._abort_generation != generation
+                    or (answer.get("intermediate") is True and self.abort_event.is_set())
                     or (deadline is not None and time.monotonic() >= deadline))
 
         if not deliver(self.output_queue, answer, give_up):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import queue
 import threading
@@ -70,6 +71,15 @@ class Serving(Lifecycle):
         # an agent used through ask() and dropped without shutdown() must not keep its pool threads
         self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
 
+    def _reset_after_fork(self) -> None:
+        """In a forked child: new locks and a new worker pool (the parent's pool threads are gone)."""
+        self._run_lock, self._state_lock = threading.Lock(), threading.Lock()
+        self._run_owner = None
+        if self._thread is None and not self._closed:
+            self._finalizer.detach()
+            self._start_pool(self._executor._max_workers)
+            self.conversation.config = dataclasses.replace(self.conversation.config, executor=self._executor)
+
     def _init_serving(self) -> None:
         """The per-run state, before the first run."""
         self._thread: threading.Thread | None = None
@@ -105,7 +115,7 @@ class Serving(Lifecycle):
             AgentClosedError: the agent was shut down.
         """
         if self._closed:
-            raise AgentClosedError("the agent was shut down; make a new one")
+            raise AgentClosedError(f"{self._closed_reason}; make a new one")
         if self._thread is None:
             self._thread = threading.Thread(target=self._main, name=f"yiemagent-{self.name}-agent", daemon=True)
             self._thread.start()

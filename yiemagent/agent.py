@@ -51,6 +51,7 @@ from typing import Any, Literal
 
 from . import events as ev
 from ._inbox import SHUTDOWN, ClosableQueue
+from ._checks import check_number
 from ._lifecycle import check_agent_arguments
 from ._serving import Serving
 from .conversation import Conversation, parse_state
@@ -72,8 +73,7 @@ __all__ = ["SHUTDOWN", "Agent"]
 
 logger = logging.getLogger("yiemagent.agent")
 
-_ASK_POLL_SECONDS = 0.1
-"""``ask()`` waits in steps this long, so that Ctrl-C in the calling thread is seen at once."""
+_ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
 class Agent(Serving):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
@@ -312,9 +312,8 @@ class Agent(Serving):
             FormatError: ``message`` is not a str, ``UserMessage`` or user dict.
         """
         if self._closed or self._stop_mode is not None:
-            raise AgentClosedError("the agent was shut down")
-        if timeout_seconds is not None and (not isinstance(timeout_seconds, (int, float)) or timeout_seconds < 0):
-            raise ConfigError(f"timeout_seconds must be a number >= 0 or None, not {timeout_seconds!r:.50}")
+            raise AgentClosedError(self._closed_reason)
+        check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         entry = self._wrap(message)
         entry.future = concurrent.futures.Future()
         entry.future.input_id = entry.id  # type: ignore[attr-defined]
@@ -348,7 +347,7 @@ class Agent(Serving):
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
         """
         if self._closed or self._stop_mode is not None:
-            raise AgentClosedError("the agent was shut down")
+            raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
         entry = self._wrap(text)
@@ -395,16 +394,17 @@ class Agent(Serving):
         Ctrl-C (``KeyboardInterrupt``) in the calling thread aborts this input's
         run (its model call is cut, its tools see ``abort_event``; with the
         thread started, only if that run is this input's, else the input is
-        left queued) and is raised again at once.
+        left queued) and is raised again at once; the run stays in the history, aborted.
 
         Raises:
             TimeoutError: no answer within ``timeout_seconds``.
             AgentClosedError: the agent was shut down.
-            AgentError: called from inside this agent's own run (a tool or hook),
-                where waiting would never end.
+            AgentError: called from inside this agent's own run (a tool or hook): it would wait forever.
+            ConfigError: ``timeout_seconds`` is not a number >= 0 or None.
         """
+        check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         if self._closed:
-            raise AgentClosedError("the agent was shut down")
+            raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError(
                 "ask() from inside this agent's own run (a tool, hook or event sink) would wait for itself; "

@@ -7,8 +7,11 @@
     Return None to let the call run, or ``BeforeToolCallResult(block=True,
     reason="...")`` to block it: the tool does not run and the model gets an
     error result carrying the reason. It may block (e.g. ask a human) but
-    should watch ``abort_event``. If it raises, the call does not run and the
-    model gets an error result saying the hook failed.
+    should watch ``abort_event`` (``ask_user(prompt, abort_event)`` is a
+    terminal prompt that does; ``input()`` does not). If it raises, the call
+    does not run and the model gets an error result saying the hook failed;
+    Ctrl-C (``KeyboardInterrupt``) in the main thread, where ``ask()`` runs the
+    loop before ``start()``, aborts the run instead.
 
 ``after_tool_call(ctx) -> AfterToolCallResult | None``
 
@@ -23,7 +26,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import select
+import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +45,7 @@ __all__ = [
     "BeforeToolCall",
     "BeforeToolCallResult",
     "ToolCallContext",
+    "ask_user",
     "run_after_hook",
     "run_before_hook",
 ]
@@ -83,6 +91,56 @@ BeforeToolCall = Callable[[ToolCallContext, threading.Event], "BeforeToolCallRes
 AfterToolCall = Callable[[ToolCallContext], "AfterToolCallResult | None"]
 
 
+def _is_ctrl_c(exc: BaseException) -> bool:
+    """A ``KeyboardInterrupt`` in the main thread: Ctrl-C while ``ask()`` runs the loop there (before
+    ``start()``); it aborts the run (``yiemagent.loop``) instead of being the hook's error."""
+    return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
+
+
+def ask_user(prompt: str, abort_event: threading.Event | None = None, *,
+             timeout_seconds: float | None = None) -> str | None:
+    """Ask a person on the terminal from a hook (an approval prompt); return the line typed, or None.
+
+    ``input()`` cannot be interrupted on the agent's thread: after Ctrl-C the agent cannot stop
+    and Python's exit fails on the locked stdin. This prompt watches ``abort_event`` (set by
+    ``Agent.abort()``, by Ctrl-C in ``ask()``, by ``shutdown(mode="now")``) and returns None
+    within 0.05 s of it, at the end of input, or after ``timeout_seconds``. The line is returned
+    without its line end, decoded as UTF-8 (undecodable bytes replaced).
+
+    On POSIX it reads the terminal's file descriptor directly (``select``); where that is not
+    possible (Windows, a replaced ``sys.stdin``) it falls back to ``input()``.
+
+    >>> def approve(ctx, abort_event):  # doctest: +SKIP
+    ...     if ask_user(f"run {ctx.tool_call.name}? [y/N] ", abort_event) != "y":
+    ...         return BeforeToolCallResult(block=True, reason="the user said no")
+    ...     return None
+    """
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    try:
+        fd = sys.stdin.fileno() if os.name != "nt" and sys.stdin is not None else None
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd is None:
+        try:
+            return input()
+        except EOFError:
+            return None
+    deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+    line = b""
+    while b"\n" not in line:
+        if (abort_event is not None and abort_event.is_set()) or (deadline is not None and time.monotonic() > deadline):
+            sys.stdout.write("\n")
+            return None
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return line.decode("utf-8", "replace") or None
+            line += chunk
+    return line.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+
+
 def run_before_hook(
     hook: BeforeToolCall | None, ctx: ToolCallContext, abort_event: threading.Event
 ) -> AgentToolResult | None:
@@ -95,6 +153,8 @@ def run_before_hook(
     except SimulatedCrash:
         raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
+        if _is_ctrl_c(exc):
+            raise
         logger.warning("before_tool_call raised for %s: %r", name, exc)
         return AgentToolResult.error(
             f"Tool {name!r} was not run: the before_tool_call hook failed ({type(exc).__name__}: {exc}).",
@@ -123,6 +183,8 @@ def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToo
     except SimulatedCrash:
         raise
     except BaseException as exc:  # SystemExit/KeyboardInterrupt too: never out of the agent thread
+        if _is_ctrl_c(exc):
+            raise
         logger.warning("after_tool_call raised for %s: %r", ctx.tool_call.name, exc)
         return AgentToolResult.error(
             f"Tool {ctx.tool_call.name!r} ran, but the after_tool_call hook failed "

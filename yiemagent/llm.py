@@ -25,6 +25,11 @@ loop's thread, in order, before the assistant's ``message_end``. The return
 value is still the whole reply: deltas are a preview, never the record.
 Callables without ``on_delta`` work as before.
 
+Abort (optional): an ``llm_call`` with a keyword parameter named
+``abort_event`` gets the run's ``threading.Event``; once it is set the call
+should send nothing more and drop a reply that arrives (``openai_chat`` does).
+``cancel()``, when the callable has one, cuts what is already connected.
+
 Incomplete streams: a streamed reply whose stream ended (or broke) after some
 chunks, without ``data: [DONE]`` and without any ``finish_reason``, comes
 back merged with ``finish_reason: "incomplete"`` (yiemagent's own value):
@@ -130,10 +135,12 @@ class ChunkDeltas:
                     on_delta("tool_call", piece, tool_call_index=index, tool_call_id=call_id, tool_name=name)
 
 
-def accepts_on_delta(llm_call: Any) -> bool:
-    """True if ``llm_call`` has a keyword parameter named ``on_delta`` (a streaming ``llm_call``)."""
+def accepts_on_delta(llm_call: Any, name: str = "on_delta") -> bool:
+    """True if ``llm_call`` has a keyword parameter ``name``: ``on_delta`` (a streaming ``llm_call``),
+    or ``abort_event`` (the run's ``threading.Event``: an ``llm_call`` that takes it stops sending,
+    and drops a reply that arrives, once the run is aborted; ``openai_chat`` does)."""
     try:
-        parameter = inspect.signature(llm_call).parameters.get("on_delta")
+        parameter = inspect.signature(llm_call).parameters.get(name)
     except (TypeError, ValueError):  # no signature (some builtins and C callables)
         return False
     return parameter is not None and parameter.kind in (

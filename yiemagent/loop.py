@@ -34,7 +34,10 @@ Rules (each has a test):
 * at most ``max_tool_calls_per_turn`` calls of one reply run; the others get an
   error result telling the model to send them again in a later turn;
 * abort is seen within ``0.05`` s, during a model call or a tool: calls not
-  finished get "cancelled" results and an ``aborted`` event is sent;
+  finished get "cancelled" results and an ``aborted`` event is sent; Ctrl-C
+  (``KeyboardInterrupt``) in the main thread running the loop is an abort too
+  (the history keeps the run and its calls), and ``RunResult.error`` holds it
+  so that the caller can raise it again;
 * with ``poll_steering``, inputs that arrived during the run are added after
   the current tool batch (no call skipped) and the run goes on to answer them;
 * the turn numbered ``max_turns`` is sent without tools (when
@@ -122,6 +125,8 @@ class _Run(ModelTurn, ToolBatch):
         self.streak: tuple[str, str] | None = None
         self.streak_count = 0
         self.repeated = False
+        self.interrupted: KeyboardInterrupt | None = None
+        """Ctrl-C in the thread running the loop (``ask()`` before ``start()``): the run ends as aborted."""
         self.taken_ids = {
             call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
         }
@@ -153,6 +158,10 @@ class _Run(ModelTurn, ToolBatch):
             try:
                 item = self.updates.get(timeout=POLL_SECONDS)
             except queue.Empty:
+                item = _WAKE
+            except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: an abort
+                self.interrupted = exc
+                self.abort_event.set()
                 item = _WAKE
             if item is not _WAKE:
                 self.emit(item)
@@ -211,6 +220,10 @@ class _Run(ModelTurn, ToolBatch):
         answer = AssistantMessage()
         status: Status = "completed"
         error: BaseException | None = None
+        # Ctrl-C reaches only the main thread: there (``ask()`` before ``start()``) a KeyboardInterrupt
+        # is the user's abort; elsewhere it was raised by a callback, an error like any other.
+        aborts: tuple[type[BaseException], ...] = (
+            (Aborted, KeyboardInterrupt) if threading.current_thread() is threading.main_thread() else (Aborted,))
         try:
             while True:
                 if self.abort_event.is_set():
@@ -269,8 +282,12 @@ class _Run(ModelTurn, ToolBatch):
                     answer = _closing_answer(reply, results, "")
                     break
                 self.steer()
-        except Aborted:
+        except aborts as exc:
             status = "aborted"
+            if isinstance(exc, KeyboardInterrupt):  # Ctrl-C here: an abort; the caller raises it again
+                self.abort_event.set()
+                self.interrupted = exc
+            error = self.interrupted
             self.flush_updates()
             self.emit(ev.AbortedEvent())
             answer = AssistantMessage([TextContent("The run was aborted.")])

@@ -57,16 +57,21 @@ class LoopConfig:
     """Returns ``[(message, input_id)]`` that arrived during the run; called after each tool batch."""
     executor: concurrent.futures.Executor | None = None
     """Worker threads for model calls and tools; None makes a pool per run."""
-    _streaming: tuple[Any, bool] | None = field(default=None, init=False, repr=False, compare=False)
-    """Cache: (llm_call, whether it takes ``on_delta``), so the signature is read once per callable."""
+    _streaming: tuple[Any, bool, bool] | None = field(default=None, init=False, repr=False, compare=False)
+    """Cache: (llm_call, whether it takes ``on_delta``, ``abort_event``): the signature is read once per callable."""
 
     def streams(self) -> bool:
         """True if ``llm_call`` takes ``on_delta`` (see ``yiemagent.llm``); read once per callable."""
         cached = self._streaming
         if cached is None or cached[0] is not self.llm_call:
-            cached = (self.llm_call, accepts_on_delta(self.llm_call))
+            cached = (self.llm_call, accepts_on_delta(self.llm_call), accepts_on_delta(self.llm_call, "abort_event"))
             self._streaming = cached
         return cached[1]
+
+    def takes_abort_event(self) -> bool:
+        """True if ``llm_call`` takes ``abort_event`` (see ``yiemagent.llm.accepts_on_delta``)."""
+        self.streams()
+        return self._streaming[2] if self._streaming is not None else False
     max_tool_calls_per_turn: int | None = 16
     """Calls of one reply that run, at most; the rest get an error result. None: no limit."""
     request_guard: Callable[[list[dict[str, Any]], list[dict[str, Any]]],

@@ -105,6 +105,8 @@ class ModelTurn(ToolBatch):
         llm_call: Callable[..., Any] = config.llm_call
         if self.sink is not None and config.streams():
             llm_call = functools.partial(llm_call, on_delta=self.on_delta)
+        if config.takes_abort_event():  # a request sent just after an abort is dropped, not left generating
+            llm_call = functools.partial(llm_call, abort_event=self.abort_event)
         future = self.submit(_contained, llm_call, messages, tools)
         try:
             response = self.wait(future)

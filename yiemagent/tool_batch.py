@@ -54,6 +54,7 @@ class ToolBatch:
     streak: tuple[str, str] | None
     streak_count: int
     repeated: bool
+    interrupted: KeyboardInterrupt | None
 
     def emit(self, event: ev.Event) -> None:
         """Send ``event`` to the run's sink (with the run id)."""
@@ -217,6 +218,10 @@ class ToolBatch:
                 if self.abort_event.is_set():
                     raise Aborted()
         except Aborted:
+            aborted = True
+        except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: abort, keep the records
+            self.interrupted = exc
+            self.abort_event.set()
             aborted = True
         finally:
             for future in pending:

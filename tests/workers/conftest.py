@@ -61,6 +61,7 @@ class Rig:
         self.kill_dir.mkdir()
         self.processes: list[subprocess.Popen[bytes]] = []
         self.kills = 0
+        self.killed_pids: list[int] = []
 
     def env(self, lease_ttl_seconds: float = 2.0, **extra: str) -> dict[str, str]:
         """Environment of an app process on this rig's store."""
@@ -89,6 +90,7 @@ class Rig:
         """``kill -9`` one process (a worker, a pool child) and count it."""
         os.kill(pid, signal.SIGKILL)
         self.kills += 1
+        self.killed_pids.append(pid)
         for process in self.processes:
             if process.pid == pid:
                 process.wait(10)

@@ -186,9 +186,10 @@ def _server_options(command: argparse.ArgumentParser, timeout_seconds: float) ->
                          help='a stdio server\'s command line, e.g. --stdio "mcp-server-time --local-timezone UTC" '
                               "(repeatable)")
     command.add_argument("--config", action="append", metavar="FILE",
-                         help='servers from a JSON file: {"mcpServers": {name: {"command", "args", "env", "cwd"} | '
-                              '{"url", "headers"}}} (Claude Desktop, Cursor; VS Code\'s {"servers": ...}); '
-                              "${VAR} is expanded (repeatable)")
+                         help='servers from a config file: {"mcpServers": {name: {"command", "args", "env", "cwd"} | '
+                              '{"url", "headers"}}} (Claude Desktop, Cursor; VS Code\'s {"servers": ...}) or any '
+                              "other client's file (Windsurf, Zed, Goose .yaml, opencode, Codex .toml, Gemini CLI, "
+                              "Continue, Cline); ${VAR} is expanded (repeatable)")
     command.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                          help="a variable for the --stdio servers (repeatable); they see only these and "
                               "HOME, LOGNAME, PATH, SHELL, TERM, USER")

@@ -11,6 +11,12 @@ The forms ``Agent(mcp_servers=...)`` and ``yiemagent ... --config FILE`` accept:
     {"time": {"command": "mcp-server-time"}, "web": "http://127.0.0.1:3001/mcp", "mine": MCPClient(...)}
     ["http://127.0.0.1:3001/mcp", MCPClient(...), {"name": "time", "command": "mcp-server-time"}]
     pathlib.Path("mcp.json")                           # a config file (JSON; // comments and trailing commas ok)
+    pathlib.Path("~/.config/goose/config.yaml")        # YAML (needs PyYAML) and TOML (Codex) files too
+
+Each desktop client and coding agent writes its own dialect (Windsurf's ``serverUrl``, Zed's
+``context_servers``, Goose's ``extensions`` with ``cmd``/``envs``, opencode's ``mcp`` with a
+command list, Codex's ``mcp_servers``, Gemini CLI's ``httpUrl``, Continue's list, ...): the table
+in ``yiemagent.mcp.config_dialects`` says how each is read.
 
 Rules (checked when the agent is made, each error a ``ConfigError`` naming the entry):
 
@@ -37,7 +43,8 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
   tab) is an error that says so.
 
 Sources: Claude Desktop / Claude Code ``mcpServers``, VS Code ``mcp.json``
-(``servers``, ``type``, ``${env:...}``), Claude Code variable expansion.
+(``servers``, ``type``, ``${env:...}``), Claude Code variable expansion, and the documentation
+of each client named in ``yiemagent.mcp.config_dialects``.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from typing import Any
 
 from ..exceptions import ConfigError
 from .client import MCPClient
+from .config_dialects import canonical_entry, load_document, servers_in
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
@@ -179,12 +187,16 @@ def parse_mcp_servers(
                           "(a string would be read one character at a time)")
     base = Path(base_dir) if base_dir is not None else None
     items: list[tuple[str | None, Any, str]]
+    dialect = ""
     if isinstance(servers, Mapping):
-        document = _document_servers(servers)
+        document = servers_in(servers)
         prefix = ""
         if document is not None:
-            prefix, servers = document
-        items = [(name, value, f"{prefix}{name}") for name, value in servers.items()]
+            prefix, servers, dialect = document
+        if isinstance(servers, list):  # Continue: a list of named entries
+            items = [(None, value, f"{prefix}{i}") for i, value in enumerate(servers)]
+        else:
+            items = [(name, value, f"{prefix}{name}") for name, value in servers.items()]
     elif isinstance(servers, Iterable):
         items = [(None, value, f"mcp_servers[{i}]") for i, value in enumerate(servers)]
     else:
@@ -193,8 +205,9 @@ def parse_mcp_servers(
     seen: set[str] = set()
     for name, value, where in items:
         if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigError(f"{where}: a server name must be a non-empty string, not {name!r}")
-        entry = _entry(name, value, where, environ, base)
+            hint = " (YAML reads on/off/yes/no as true/false: quote the name)" if isinstance(name, bool) else ""
+            raise ConfigError(f"{where}: a server name must be a non-empty string, not {name!r}{hint}")
+        entry = _entry(name, value, where, environ, base, dialect)
         if entry is None:
             continue
         key = entry.name
@@ -209,10 +222,13 @@ def parse_mcp_servers(
 def load_mcp_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None,
 ) -> list[MCPServerConfig]:
-    """Read a config file (``{"mcpServers": {...}}`` or VS Code's ``{"servers": {...}}``).
+    """Read a config file (``{"mcpServers": {...}}``, VS Code's ``{"servers": {...}}``, or any dialect
+    of ``yiemagent.mcp.config_dialects``).
 
     The file is JSON; ``//`` and ``/* */`` comments and trailing commas (VS
-    Code's JSONC) are allowed. A relative ``cwd`` is relative to the file.
+    Code's JSONC) are allowed; ``.yaml``/``.yml`` files are YAML (Goose, Continue; needs
+    PyYAML) and ``.toml`` files TOML (Codex; Python 3.11+). A relative ``cwd`` is relative
+    to the file.
 
     Raises:
         ConfigError: the file cannot be read, is not JSON (the message gives
@@ -224,9 +240,10 @@ def load_mcp_config(
         text = file.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"cannot read the MCP config {str(file)!r}: {exc.strerror or exc}") from exc
-    data = _load_json(text, str(file))
-    if not isinstance(data, dict) or _document_servers(data) is None:
-        raise ConfigError(f"{file}: no \"mcpServers\" (or VS Code \"servers\") object with the servers in it")
+    data = load_document(text, str(file))
+    if not isinstance(data, dict) or servers_in(data) is None:
+        raise ConfigError(f"{file}: no \"mcpServers\" (or VS Code \"servers\", Zed \"context_servers\", Goose "
+                          "\"extensions\", opencode \"mcp\", Codex \"mcp_servers\") object with the servers in it")
     entries = parse_mcp_servers(data, environ=environ, base_dir=file.parent)
     return [e for e in entries if isinstance(e, MCPServerConfig)]
 
@@ -254,20 +271,9 @@ def mcp_clients(
 # ---------------------------------------------------------------------------- helpers
 
 
-def _document_servers(data: Mapping[Any, Any]) -> tuple[str, Mapping[str, Any]] | None:
-    """``(prefix, servers)`` when ``data`` is a config document, else None."""
-    for key in ("mcpServers", "servers"):
-        inner = data.get(key)
-        if isinstance(inner, Mapping) and not (_STDIO_KEYS | _HTTP_KEYS) & set(inner):
-            return f"{key}.", inner
-    mcp = data.get("mcp")  # VS Code settings.json: {"mcp": {"servers": {...}}}
-    if isinstance(mcp, Mapping) and isinstance(mcp.get("servers"), Mapping):
-        return "mcp.servers.", mcp["servers"]
-    return None
-
-
 def _entry(
     name: str | None, value: Any, where: str, environ: Mapping[str, str] | None, base: Path | None,
+    dialect: str = "",
 ) -> MCPServerConfig | MCPClient | None:
     if isinstance(value, MCPClient):
         if name:
@@ -279,6 +285,12 @@ def _entry(
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: a server is a URL, an MCPClient or an object with \"command\" or \"url\", "
                           f"not {type(value).__name__} {value!r:.60}")
+    if any(not isinstance(key, str) for key in value):
+        raise ConfigError(f"{where}: keys must be strings, not {sorted(map(repr, value))!r:.100}")
+    canonical = canonical_entry(value, where, dialect)
+    if canonical is None:
+        return None
+    value = canonical
     unknown = set(value) - _STDIO_KEYS - _HTTP_KEYS - _COMMON_KEYS - _FOREIGN_KEYS - {"envFile"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; a server has "
@@ -295,6 +307,8 @@ def _entry(
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise ConfigError(f"{where}: \"name\" must be a non-empty string, not {name!r}")
     kind = value.get("type", value.get("transportType"))
+    if kind is not None and not isinstance(kind, str):
+        raise ConfigError(f"{where}: \"type\" must be a string such as \"stdio\" or \"http\", not {kind!r:.60}")
     if kind is not None and kind not in _STDIO_TYPES | _HTTP_TYPES:
         if kind == "sse":
             raise ConfigError(f"{where}: the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported; "
@@ -440,57 +454,3 @@ def _no_escapes(text: str, where: str, *, always: bool = False) -> str:
         raise ConfigError(f"{where}: {text!r:.100} holds {escape} character; a Windows path in JSON needs "
                           "doubled backslashes (\"C:\\\\temp\") or forward slashes (\"C:/temp\")")
     return text
-
-
-def _load_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return json.loads(_strip_jsonc(text))
-    except json.JSONDecodeError as exc:
-        hint = ""
-        if "escape" in exc.msg.lower():
-            hint = ("; a Windows path in JSON needs doubled backslashes (\"C:\\\\Users\\\\me\") "
-                    "or forward slashes (\"C:/Users/me\")")
-        raise ConfigError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}") from exc
-
-
-def _strip_jsonc(text: str) -> str:
-    """``text`` without ``//`` and ``/* */`` comments and trailing commas (outside strings)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            while i < n and text[i] != "\n":
-                i += 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-        elif c == ",":
-            j = i + 1
-            while j < n and (text[j].isspace() or text.startswith("//", j) or text.startswith("/*", j)):
-                if text.startswith("//", j):
-                    j = text.find("\n", j) if "\n" in text[j:] else n
-                elif text.startswith("/*", j):
-                    end = text.find("*/", j + 2)
-                    j = n if end == -1 else end + 2
-                else:
-                    j += 1
-            if j < n and text[j] in "}]":
-                i += 1  # a trailing comma
-            else:
-                out.append(c)
-                i += 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)

@@ -36,7 +36,7 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
-from .._http import CancellableSession, CrossOriginRedirect
+from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
@@ -199,6 +199,9 @@ class HTTPTransport(StreamResumption, Transport):
             return MCPTimeoutError(f"{what}: no connection within {seconds:g}s", server=self.name)
         if is_read_timeout(exc):
             return MCPTimeoutError(f"{what}: no answer within {timeout:g}s", server=self.name)
+        problem = connection_problem(exc, self.url)
+        if problem is not None:
+            return MCPTransportError(f"{what}: {problem}", server=self.name)
         return MCPTransportError(self.scrub(f"{what} failed: {exc}"), server=self.name)
 
     def _cancelled_error(self, what: str) -> MCPTransportError:
@@ -283,7 +286,11 @@ class HTTPTransport(StreamResumption, Transport):
             )
         except requests.RequestException as exc:
             self._check(generation)
-            raise self._transport_error(what, exc, timeout) from exc
+            error = self._transport_error(what, exc, timeout)
+            if connection_problem(exc, self.url) is not None:  # one line says it all; urllib3's chain only in debug
+                logger.debug("%s: %r", what, exc)
+                raise error from None
+            raise error from exc
         with response:
             self._check(generation)  # cut while connecting: the new connection escaped the cut
             if response.status_code >= 400:

@@ -47,6 +47,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._fork import fork_note, on_fork_in_child
 from ..exceptions import ConfigError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .limits import (
@@ -164,6 +165,16 @@ class StdioTransport(StdoutReader, Transport):
                                        name="yiemagent-stdio-request")
         self.bad_lines = 0
         """Stdout lines that could not be used (not UTF-8, not JSON, too long or deep, not JSON-RPC)."""
+        self._closed_reason = f"the stdio transport of {self.name} is closed"
+        on_fork_in_child(self._after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child (``yiemagent._fork``): a started server's process and pipes are the parent's."""
+        self._lock, self._write_lock = threading.Lock(), threading.Lock()
+        if self.process is not None and not self._closed:
+            self._closed_reason = fork_note(f"the stdio MCP server {self.name}")
+            self.process = None  # never signalled, waited for or written to from here
+            self._closed = True
 
     def __repr__(self) -> str:
         pid = self.process.pid if self.process is not None else None
@@ -201,7 +212,7 @@ class StdioTransport(StdoutReader, Transport):
         """
         with self._lock:
             if self._closed:
-                raise MCPTransportError(f"the stdio transport of {self.name} is closed", server=self.name)
+                raise MCPTransportError(self._closed_reason, server=self.name)
             if self.process is not None:
                 return
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +20,7 @@ import requests
 
 from ..__version__ import __version__
 from .._checks import check_number, check_str
-from .._http import CancellableSession
+from .._http import CancellableSession, connection_problem
 from .._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import ConfigError, LLMError, LLMTimeoutError
@@ -174,7 +175,10 @@ class OpenAIChat:
             body.pop("parallel_tool_calls", None)
         return body
 
-    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float) -> dict[str, Any]:
+    def _post(self, body: dict[str, Any], on_delta: OnDelta | None, deadline: float,
+              abort_event: threading.Event | None = None) -> dict[str, Any]:
+        if abort_event is not None and abort_event.is_set():
+            raise LLMError(f"POST {self.url}: not sent (the run was aborted)")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
@@ -186,7 +190,14 @@ class OpenAIChat:
         except requests.RequestException as exc:
             if time.monotonic() >= deadline:
                 raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s") from exc
+            problem = connection_problem(exc, self.url)
+            if problem is not None:  # one line says it all; urllib3's chain only in debug
+                logger.debug("POST %s: %r", self.url, exc)
+                raise LLMError(f"POST {self.url}: {problem}") from None
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
+        if abort_event is not None and abort_event.is_set():  # aborted while sending: stop the generation
+            response.close()
+            raise LLMError(f"POST {self.url}: cut (the run was aborted)")
         if response.status_code >= 400:
             text = response.text[:2000]
             message = f"POST {self.url} answered HTTP {response.status_code}: {text}"
@@ -209,7 +220,7 @@ class OpenAIChat:
 
     def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
-        response_format: dict[str, Any] | None = None,
+        response_format: dict[str, Any] | None = None, abort_event: threading.Event | None = None,
     ) -> dict[str, Any]:
         """POST one chat completion; return the reply dict (raises ``LLMError``).
 
@@ -218,6 +229,11 @@ class OpenAIChat:
         docstring). Without streaming, ``on_delta`` is not called.
         ``response_format`` (e.g. ``{"type": "json_schema", ...}``) is sent with
         this request only (``yiemagent.models.constrained`` uses it).
+        ``abort_event`` (the agent passes its run's): once it is set, nothing
+        more is sent, and a reply that arrives anyway is closed at once
+        (``LLMError``), so a request that raced ``Agent.abort()`` does not keep
+        the server generating (``cancel()`` alone cuts only requests already
+        connected).
         """
         body = self.request_body(messages, tools)
         if response_format is not None:
@@ -234,7 +250,7 @@ class OpenAIChat:
             with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
                 for attempt in make_retrying(retryable):
                     with attempt:
-                        return self._post(body, on_delta, deadline)
+                        return self._post(body, on_delta, deadline, abort_event)
         except LLMError as exc:
             self._scrub(exc)
             raise
