@@ -103,3 +103,38 @@ def test_fault_tracker_backoff_is_bounded_and_a_success_ends_the_quarantine() ->
     assert waits[4] >= 2  # doubled up to the bound (with jitter of at most half)
     faults.succeeded("k")
     assert faults.ready("k") and faults.quarantined == {}
+
+
+def test_a_drain_whose_result_write_failed_records_it_on_the_next_drain_not_interrupted(tmp_path: Path) -> None:
+    """The pool keeps an agent whose drain failed in the store: the next drain records the result
+    that agent still holds (the call ran once), instead of reporting it "interrupted"."""
+    from yiemagent import StoreError, tool
+    from yiemagent.store.faults import Fault, FaultyStore
+    from yiemagent.workers.drain import AgentPool
+
+    ran: list[int] = []
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge (not safe to repeat)."""
+        ran.append(amount)
+        return f"charged {amount}"
+
+    def llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if messages[-1]["role"] == "tool":
+            return text_reply(f"done: {messages[-1]['content']}")
+        return {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                "name": "charge", "arguments": '{"amount": 5}'}}]}}]}
+
+    store = SQLiteStore(str(tmp_path / "c.db"))
+    store.enqueue("c", "pay 5")
+    faulty = FaultyStore(SQLiteStore(store.path), Fault(4, "fail"))  # acquire, model/1, started, tool/: 4
+    pool = AgentPool(lambda cid: Agent(llm, tools=[charge], store=faulty, conversation_id=cid))
+    with pytest.raises(StoreError):
+        pool.drain("c")
+    assert [w[2] for w in faulty.injected] == ["tool/call_1"]
+    answers = pool.drain("c")
+    assert [a["content"] for a in answers] == ["done: charged 5"] and ran == [5]
+    pool.close()
+    store.close()

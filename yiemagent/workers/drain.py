@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
+from ..exceptions import StoreError
 from ..store.base import ConversationStore
 from .faults import FaultTracker
 
@@ -81,6 +82,10 @@ class AgentPool:
                 agent = self.make_agent(conversation_id)
             try:
                 answers = agent.drain()
+            except StoreError:  # the store failed, not the agent: kept, with the results it could not record
+                with self._lock:
+                    self._agents[conversation_id] = agent
+                raise
             except BaseException:
                 agent.shutdown(timeout_seconds=1.0)  # a failed agent is not kept
                 raise
