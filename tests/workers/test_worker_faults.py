@@ -107,7 +107,8 @@ def test_fault_tracker_backoff_is_bounded_and_a_success_ends_the_quarantine() ->
 
 def test_a_drain_whose_result_write_failed_records_it_on_the_next_drain_not_interrupted(tmp_path: Path) -> None:
     """The pool keeps an agent whose drain failed in the store: the next drain records the result
-    that agent still holds (the call ran once), instead of reporting it "interrupted"."""
+    that agent still holds (the call ran once), instead of reporting it "interrupted".
+    """
     from yiemagent import StoreError, tool
     from yiemagent.store.faults import Fault, FaultyStore
     from yiemagent.workers.drain import AgentPool
