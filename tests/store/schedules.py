@@ -134,6 +134,15 @@ def _drain_until_answered(factory: Factory, cid: str, effects: str, lease_second
         store.close()
 
 
+def _lease_held(store: Any, cid: str) -> bool:
+    """True while a lease of ``cid`` is unexpired by the store's own clock."""
+    with store._use() as conn, store._cursor(conn) as cur:
+        cur.execute(store._sql(f"SELECT lease_owner, lease_clock, lease_expires_at FROM {store.conversations_table} "
+                               "WHERE conversation_id = ?"), (cid,))
+        row = cur.fetchone()
+        return row is not None and not store._expired(row[0], row[1], row[2], store._now(cur) + 0.05)
+
+
 def run_schedule(factory: Factory, workdir: Path, kind: str, at: int, write: str, *,
                  lease_seconds: float = 0.6) -> Outcome:
     """Run one schedule (see the module docstring); return what it counted."""
@@ -163,13 +172,12 @@ def run_schedule(factory: Factory, workdir: Path, kind: str, at: int, write: str
             else:  # skew: A holds an unexpired lease; B, one hour ahead, must not take it
                 store = factory()
                 try:
-                    held = store._read(f"SELECT lease_owner FROM {store.conversations_table} "
-                                       "WHERE conversation_id = ?", (cid,))
                     with mock.patch("time.time", lambda real=time.time: real() + 3600.0):
+                        held = _lease_held(store, cid)  # by the store's clock (under load it may expire)
                         agent = make_agent(store, cid, effects, lease_seconds)
                         took = agent.drain()
                     agent.shutdown(timeout_seconds=1.0)
-                    outcome.lease_stolen = bool(took) and bool(held) and held[0][0] is not None
+                    outcome.lease_stolen = bool(took) and held
                 finally:
                     store.close()
             os.kill(child.pid, signal.SIGCONT)
