@@ -97,7 +97,12 @@ class StoreJournal:
         self._rerun: set[str] = set()  # interrupted idempotent calls allowed to run again
 
     def put(self, step: str, value: Any) -> Any:
-        """``store.put_step`` fenced by the lease; a failure is kept in ``failed`` and raised."""
+        """``store.put_step`` fenced by the lease; return the stored value.
+
+        Raises:
+            StoreError: the write failed or was refused (``StaleStateError``: the lease was
+                lost); kept in ``failed`` too.
+        """
         try:
             if self.lease is None:
                 return self.store.put_step(self.conversation_id, self.run, step, value)
@@ -115,7 +120,11 @@ class StoreJournal:
         return idempotency_key(self.conversation_id, self.run, call.id)
 
     def replay_model(self, turn: int) -> AssistantMessage | None:
-        """The reply recorded for ``turn``, or None."""
+        """The reply recorded for ``turn``, or None.
+
+        Raises:
+            CorruptRowError: the recorded reply is not an assistant message (kept in ``failed``).
+        """
         data = self.recorded.get(f"model/{turn}")
         if data is None:
             return None
@@ -130,7 +139,12 @@ class StoreJournal:
         return reply
 
     def record_model(self, turn: int, reply: AssistantMessage) -> AssistantMessage:
-        """Record ``reply``; return the recorded one (another writer's, if first)."""
+        """Record ``reply``; return the recorded one (another writer's, if first).
+
+        Raises:
+            StoreError: the write failed (``StaleStateError``: the lease was lost), or the
+                recorded reply is corrupt (``CorruptRowError``).
+        """
         value = message_to_dict(reply)
         stored = self.put(f"model/{turn}", value)
         if _same(value, stored):
