@@ -151,6 +151,6 @@ __all__ = [
 
 logging.getLogger("yiemagent").addHandler(logging.NullHandler())
 
-from .textpolicy import install_log_policy  # noqa: E402  (after every module made its logger)
+from .textpolicy import install_log_policy as _install_log_policy  # noqa: E402  (after every module made its logger)
 
-install_log_policy()  # every yiemagent log line: secrets ***, peer text's control characters escaped
+_install_log_policy()  # every yiemagent log line: secrets ***, peer text's control characters escaped

@@ -294,7 +294,16 @@ class Serving(Lifecycle):
             self.unserved.append(entry)  # taken just as shutdown("now") began: not served
             return self.conversation.error_answer([entry.id], AgentClosedError("the agent shut down"))
         self._scopes.last = None  # per thread: a stream() run on another thread has its own
-        answer = self.conversation.serve(entry, self._host, deliver=deliver)
+        try:
+            answer = self.conversation.serve(entry, self._host, deliver=deliver)
+        except SimulatedCrash:
+            raise
+        except Exception as exc:  # a store that kept failing: a queued input's future must not wait forever
+            if not deliver:
+                raise
+            logger.warning("input %s could not be served: %s", entry.id, exc)
+            self._emit(ev.ErrorEvent(where="agent", error=exc, message=str(exc)))
+            return self._deliver_error(entry, exc)
         scope: RunScope | None = self._scopes.last
         if caller and scope is not None and scope.entry is entry:
             error = scope.error if scope.error is not None else (scope.result.error if scope.result else None)

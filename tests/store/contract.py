@@ -213,6 +213,19 @@ class StoreContract:
         assert s.put_step("d", "seq-1", "model/1", "other conversation") == "other conversation"
         assert s.steps("c", "seq-1") == {"model/1": {"text": "first"}, "tool/call_1": ["a", 1]}
 
+    def test_put_step_with_a_lease_is_fenced_by_it_as_commit_is(self, s: Any) -> None:
+        first = s.acquire("c", "w1", ttl_seconds=0.2)
+        assert s.put_step("c", "seq-1", "model/1", {"by": "w1"}, lease=first) == {"by": "w1"}
+        time.sleep(0.3)
+        second = s.acquire("c", "w2", ttl_seconds=30)
+        assert second is not None and second.token > first.token
+        with pytest.raises(StaleStateError) as raised:
+            s.put_step("c", "seq-1", "started/call_1", {"by": "zombie"}, lease=first)
+        assert raised.value.reason == "lease"
+        assert s.steps("c", "seq-1") == {"model/1": {"by": "w1"}}  # the zombie wrote nothing
+        assert s.put_step("c", "seq-1", "started/call_1", {"by": "w2"}, lease=second) == {"by": "w2"}
+
+
     def test_put_step_stores_what_json_cannot_carry_by_the_text_policy(self, s: Any) -> None:
         """Issue 15 point 3 (was: refused with TypeError/ValueError, so a tool result holding NaN or a lone
         surrogate was lost after the tool ran): stored as ``yiemagent.textpolicy`` says, never refused.

@@ -6,16 +6,19 @@
     sql.py        SQLStoreBase: the SQL both backends share (inbox, lease, journal, commit)
     sqlite.py     SQLiteStore (stdlib sqlite3)
     postgres.py   PostgresStore (psycopg 3: the ``postgres`` extra)
-    journal.py    StoreJournal: the loop's journal kept in a store
+    journal.py    StoreJournal: the loop's journal kept in a store (fenced by the lease)
     durable.py    DurableConversation: a conversation served through a store
+    faults.py     FaultyStore: the fault-injection seam (tests and scripts/explore_schedules.py only)
 
 The contract of a store is in ``base.py``; ``yiemagent.conversation`` gives
 the contract of a conversation, which ``DurableConversation`` implements.
 """
 
 from .base import (
+    MAX_LEASE_SECONDS,
     ConversationRecord,
     ConversationStore,
+    CorruptRowError,
     InboxEntry,
     Lease,
     ReplyTo,
@@ -29,8 +32,10 @@ from .postgres import PostgresStore
 from .sqlite import SQLiteStore
 
 __all__ = [
+    "MAX_LEASE_SECONDS",
     "ConversationRecord",
     "ConversationStore",
+    "CorruptRowError",
     "InboxEntry",
     "Lease",
     "PostgresStore",

@@ -36,12 +36,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..exceptions import FormatError
+from ..exceptions import FormatError, StoreError
 from ..textpolicy import boundary, json_text
 
 __all__ = [
+    "MAX_LEASE_SECONDS",
     "ConversationRecord",
     "ConversationStore",
+    "CorruptRowError",
     "InboxEntry",
     "Lease",
     "ReplyTo",
@@ -53,6 +55,23 @@ __all__ = [
 ]
 
 ReplyTo = Literal["store", "output_queue"]
+
+MAX_LEASE_SECONDS = 3600.0
+"""The longest lease ``acquire``/``renew`` grant; a stored lease expiring further ahead is corrupt (expired)."""
+
+
+class CorruptRowError(StoreError):
+    """A stored row is not what the store wrote (not JSON, wrong shape, a tampered column).
+
+    The store's decode path raises only this (a ``StoreError``) for such rows,
+    never ``json.JSONDecodeError`` or ``AssertionError``.
+    """
+
+    def __init__(self, message: str, *, conversation_id: str = "", step_keys: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+        self.step_keys = list(step_keys)
+        """From ``steps()``: the keys of every step of the run, readable or not."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +109,9 @@ class InboxEntry:
     """The answer dict (OpenAI assistant message + ``status``, ``input_ids``, ``seq``), once served."""
     run_key: str | None = None
     """The run that served it."""
+    error: str | None = None
+    """Why the stored row could not be read (corrupt, tampered); ``message`` is then ``{}``. The
+    conversation answers such an input with this error instead of running it (quarantine)."""
 
     @property
     def served(self) -> bool:
@@ -106,7 +128,8 @@ class Lease:
     token: int
     """Grows with each new holder; ``commit`` refuses a lease whose token is no longer current."""
     expires_at: float
-    """Unix seconds (PostgresStore: by the database clock)."""
+    """Unix seconds by this process's clock, for display only: the store decides expiry on its own
+    single clock (the database's, or the host's boot clock for SQLite), never on this value."""
 
 
 @dataclass(frozen=True)
@@ -196,23 +219,38 @@ class ConversationStore(Protocol):
         """Ids having pending inputs, the one with the oldest pending input first."""
         ...
 
-    def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
+    def put_step(self, conversation_id: str, run: str, step: str, value: Any, *, lease: Lease | None = None) -> Any:
         """Record a journal step unless it exists; return the value stored (the first writer's).
 
         ``value`` is written by the outbound text policy (``store_row_text``): what JSON
         cannot carry is replaced (NaN -> null, a lone surrogate -> U+FFFD, another
         object -> its text), never refused; callers must go on with the returned value.
+        ``lease``: write only while it is the current lease of the conversation
+        (checked in the same transaction, as ``commit`` does).
+
+        Raises:
+            StaleStateError: ``lease`` is no longer current (reason ``"lease"``; nothing written), or
+                the run was committed meanwhile (``"version"``).
+            CorruptRowError: the stored value is not JSON.
         """
         ...
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
-        """Every journal step of run ``run``: ``{step key: value}``."""
+        """Every journal step of run ``run``: ``{step key: value}``.
+
+        Raises:
+            CorruptRowError: a stored step is not JSON.
+        """
         ...
 
     def acquire(self, conversation_id: str, owner: str, *, ttl_seconds: float = 30.0) -> Lease | None:
         """Take the lease if free, expired or already ``owner``'s (then extended); else None.
 
         Non-blocking. A new holder gets a larger token than any before it.
+        Expiry is judged on the store's one clock, never on the callers' clocks.
+
+        Raises:
+            ConfigError: ``ttl_seconds`` not in (0, ``MAX_LEASE_SECONDS``].
         """
         ...
 
@@ -237,7 +275,10 @@ class ConversationStore(Protocol):
         served: Sequence[ServedInput] = (),
         run: str | None = None,
     ) -> int:
-        """Write ``state``, mark ``served`` inputs answered and drop run ``run``'s journal, atomically.
+        """Write ``state``, mark ``served`` inputs answered and drop their runs' journals, atomically.
+
+        The journal rows dropped: run ``run``'s and those under the run key of
+        each served input (left there by a zombie).
 
         Returns:
             The new version, ``expected_version + 1``.

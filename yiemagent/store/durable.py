@@ -24,7 +24,22 @@
 
 The lease is renewed every third of ``lease_seconds`` by a heartbeat thread
 while the agent serves; if it is lost, the current run is aborted and its
-commit refused.
+commit refused. Every journal write is fenced by the lease too (a holder
+paused past its lease writes nothing and starts no tool once another took
+over).
+
+Store failures never hide a call that ran: a run during which a journal write
+failed is not committed (the input stays pending; the next run of its key
+replays what was recorded, records a result this process still holds, or
+reports the call "interrupted, effect unknown"). A commit whose outcome is
+unknown (the connection cut during it) is checked by reading the input back,
+and releasing the lease never fails a served input. ``serve`` retries a
+failing store with backoff for up to ``lease_seconds`` before raising.
+
+Bad rows never stall a conversation: an input whose inbox row or journal
+cannot be read (``CorruptRowError``, not a user message) is quarantined: its
+answer is an error naming the reason (``status: "error"``,
+``quarantined: true``), committed, and the inputs after it are served.
 """
 
 from __future__ import annotations
@@ -39,10 +54,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import AgentClosedError, FormatError, StaleStateError, StoreError
+from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
-from .base import ConversationStore, InboxEntry, Lease, ReplyTo, ServedInput, run_key
+from .base import (
+    MAX_LEASE_SECONDS,
+    ConversationStore,
+    CorruptRowError,
+    InboxEntry,
+    Lease,
+    ReplyTo,
+    ServedInput,
+    run_key,
+)
 from .journal import StoreJournal
 
 __all__ = ["DurableConversation"]
@@ -50,6 +74,7 @@ __all__ = ["DurableConversation"]
 logger = logging.getLogger("yiemagent.store.durable")
 
 _POLL_SECONDS = 0.05
+_BACKOFF_MAX_SECONDS = 1.0
 
 
 class _Heartbeat:
@@ -91,6 +116,7 @@ class DurableConversation(Conversation):
         servers, mcp_required, steering: as ``Conversation``.
 
     Raises:
+        ConfigError: ``lease_seconds`` not in (0, ``MAX_LEASE_SECONDS``].
         StoreError: the store could not be read.
         FormatError: the stored state is not a saved state.
     """
@@ -101,6 +127,9 @@ class DurableConversation(Conversation):
     def __init__(self, config: LoopConfig, store: ConversationStore, conversation_id: str, *,
                  lease_seconds: float = 30.0, servers: ToolServers | None = None, mcp_required: bool = False,
                  steering: bool = False) -> None:
+        if not isinstance(lease_seconds, (int, float)) or not 0 < lease_seconds <= MAX_LEASE_SECONDS:
+            raise ConfigError(f"lease_seconds must be a number in (0, {MAX_LEASE_SECONDS:.0f}], "
+                              f"not {lease_seconds!r:.40}")
         super().__init__(config, servers=servers, mcp_required=mcp_required, steering=steering)
         self.store = store
         self.conversation_id = conversation_id
@@ -116,6 +145,9 @@ class DurableConversation(Conversation):
         self._run_seqs: list[int] = []  # inbox seqs the current run answers (steered ones too)
         self._polls = 0
         self._sent: set[tuple[int, ...]] = set()  # answers of several inputs already put on the output queue
+        self._lease_lost = False  # the heartbeat aborted the run (not the user)
+        self._delivered: set[int] = set()  # seqs whose answers recover() put on the output queue
+        self._unrecorded: dict[tuple[str, str], dict[str, Any]] = {}  # results ran here, not yet journaled
         self.load()
 
     def __repr__(self) -> str:
@@ -150,29 +182,63 @@ class DurableConversation(Conversation):
         self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id, reply_to=reply_to)
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
-        """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer."""
+        """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer.
+
+        Raises:
+            StoreError: the store kept failing for ``lease_seconds`` (the input stays in the inbox
+                if it got there; its answer, once served, is readable there).
+        """
         host.abort_event.clear()  # as a run without a store does when it starts
         reply_to: ReplyTo = "output_queue" if deliver and entry.future is None else "store"
-        seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
-                                 reply_to=reply_to)
-        with self._lock:
-            self._local[entry.id] = (entry, deliver)
+        failing_since: float | None = None
+        pause = _POLL_SECONDS
+        seq: int | None = None
         while True:
-            done = self.store.get_input(self.conversation_id, seq)
-            if done is not None and done.answer is not None:  # served, maybe by another process
-                return self._deliver(host, done, done.answer)
-            if host.stop_mode == "now" or host.abort_event.is_set():
-                with self._lock:
-                    self._local.pop(entry.id, None)
-                exc = AgentClosedError(f"input {seq} was not served yet; it stays in the inbox of "
-                                       f"{self.conversation_id!r} and its answer will be readable there")
-                answer = self.error_answer([entry.id], exc)
-                answer["status"] = "aborted"
-                host.deliver(answer, [entry], False)
-                return answer
-            answers = self._drain(host, until_seq=seq)
-            if answers is None:  # another process holds the lease
-                time.sleep(_POLL_SECONDS)
+            try:
+                if seq is None:
+                    seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
+                                             reply_to=reply_to)
+                    with self._lock:
+                        self._local[entry.id] = (entry, deliver)
+                done = self.store.get_input(self.conversation_id, seq)
+                if done is not None and done.answer is not None:  # served, maybe by another process
+                    if self.version < 0:  # our half-run was dropped: the history is the committed one
+                        self.load()
+                    if seq in self._delivered:  # recover() served it and put it on the output queue already
+                        with self._lock:
+                            self._local.pop(entry.id, None)
+                            self._delivered.discard(seq)
+                        return done.answer
+                    return self._deliver(host, done, done.answer)
+                if self._lease_lost and host.abort_event.is_set():  # our abort, not the user's: serve on
+                    self._lease_lost = False
+                    host.abort_event.clear()
+                if host.stop_mode == "now" or host.abort_event.is_set():
+                    with self._lock:
+                        self._local.pop(entry.id, None)
+                    exc = AgentClosedError(f"input {seq} was not served yet; it stays in the inbox of "
+                                           f"{self.conversation_id!r} and its answer will be readable there")
+                    answer = self.error_answer([entry.id], exc)
+                    answer["status"] = "aborted"
+                    host.deliver(answer, [entry], False)
+                    return answer
+                answers = self._drain(host, until_seq=seq)
+                failing_since, pause = None, _POLL_SECONDS
+                if answers is None:  # another process holds the lease
+                    time.sleep(_POLL_SECONDS)
+                mine = [a for a in answers or () if seq in (a.get("seq") or ())]
+                if mine:  # committed and delivered here: no read-back that a failing store could refuse
+                    return mine[-1]
+            except StoreError as exc:
+                now = time.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                if now - failing_since >= self.lease_seconds or host.stop_mode == "now":
+                    with self._lock:
+                        self._local.pop(entry.id, None)
+                    raise
+                logger.warning("%r: the store failed (%s); trying again in %.2fs", self, exc, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, _BACKOFF_MAX_SECONDS)
 
     def drain(self, host: RunHost) -> list[dict[str, Any]]:
         """Serve every pending input (lease held); return their answers; [] if another process serves.
@@ -194,7 +260,8 @@ class DurableConversation(Conversation):
         if lease is None:
             return None
         answers = []
-        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, host.abort)
+        self._lease_lost = False
+        heartbeat = _Heartbeat(self.store, lease, self.lease_seconds, lambda: self._lost_lease(host))
         try:
             self.load()
             while not heartbeat.lost:
@@ -210,35 +277,86 @@ class DurableConversation(Conversation):
             raise
         finally:
             heartbeat.stop()
-            self.store.release(lease)
+            try:
+                self.store.release(lease)
+            except StoreError as exc:  # what was committed stays committed; the lease expires by itself
+                logger.warning("%r: releasing the lease failed (%s); it expires in %ss", self, exc,
+                               self.lease_seconds)
         return answers
+
+    def _lost_lease(self, host: RunHost) -> None:
+        """The heartbeat found the lease taken: abort the run (its commit would be refused anyway)."""
+        self._lease_lost = True
+        host.abort()
 
     def _serve_one(self, host: RunHost, inbox: InboxEntry, lease: Lease) -> dict[str, Any]:
         with self._lock:
             local, deliver = self._local.get(inbox.input_id, (None, False))
-        entry = local if local is not None else Input(message=self._message(inbox), id=inbox.input_id)
-        entry.id = inbox.input_id
         run = run_key(inbox.seq)
-        journal = StoreJournal(self.store, self.conversation_id, run)
+        try:
+            message = self._message(inbox)
+            journal = StoreJournal(self.store, self.conversation_id, run, lease=lease, unrecorded=self._unrecorded)
+        except (CorruptRowError, FormatError) as exc:
+            return self._quarantine(host, inbox, lease, run, exc)
+        entry = local if local is not None else Input(message=message, id=inbox.input_id)
+        entry.id = inbox.input_id
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
             answer, _ = self.run(entry, host, deliver=deliver, journal=journal)
+            if isinstance(journal.failed, CorruptRowError):
+                self.version = -1
+                return self._quarantine(host, inbox, lease, run, journal.failed)
+            if journal.failed is not None:  # a journal write failed: committing would hide what ran
+                raise journal.failed
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
             self._journal = None
         answer["seq"] = seqs
+        self._commit(lease, run, [ServedInput(q, answer) for q in seqs], inbox.seq)
+        for each in steered:
+            self._deliver(host, each, answer)
+        return self._deliver(host, inbox, answer)
+
+    def _commit(self, lease: Lease, run: str, served: list[ServedInput], seq: int) -> None:
+        """Commit the run; a commit whose outcome is unknown (a cut connection) is checked by reading back."""
         try:
             self.version = self.store.commit(lease, expected_version=self.version, state=self.state_to_json(),
-                                             served=[ServedInput(q, answer) for q in seqs], run=run)
+                                             served=served, run=run)
         except StaleStateError:
             self.version = -1
             raise
-        for each in steered:
-            self._deliver(host, each, answer)
+        except StoreError as exc:
+            self.version = -1
+            try:
+                done = self.store.get_input(self.conversation_id, seq)
+            except StoreError:
+                raise exc from None
+            if done is None or done.answer is None or done.run_key != run:
+                raise
+            logger.warning("%r: the commit of %s reported %s, yet it is committed", self, run, exc)
+
+    def _quarantine(self, host: RunHost, inbox: InboxEntry, lease: Lease, run: str,
+                    error: YiemagentError) -> dict[str, Any]:
+        """Answer an input that cannot be served (a corrupt row) with an error, so the rest goes on."""
+        try:
+            keys = list(self.store.steps(self.conversation_id, run))
+        except CorruptRowError as exc:
+            keys = exc.step_keys or ["started/(unreadable journal)"]
+        except StoreError:
+            keys = ["started/(unreadable journal)"]
+        started = sorted(k[len("started/"):] for k in keys if k.startswith("started/"))
+        if started:  # a run that had started tools: their effect is unknown, and the answer says so
+            error = CorruptRowError(f"{error}; tool calls it had started, whose effect is unknown: "
+                                    f"{', '.join(started)}", conversation_id=self.conversation_id)
+        logger.warning("%r: input %d is quarantined: %s", self, inbox.seq, error)
+        answer = self.error_answer([inbox.input_id], error)
+        answer.update(seq=[inbox.seq], quarantined=True)
+        self.load()
+        self._commit(lease, run, [ServedInput(inbox.seq, answer)], inbox.seq)
         return self._deliver(host, inbox, answer)
 
     def _poll_steering(self) -> list[tuple[UserMessage, str]]:
@@ -251,7 +369,12 @@ class DurableConversation(Conversation):
         seqs = journal.recorded.get(key)
         if seqs is None:
             fresh = [e.seq for e in self.store.pending(self.conversation_id) if e.seq > self._run_seqs[-1]]
-            seqs = self.store.put_step(self.conversation_id, journal.run, key, fresh)
+            seqs = journal.put(key, fresh)
+        if not isinstance(seqs, list) or not all(isinstance(q, int) and not isinstance(q, bool) for q in seqs):
+            exc = CorruptRowError(f"journal step {journal.run}/{key} of {self.conversation_id!r} is corrupt: "
+                                  f"{seqs!r:.100}", conversation_id=self.conversation_id)
+            journal.failed = journal.failed or exc  # the run is not committed: its input is quarantined
+            raise exc
         taken = []
         for seq in seqs:
             entry = self.store.get_input(self.conversation_id, seq)
@@ -262,7 +385,16 @@ class DurableConversation(Conversation):
         return taken
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
-        message = from_openai(inbox.message)
+        if inbox.error is not None:
+            raise CorruptRowError(f"inbox entry {inbox.seq} of {self.conversation_id!r} cannot be read: "
+                                  f"{inbox.error}", conversation_id=self.conversation_id)
+        try:
+            message = from_openai(inbox.message)
+        except FormatError:
+            raise
+        except Exception as exc:  # a dict the converter chokes on
+            raise FormatError(f"inbox entry {inbox.seq} cannot be read: {type(exc).__name__}: {exc}",
+                              raw=inbox.message) from exc
         if not isinstance(message, UserMessage):
             raise FormatError(f"inbox entry {inbox.seq} is not a user message", raw=inbox.message)
         return message
@@ -278,6 +410,8 @@ class DurableConversation(Conversation):
                 self._to_output(host, answer)
         elif inbox.seq in self._recovered and inbox.reply_to == "output_queue":
             self._to_output(host, answer)
+            with self._lock:
+                self._delivered.add(inbox.seq)
         return answer
 
     def _to_output(self, host: RunHost, answer: dict[str, Any]) -> None:

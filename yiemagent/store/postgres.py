@@ -8,6 +8,11 @@ measured by the database clock (``clock_timestamp()``), so the hosts' clocks
 do not matter. Tables are created on first use under an advisory lock, so
 several processes may start at once.
 
+A process paused in the middle of a write (SIGSTOP, a VM pause) holds the
+conversation's row at most ``lock_timeout_seconds``: the server then ends
+its session (``idle_in_transaction_session_timeout``), and others waiting
+for the row give up after as long (``lock_timeout``) and try again.
+
 Durability (``sync_journal``): commits, inbox writes, leases and the
 "started" marker written before each tool runs always wait for the disk
 (``synchronous_commit = on``). With ``"markers"`` (default) the journal's
@@ -41,6 +46,12 @@ class PostgresStore(SQLStoreBase):
         table_prefix: prefix of the three table names.
         connect_timeout_seconds: seconds to wait for a connection.
         sync_journal: ``"markers"`` or ``"all"`` (see the module docstring).
+        lock_timeout_seconds: the longest a statement waits for a row lock (then
+            ``StoreError``, and the caller tries again), and the longest a session may sit
+            idle inside a transaction before the server ends it: a process paused
+            (SIGSTOP, a VM pause) in the middle of a write never holds a conversation's
+            row for longer (PostgreSQL's ``lock_timeout`` and
+            ``idle_in_transaction_session_timeout``).
 
     Raises:
         ConfigError: psycopg is not installed (``pip install "yiemagent[postgres]"``),
@@ -57,6 +68,7 @@ class PostgresStore(SQLStoreBase):
         table_prefix: str = "yiemagent_",
         connect_timeout_seconds: float = 10.0,
         sync_journal: Literal["markers", "all"] = "markers",
+        lock_timeout_seconds: float = 30.0,
     ) -> None:
         try:
             import psycopg
@@ -64,6 +76,8 @@ class PostgresStore(SQLStoreBase):
             raise ConfigError('PostgresStore needs psycopg 3: pip install "yiemagent[postgres]"') from exc
         if sync_journal not in ("markers", "all"):
             raise ConfigError(f"sync_journal must be 'markers' or 'all', not {sync_journal!r}")
+        if not isinstance(lock_timeout_seconds, (int, float)) or not 0 < lock_timeout_seconds <= 86400:
+            raise ConfigError(f"lock_timeout_seconds must be a number in (0, 86400], not {lock_timeout_seconds!r:.40}")
         super().__init__(table_prefix)
         self._async_steps = sync_journal == "markers"
         self.sync_journal = sync_journal
@@ -71,6 +85,7 @@ class PostgresStore(SQLStoreBase):
         self._errors = (psycopg.Error,)
         self.dsn = dsn
         self.connect_timeout_seconds = connect_timeout_seconds
+        self.lock_timeout_seconds = lock_timeout_seconds
 
     def __repr__(self) -> str:
         return f"PostgresStore(tables {self.conversations_table!r}, ...)"
@@ -86,8 +101,15 @@ class PostgresStore(SQLStoreBase):
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.conversations_table,))
                 for statement in self._schema():
                     cur.execute(statement)
+                cur.execute("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND "
+                            "table_name = %s AND column_name = 'lease_clock'", (self.conversations_table.lower(),))
+                if cur.fetchone() is None:  # a table made by 0.x (ALTER takes an exclusive lock: only if needed)
+                    cur.execute(f"ALTER TABLE {self.conversations_table} ADD COLUMN lease_clock TEXT")
             if self._async_steps:  # the default for single statements: journal replies and results
                 conn.execute("SET synchronous_commit = off")
+            milliseconds = max(1, int(self.lock_timeout_seconds * 1000))
+            conn.execute(f"SET lock_timeout = {milliseconds}")
+            conn.execute(f"SET idle_in_transaction_session_timeout = {milliseconds}")
         except BaseException:
             conn.close()
             raise
@@ -97,9 +119,9 @@ class PostgresStore(SQLStoreBase):
         return bool(conn.closed or conn.broken)
 
     @contextmanager
-    def _transaction(self, conn: Any) -> Iterator[Any]:
+    def _transaction(self, conn: Any, *, sync: bool = True) -> Iterator[Any]:
         with conn.transaction(), conn.cursor() as cur:
-            if self._async_steps:
+            if self._async_steps and sync:
                 cur.execute("SET LOCAL synchronous_commit = on")
             yield cur
 

@@ -5,6 +5,26 @@ connection; ``SQLiteStore`` and ``PostgresStore`` supply the connection, how a
 write transaction starts (``BEGIN IMMEDIATE`` / ``BEGIN`` + ``FOR UPDATE``),
 the clock used for leases and the driver's error types.
 
+Fencing: ``commit`` and every journal write given a ``lease`` (``put_step(...,
+lease=)``, as ``StoreJournal`` writes) check in the same transaction that the
+lease's token is still the current one: a holder whose lease was taken (a
+paused or partitioned "zombie") writes nothing (``StaleStateError``).
+
+Lease clock: expiries are stored and compared on ONE clock per database, never
+on each process's ``time.time()``: ``PostgresStore`` uses the database's
+``clock_timestamp()``; ``SQLiteStore`` (one host) the host's boot clock (see
+``yiemagent.store.sqlite``), tagged with the boot id in ``lease_clock`` so a
+lease written before a reboot counts as expired. A lease expiring more than
+``MAX_LEASE_SECONDS`` ahead of that clock (a tampered or corrupt row: NaN,
+the year 10^300) counts as expired, with a warning.
+
+Decoding: a row that is not what this module wrote (non-JSON, wrong shape)
+never raises ``json.JSONDecodeError``: journal reads raise
+``CorruptRowError`` (a ``StoreError``); an inbox row whose message cannot be
+read comes back as an ``InboxEntry`` with ``error`` set (the conversation
+answers it with that error and goes on); an unreadable stored answer reads as
+an error answer.
+
 Statements are written with ``?`` placeholders; the Postgres backend turns them
 into ``%s``. Every statement touching a conversation names its id first, so
 the primary keys serve them all.
@@ -22,8 +42,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..exceptions import ConfigError, StaleStateError, StoreError
-from .base import ConversationRecord, InboxEntry, Lease, ReplyTo, ServedInput, StoreBase, normalize_input
+from ..exceptions import ConfigError, FormatError, StaleStateError, StoreError
+from .base import (
+    MAX_LEASE_SECONDS,
+    ConversationRecord,
+    CorruptRowError,
+    InboxEntry,
+    Lease,
+    ReplyTo,
+    ServedInput,
+    StoreBase,
+    normalize_input,
+    run_key,
+)
 
 __all__ = ["SQLStoreBase"]
 
@@ -61,14 +92,34 @@ class SQLStoreBase(StoreBase):
         raise NotImplementedError
 
     @contextmanager
-    def _transaction(self, conn: Any) -> Iterator[Any]:
-        """A write transaction; yields a cursor. Rolls back on any exception."""
+    def _transaction(self, conn: Any, *, sync: bool = True) -> Iterator[Any]:
+        """A write transaction; yields a cursor. Rolls back on any exception.
+
+        ``sync=False``: the backend may commit it without waiting for the disk (``_async_steps``).
+        """
         raise NotImplementedError
         yield  # pragma: no cover
 
+    _clock_id = "db"
+    """Names the clock of ``lease_expires_at``; a lease row on another clock (a previous boot) is expired."""
+
     def _now(self, cur: Any) -> float:
-        """Unix seconds by the clock leases are measured with."""
-        return time.time()
+        """Seconds by the one clock leases are measured with (backends: the database's, the host's)."""
+        raise NotImplementedError
+
+    def _expired(self, holder: Any, clock: Any, expires_at: Any, now: float) -> bool:
+        """True when a lease row (holder, clock id, expiry) no longer holds at ``now`` (on ``_clock_id``)."""
+        if holder is None or expires_at is None or clock != self._clock_id:
+            return True
+        try:
+            expiry = float(expires_at)
+        except (TypeError, ValueError):
+            expiry = float("nan")
+        if not expiry <= now + MAX_LEASE_SECONDS:  # NaN, infinity, the year 10^300: a corrupt row
+            logger.warning("a lease row expiring at %.40r (now %.0f on its clock) is corrupt; treated as expired",
+                           expires_at, now)
+            return True
+        return expiry <= now
 
     def _sql(self, statement: str) -> str:
         return statement
@@ -79,7 +130,7 @@ class SQLStoreBase(StoreBase):
             f"CREATE TABLE IF NOT EXISTS {c} (conversation_id TEXT PRIMARY KEY, "
             "version BIGINT NOT NULL DEFAULT 0, state TEXT, next_seq BIGINT NOT NULL DEFAULT 1, "
             "lease_owner TEXT, lease_token BIGINT NOT NULL DEFAULT 0, lease_expires_at DOUBLE PRECISION, "
-            "updated_at DOUBLE PRECISION)",
+            "updated_at DOUBLE PRECISION, lease_clock TEXT)",
             f"CREATE TABLE IF NOT EXISTS {i} (conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, "
             "input_id TEXT NOT NULL, message TEXT NOT NULL, reply_to TEXT NOT NULL, "
             "enqueued_at DOUBLE PRECISION NOT NULL, served_at DOUBLE PRECISION, answer TEXT, run_key TEXT, "
@@ -151,10 +202,11 @@ class SQLStoreBase(StoreBase):
         c = self.conversations_table
         cur.execute(self._sql(f"INSERT INTO {c} (conversation_id) VALUES (?) ON CONFLICT (conversation_id) "
                               "DO NOTHING"), (conversation_id,))
-        cur.execute(self._sql(f"SELECT version, next_seq, lease_owner, lease_token, lease_expires_at FROM {c} "
-                              f"WHERE conversation_id = ?{self._for_update}"), (conversation_id,))
+        cur.execute(self._sql(f"SELECT version, next_seq, lease_owner, lease_token, lease_expires_at, lease_clock "
+                              f"FROM {c} WHERE conversation_id = ?{self._for_update}"), (conversation_id,))
         row = cur.fetchone()
-        assert row is not None
+        if row is None:  # deleted between the two statements (by hand): nothing sane to go on with
+            raise CorruptRowError(f"the row of conversation {conversation_id!r} vanished inside a transaction")
         return tuple(row)
 
     # ------------------------------------------------------------------ state
@@ -166,7 +218,7 @@ class SQLStoreBase(StoreBase):
         if not rows:
             return ConversationRecord(conversation_id, 0, None, None)
         version, state, updated_at = rows[0]
-        return ConversationRecord(conversation_id, int(version), state, updated_at)
+        return ConversationRecord(conversation_id, _int(version, "version", conversation_id), state, updated_at)
 
     # ------------------------------------------------------------------ inbox
 
@@ -186,7 +238,7 @@ class SQLStoreBase(StoreBase):
                 found = cur.fetchone()
                 if found is not None:
                     return int(found[0])
-            seq = int(row[1])
+            seq = _int(row[1], "next_seq", conversation_id)
             cur.execute(self._sql(f"INSERT INTO {self.inbox_table} (conversation_id, seq, input_id, message, "
                                   "reply_to, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)"),
                         (conversation_id, seq, input_id or self._new_input_id(), text, reply_to, time.time()))
@@ -195,9 +247,26 @@ class SQLStoreBase(StoreBase):
             return seq
 
     def _entry(self, row: Sequence[Any]) -> InboxEntry:
+        """An inbox row as an ``InboxEntry``; a row it cannot read gets ``error`` (never raises for it)."""
         cid, seq, input_id, message, reply_to, enqueued_at, served_at, answer, run = row
-        return InboxEntry(cid, int(seq), input_id, json.loads(message), reply_to, enqueued_at, served_at,
-                          json.loads(answer) if answer is not None else None, run)
+        seq = _int(seq, "seq", cid)
+        error = None
+        try:
+            data = _loads(message, f"message of input {seq}", cid)
+            normalize_input(data)
+        except (CorruptRowError, FormatError) as exc:
+            data, error = {}, str(exc)
+        decoded = None
+        if answer is not None:
+            try:
+                decoded = _loads(answer, f"answer of input {seq}", cid)
+                if not isinstance(decoded, dict):
+                    raise CorruptRowError(f"the stored answer of input {seq} of {cid!r} is not an object")
+            except CorruptRowError as exc:
+                decoded = {"role": "assistant", "content": f"Error: {exc}", "status": "error", "error": str(exc),
+                           "input_ids": [input_id], "seq": [seq]}
+        return InboxEntry(cid, seq, str(input_id), data, str(reply_to), _float(enqueued_at, 0.0),
+                          _float(served_at, None) if served_at is not None else None, decoded, run, error=error)
 
     def pending(self, conversation_id: str, *, limit: int | None = None) -> list[InboxEntry]:
         """Inputs not served yet, seq ascending."""
@@ -223,14 +292,18 @@ class SQLStoreBase(StoreBase):
 
     # ------------------------------------------------------------------ journal
 
-    def put_step(self, conversation_id: str, run: str, step: str, value: Any) -> Any:
-        """Record a step unless present; return the stored value (first write wins)."""
+    def put_step(self, conversation_id: str, run: str, step: str, value: Any, *, lease: Lease | None = None) -> Any:
+        """Record a step unless present; return the stored value (first write wins); fenced by ``lease``."""
         text = self._dumps(value)
         j = self.journal_table
+        # a "started" marker must be on disk before the tool runs: it is what keeps a call from running twice
+        sync = not self._async_steps or step.startswith("started/")
         with self._use() as conn:
-            # a "started" marker must be on disk before the tool runs: it is what keeps a call from running twice
-            flushed = self._async_steps and step.startswith("started/")
-            with self._transaction(conn) if flushed else self._cursor(conn) as cur:
+            fenced = lease is not None
+            with self._transaction(conn, sync=sync) if fenced or (sync and self._async_steps) else \
+                    self._cursor(conn) as cur:
+                if lease is not None:
+                    self._check_lease(cur, lease)
                 cur.execute(self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
                                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) "
                                       "DO NOTHING"), (conversation_id, run, step, text, time.time()))
@@ -242,46 +315,51 @@ class SQLStoreBase(StoreBase):
                         raise StaleStateError(
                             f"run {run!r} of {conversation_id!r} was committed meanwhile",
                             conversation_id=conversation_id, reason="version")
-                    return json.loads(row[0])
+                    return _loads(row[0], f"journal step {run}/{step}", conversation_id)
         return value  # ours was the first write
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
         """Every step of ``run``: ``{step key: value}``."""
         rows = self._read(f"SELECT step_key, value FROM {self.journal_table} WHERE conversation_id = ? AND "
                           "run_key = ?", (conversation_id, run))
-        return {key: json.loads(value) for key, value in rows}
+        try:
+            return {key: _loads(value, f"journal step {run}/{key}", conversation_id) for key, value in rows}
+        except CorruptRowError as exc:  # say which steps exist: a quarantine names the calls that had started
+            raise CorruptRowError(str(exc), conversation_id=conversation_id,
+                                  step_keys=[str(key) for key, _ in rows]) from exc
 
     # ------------------------------------------------------------------ lease
 
     def acquire(self, conversation_id: str, owner: str, *, ttl_seconds: float = 30.0) -> Lease | None:
         """Take the lease if free, expired or ``owner``'s; else None (non-blocking)."""
+        ttl_seconds = _ttl(ttl_seconds)
         # a read first, so that processes waiting for a busy conversation do not queue for the write lock
-        # (by the local clock: if it is behind, the write below decides; if ahead, we wait up to the skew more)
-        rows = self._read(f"SELECT lease_owner, lease_expires_at FROM {self.conversations_table} "
-                          "WHERE conversation_id = ?", (conversation_id,))
-        if rows and rows[0][0] not in (None, owner) and rows[0][1] is not None and rows[0][1] > time.time():
-            return None
-        with self._use() as conn, self._transaction(conn) as cur:
-            _, _, holder, token, expires_at = self._ensure_row(cur, conversation_id)
-            now = self._now(cur)
-            if holder == owner:
-                token = int(token)
-            elif holder is None or expires_at is None or expires_at <= now:
-                token = int(token) + 1
-            else:
+        with self._use() as conn, self._cursor(conn) as cur:
+            cur.execute(self._sql(f"SELECT lease_owner, lease_expires_at, lease_clock FROM "
+                                  f"{self.conversations_table} WHERE conversation_id = ?"), (conversation_id,))
+            row = cur.fetchone()
+            if row is not None and row[0] not in (None, owner) and not self._expired(row[0], row[2], row[1],
+                                                                                     self._now(cur)):
                 return None
-            expires = now + ttl_seconds
+        with self._use() as conn, self._transaction(conn) as cur:
+            _, _, holder, token, expires_at, clock = self._ensure_row(cur, conversation_id)
+            now = self._now(cur)
+            token = _int(token, "lease_token", conversation_id)
+            if holder != owner:
+                if not self._expired(holder, clock, expires_at, now):
+                    return None
+                token += 1
             cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_owner = ?, lease_token = ?, "
-                                  "lease_expires_at = ? WHERE conversation_id = ?"),
-                        (owner, token, expires, conversation_id))
-            return Lease(conversation_id, owner, token, expires)
+                                  "lease_expires_at = ?, lease_clock = ? WHERE conversation_id = ?"),
+                        (owner, token, now + ttl_seconds, self._clock_id, conversation_id))
+            return Lease(conversation_id, owner, token, time.time() + ttl_seconds)
 
     def _check_lease(self, cur: Any, lease: Lease) -> tuple[Any, ...]:
         c = self.conversations_table
         cur.execute(self._sql(f"SELECT version, lease_owner, lease_token FROM {c} WHERE conversation_id = ?"
                               f"{self._for_update}"), (lease.conversation_id,))
         row = cur.fetchone()
-        if row is None or row[1] != lease.owner or int(row[2]) != lease.token:
+        if row is None or row[1] != lease.owner or _int(row[2], "lease_token", lease.conversation_id) != lease.token:
             holder = "nobody" if row is None or row[1] is None else f"{row[1]!r} (token {row[2]})"
             raise StaleStateError(
                 f"lease of {lease.conversation_id!r} lost by {lease.owner!r} (token {lease.token}); "
@@ -292,11 +370,12 @@ class SQLStoreBase(StoreBase):
     def renew(self, lease: Lease, *, ttl_seconds: float = 30.0) -> Lease:
         """Extend ``lease``; ``StaleStateError`` if someone else holds it now."""
         with self._use() as conn, self._transaction(conn) as cur:
+            ttl_seconds = _ttl(ttl_seconds)
             self._check_lease(cur, lease)
-            expires = self._now(cur) + ttl_seconds
-            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_expires_at = ? "
-                                  "WHERE conversation_id = ?"), (expires, lease.conversation_id))
-            return Lease(lease.conversation_id, lease.owner, lease.token, expires)
+            cur.execute(self._sql(f"UPDATE {self.conversations_table} SET lease_expires_at = ?, lease_clock = ? "
+                                  "WHERE conversation_id = ?"),
+                        (self._now(cur) + ttl_seconds, self._clock_id, lease.conversation_id))
+            return Lease(lease.conversation_id, lease.owner, lease.token, time.time() + ttl_seconds)
 
     def release(self, lease: Lease) -> None:
         """Give the lease up (no-op if it is no longer ours)."""
@@ -320,7 +399,7 @@ class SQLStoreBase(StoreBase):
         cid = lease.conversation_id
         answers = [(s.seq, self._dumps(s.answer)) for s in served]
         with self._use() as conn, self._transaction(conn) as cur:
-            version = int(self._check_lease(cur, lease)[0])
+            version = _int(self._check_lease(cur, lease)[0], "version", cid)
             if version != expected_version:
                 raise StaleStateError(
                     f"conversation {cid!r} is at version {version}, not {expected_version}: reload it",
@@ -337,7 +416,39 @@ class SQLStoreBase(StoreBase):
                         expected_version=expected_version, actual_version=version, reason="served")
             cur.execute(self._sql(f"UPDATE {self.conversations_table} SET version = ?, state = ?, updated_at = ? "
                                   "WHERE conversation_id = ?"), (version + 1, state, now, cid))
-            if run is not None:
+            # the run's journal, and any row left under the run key of an input answered now (zombie rows)
+            for key in dict.fromkeys([*([run] if run is not None else []), *(run_key(q) for q, _ in answers)]):
                 cur.execute(self._sql(f"DELETE FROM {self.journal_table} WHERE conversation_id = ? AND "
-                                      "run_key = ?"), (cid, run))
+                                      "run_key = ?"), (cid, key))
             return version + 1
+
+
+def _loads(text: Any, what: str, conversation_id: str) -> Any:
+    """JSON of a row; ``CorruptRowError`` when it is not JSON (a tampered or corrupt row)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {exc}"[:300],
+                              conversation_id=conversation_id) from exc
+
+
+def _int(value: Any, what: str, conversation_id: str) -> int:
+    """An integer column; ``CorruptRowError`` when it holds anything else."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {value!r:.40}",
+                              conversation_id=conversation_id) from exc
+
+
+def _float(value: Any, default: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _ttl(ttl_seconds: Any) -> float:
+    if not isinstance(ttl_seconds, (int, float)) or not 0 < ttl_seconds <= MAX_LEASE_SECONDS:
+        raise ConfigError(f"ttl_seconds must be a number in (0, {MAX_LEASE_SECONDS}], not {ttl_seconds!r:.40}")
+    return float(ttl_seconds)

@@ -7,6 +7,25 @@ row with an expiry fenced by a token (see ``yiemagent.store.base``). Safe across
 processes and threads on one host; not on a network file system (SQLite's
 locks do not hold there): use ``PostgresStore`` across hosts.
 
+Lease clock: leases are measured on the host's boot clock
+(``CLOCK_BOOTTIME`` on Linux: one clock for every process of the host, never
+set by anyone, so it cannot jump with NTP, ``date -s`` or a process whose
+``time.time()`` is off), tagged with the kernel's boot id: a lease written
+before a reboot counts as expired. Elsewhere ``time.monotonic()`` (system-wide
+on macOS and Windows), tagged ``"monotonic"``. This is why SQLiteStore is for
+one host: the clock is the host's. Containers in their own time namespace
+share the host's boot id but not its boot clock: give them one namespace.
+
+A process paused (SIGSTOP, a VM pause) while it holds SQLite's write lock
+(inside one of the store's short transactions) blocks every writer of the file
+until it resumes: they fail with ``StoreError`` after ``timeout_seconds`` and
+try again. Where processes may be paused for long, use ``PostgresStore``
+(its ``lock_timeout_seconds`` bounds that wait).
+
+Opening: many processes and threads may open one fresh file at once. SQLite
+can answer the switch to WAL with ``SQLITE_BUSY`` without calling its busy
+handler; the setup is retried for up to ``timeout_seconds``.
+
 Durability: ``synchronous="NORMAL"`` (default) keeps every commit through a
 crash or ``kill -9`` of the process; only a power loss may lose the last
 commits. ``"FULL"`` syncs each commit to disk (slower).
@@ -14,8 +33,11 @@ commits. ``"FULL"`` syncs each commit to disk (slower).
 
 from __future__ import annotations
 
+import functools
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -24,6 +46,28 @@ from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
 __all__ = ["SQLiteStore"]
+
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def _host_clock() -> float:
+    """Seconds on the host's boot clock (the same in every process of the host; never set)."""
+    return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
+
+
+@functools.lru_cache(maxsize=1)
+def _host_clock_id() -> str:
+    """The boot id naming this boot's clock (``"monotonic"`` where the kernel gives none)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            return "boot:" + f.read().strip()
+    except OSError:
+        return "monotonic"
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
 
 class SQLiteStore(SQLStoreBase):
@@ -65,6 +109,7 @@ class SQLiteStore(SQLStoreBase):
         if synchronous not in ("NORMAL", "FULL"):
             raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = os.fspath(path)
+        self._clock_id = _host_clock_id()
         self.timeout_seconds = timeout_seconds
         self.synchronous = synchronous
 
@@ -72,23 +117,41 @@ class SQLiteStore(SQLStoreBase):
         return f"SQLiteStore({self.path!r})"
 
     def _connect(self) -> sqlite3.Connection:
+        deadline = time.monotonic() + self.timeout_seconds
+        pause = 0.005
+        while True:
+            try:
+                return self._open()
+            except sqlite3.Error as exc:  # BUSY from the WAL switch skips the busy handler: retry
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause * (1 + random.random()))
+            pause = min(pause * 2, 0.2)
+
+    def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=self.timeout_seconds, isolation_level=None,
                                check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_seconds * 1000)}")
-            if self.path != ":memory:":
+            if self.path != ":memory:" and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             with self._transaction(conn) as cur:
                 for statement in self._schema():
                     cur.execute(statement)
+                cur.execute(f"PRAGMA table_info({self.conversations_table})")
+                if "lease_clock" not in [row[1] for row in cur.fetchall()]:  # a table made by 0.x
+                    cur.execute(f"ALTER TABLE {self.conversations_table} ADD COLUMN lease_clock TEXT")
         except BaseException:
             conn.close()
             raise
         return conn
 
+    def _now(self, cur: Any) -> float:
+        return _host_clock()
+
     @contextmanager
-    def _transaction(self, conn: Any) -> Iterator[Any]:
+    def _transaction(self, conn: Any, *, sync: bool = True) -> Iterator[Any]:
         cur = conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:

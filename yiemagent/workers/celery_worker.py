@@ -64,6 +64,9 @@ def celery_config(
     }
 
 
+_MAX_RETRY_SECONDS = 30.0
+
+
 def make_drain_task(
     app: Celery,
     make_agent: AgentFactory,
@@ -80,7 +83,8 @@ def make_drain_task(
         make_agent: ``make_agent(conversation_id) -> Agent`` (with ``store=`` and ``conversation_id=``).
         store: the store of those agents (to see what is left after a drain).
         name: the task name (the web side sends it by this name).
-        lease_retry_seconds: countdown of the retry when another process holds the lease.
+        lease_retry_seconds: countdown of the first retry when another process holds the lease;
+            it doubles with each retry, up to 30 s.
         max_retries: retries of one task; None: no limit (a dead holder's lease always expires).
     """
     agents = AgentPool(make_agent)  # filled in the process that runs the tasks (after a prefork fork)
@@ -93,7 +97,9 @@ def make_drain_task(
         served = [seq for answer in answers for seq in answer.get("seq", [])]
         if not answers and store.pending(conversation_id, limit=1):
             # another process holds the lease: it serves what is pending, or dies and its lease expires
-            raise self.retry(countdown=lease_retry_seconds)
+            # (bounded exponential backoff, so a conversation that stays busy is not polled in a tight loop)
+            raise self.retry(countdown=min(lease_retry_seconds * 2 ** min(self.request.retries or 0, 16),
+                                           _MAX_RETRY_SECONDS))
         return served
 
     return drain

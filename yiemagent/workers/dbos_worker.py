@@ -52,6 +52,7 @@ from dbos import DBOS, DBOSClient, DBOSConfig, SetEnqueueOptions
 from ..exceptions import ConfigError
 from ..store.base import ConversationStore
 from .drain import AgentFactory, AgentPool
+from .faults import FaultTracker
 
 __all__ = ["QUEUE_NAME", "WORKFLOW_NAME", "DBOSWorker", "enqueue_drain", "recover_executor", "submit"]
 
@@ -62,6 +63,7 @@ WORKFLOW_NAME = "yiemagent_drain_conversation"
 QUEUE_NAME = "yiemagent_conversations"
 """The default DBOS queue, partitioned by conversation id."""
 
+_MAX_RETRY_SECONDS = 30.0
 _registered: dict[str, Any] = {}  # DBOS registers functions per process, once
 _current: DBOSWorker | None = None
 
@@ -81,13 +83,17 @@ def _drain_workflow(conversation_id: str) -> int:
     worker = _current
     retry_seconds = worker.lease_retry_seconds if worker is not None else 0.5
     served = 0
+    wait = retry_seconds
     while True:
         outcome = _registered["step"](conversation_id)
         served += len(outcome["served"])
         if not outcome["pending"]:
             return served
-        if not outcome["served"]:
-            DBOS.sleep(retry_seconds)  # someone else holds the lease: a live holder serves it, a dead one expires
+        if outcome["served"]:
+            wait = retry_seconds
+        else:  # someone else holds the lease: a live holder serves it, a dead one expires (bounded backoff)
+            DBOS.sleep(wait)
+            wait = min(wait * 2, _MAX_RETRY_SECONDS)
 
 
 def _register() -> None:
@@ -188,11 +194,17 @@ class DBOSWorker:
 
     def _sweep_loop(self) -> None:
         assert self.sweep_seconds
-        while not self._stop.wait(self.sweep_seconds):
+        faults = FaultTracker(logger, base_seconds=self.sweep_seconds, max_seconds=max(self.sweep_seconds, 60.0),
+                              quarantine_after=1_000_000)  # the sweep is never given up: it backs off
+        wait = self.sweep_seconds
+        while not self._stop.wait(wait):
             try:
                 self.sweep()
-            except Exception:
-                logger.exception("sweep failed; retrying in %ss", self.sweep_seconds)
+            except Exception as exc:
+                wait = max(self.sweep_seconds, faults.failed("<sweep>", exc, "the sweep of"))
+            else:
+                faults.succeeded("<sweep>")
+                wait = self.sweep_seconds
 
     def recover_executor(self, executor_id: str) -> list[str]:
         """Take over the pending workflows of the dead worker ``executor_id``; return their ids.

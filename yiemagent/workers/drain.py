@@ -27,7 +27,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
+from ..exceptions import StoreError
 from ..store.base import ConversationStore
+from .faults import FaultTracker
 
 __all__ = ["AgentFactory", "AgentPool", "PollingWorker", "serve_input"]
 
@@ -80,6 +82,10 @@ class AgentPool:
                 agent = self.make_agent(conversation_id)
             try:
                 answers = agent.drain()
+            except StoreError:  # the store failed, not the agent: kept, with the results it could not record
+                with self._lock:
+                    self._agents[conversation_id] = agent
+                raise
             except BaseException:
                 agent.shutdown(timeout_seconds=1.0)  # a failed agent is not kept
                 raise
@@ -157,7 +163,12 @@ class PollingWorker:
         concurrency: conversations drained at once (threads of this process).
         poll_seconds: seconds between two polls when nothing is pending.
         max_agents: agents kept between drains (``AgentPool``).
+        faults: backoff, quarantine and log rate limit of failing drains and polls
+            (``yiemagent.workers.faults.FaultTracker``); None: the defaults (0.1 s doubling to
+            30 s, quarantined after 8 failures in a row: tried every 300 s).
 
+    A conversation whose drain fails waits (exponential backoff, bounded), then is quarantined
+    if it keeps failing (``faults.quarantined``), with one log line per fault; the others go on.
     Run any number of these, in any number of processes or hosts on one database: the lease
     keeps each conversation to one of them at a time, and a conversation whose holder died is
     taken over once its lease expired. ``run()`` blocks until ``stop()``.
@@ -165,7 +176,7 @@ class PollingWorker:
 
     def __init__(
         self, store: ConversationStore, make_agent: AgentFactory, *, concurrency: int = 1,
-        poll_seconds: float = 0.05, max_agents: int = 64,
+        poll_seconds: float = 0.05, max_agents: int = 64, faults: FaultTracker | None = None,
     ) -> None:
         self.store = store
         self.agents = AgentPool(make_agent, max_agents=max_agents)
@@ -173,6 +184,7 @@ class PollingWorker:
         self.poll_seconds = poll_seconds
         self.served = 0
         """Answers produced by this worker so far."""
+        self.faults = faults if faults is not None else FaultTracker(logger)
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -181,10 +193,12 @@ class PollingWorker:
 
     def _drain(self, conversation_id: str) -> int:
         try:
-            return len(self.agents.drain(conversation_id))
-        except Exception:
-            logger.exception("draining %s failed; it stays pending and is tried again", conversation_id)
+            served = len(self.agents.drain(conversation_id))
+        except Exception as exc:  # it stays pending; tried again after a backoff (see faults)
+            self.faults.failed(conversation_id, exc)
             return 0
+        self.faults.succeeded(conversation_id)
+        return served
 
     def run(self) -> None:
         """Poll and drain until ``stop()`` (store errors are logged and retried); then shut the agents down."""
@@ -202,11 +216,13 @@ class PollingWorker:
                         if not served:
                             not_before[cid] = now + self.poll_seconds
                 if len(busy) < self.concurrency:
-                    try:
-                        pending = self.store.pending_conversations(limit=100)
-                    except Exception:
-                        logger.exception("polling the store failed; retrying")
-                        pending = []
+                    pending = []
+                    if self.faults.ready("<poll>", now):
+                        try:
+                            pending = self.store.pending_conversations(limit=100)
+                            self.faults.succeeded("<poll>")
+                        except Exception as exc:
+                            self.faults.failed("<poll>", exc, "polling the store")
                     for cid in [c for c in first_seen if c not in pending]:
                         del first_seen[cid]
                     for cid in pending:
@@ -214,6 +230,7 @@ class PollingWorker:
                     # a conversation this process served last goes first; others wait one poll, so
                     # that the worker that has its agent (and history) in memory takes it, if alive
                     ready = [c for c in pending if c not in busy and not_before.get(c, 0.0) <= now
+                             and self.faults.ready(c, now)
                              and (c in self.agents or first_seen[c] + self.poll_seconds <= now)]
                     random.shuffle(ready)  # several workers polling at once spread over the conversations
                     ready.sort(key=lambda c: c not in self.agents)
