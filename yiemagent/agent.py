@@ -381,8 +381,7 @@ class Agent(Serving):
     def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
         """Send one input and wait for its answer (OpenAI assistant message dict).
 
-        Without ``start()``, the run happens in the calling thread. With the
-        thread started, the input is queued and this waits for *its own* answer.
+        Without ``start()``, the run happens in the calling thread; started, it waits for *its own* answer.
 
         Args:
             text: a ``str``, ``UserMessage`` or OpenAI user-message dict.
@@ -401,6 +400,7 @@ class Agent(Serving):
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run (a tool or hook): it would wait forever.
             ConfigError: ``timeout_seconds`` is not a number >= 0 or None.
+            StoreError: with a store, before ``start()``: it kept failing for ``lease_seconds``.
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         if self._closed:
