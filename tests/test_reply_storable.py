@@ -95,3 +95,24 @@ def test_pydantic_ai_2844_nonstandard_finish_reasons_are_answered_stored_and_loa
         assert second.history[1].finish_reason == finish_reason and second.history[1].text == "partial"
     finally:
         second.shutdown()
+
+
+def test_issue_15_a_conversation_bricked_by_an_earlier_version_loads_again(store_factory):
+    """Conversations already committed by an earlier version with ``finish_reason: 7`` (or a non-object
+    ``usage``) stay in users' databases: a new agent on them failed with ``FormatError`` in its constructor.
+    Such a state now loads (the finish reason as text, such a usage as null) and the chat goes on.
+    """
+    store = store_factory()
+    user = {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": None, "excluded": None}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": "seven"}], "tool_calls": [], "extra": {},
+             "finish_reason": 7, "usage": "n/a", "excluded": None}
+    state = json.dumps({"version": 1, "history": [user, reply], "usage": {}, "system_prompt": None})
+    lease = store.acquire("c-old", "earlier-version", ttl_seconds=30)
+    store.commit(lease, expected_version=store.load("c-old").version, state=state)
+    store.release(lease)
+    agent = Agent(scripted(), store=store, conversation_id="c-old")
+    try:
+        assert (agent.history[1].finish_reason, agent.history[1].usage) == ("7", None)
+        assert agent.ask("still there?", timeout_seconds=20)["content"] == "done"
+    finally:
+        agent.shutdown()

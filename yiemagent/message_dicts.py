@@ -14,6 +14,7 @@ The types are in ``yiemagent.message_types``; ``yiemagent.messages`` gathers all
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from .exceptions import FormatError
@@ -78,6 +79,8 @@ def message_from_dict(data: dict[str, Any]) -> Message:
     cls = _ROLES.get(data.get("role", "")) if isinstance(data, dict) and isinstance(data.get("role"), str) else None
     if cls is None:
         raise FormatError(f"not a saved yiemagent message: {data!r:.100}", raw=data)
+    if cls is AssistantMessage:
+        data = _older_reply(data)
     problem = _saved_problem(data)
     if problem:
         raise FormatError(f"not a saved yiemagent message: {problem}", raw=data)
@@ -87,6 +90,28 @@ def message_from_dict(data: dict[str, Any]) -> Message:
         raise
     except Exception as exc:  # dataclasses-json raises many kinds for bad shapes
         raise FormatError(f"not a saved yiemagent message: {type(exc).__name__}: {exc}", raw=data) from exc
+
+
+def _older_reply(data: dict[str, Any]) -> dict[str, Any]:
+    """What earlier versions stored unnormalised (before issue 15), read as they would store it now.
+
+    A reply answered ``completed`` with a ``finish_reason`` that was not a string (``7``, an
+    Anthropic-style integer) or a ``usage`` that was not an object was committed as it came,
+    and the conversation could not be loaded again. Such a state loads: the finish reason as
+    its JSON text (as ``yiemagent.normalise`` now stores it), such a usage as null.
+    """
+    reason, usage = data.get("finish_reason"), data.get("usage")
+    if (reason is None or isinstance(reason, str)) and (usage is None or isinstance(usage, dict)):
+        return data
+    fixed = dict(data)
+    if not (reason is None or isinstance(reason, str)):
+        try:
+            fixed["finish_reason"] = json.dumps(reason, ensure_ascii=False)[:200]
+        except (TypeError, ValueError, RecursionError):
+            fixed["finish_reason"] = type(reason).__name__
+    if not (usage is None or isinstance(usage, dict)):
+        fixed["usage"] = None
+    return fixed
 
 
 def _opt(value: Any, kind: type | tuple[type, ...]) -> bool:
