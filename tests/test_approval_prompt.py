@@ -37,3 +37,27 @@ def test_ask_user_returns_the_typed_line_and_the_tool_runs():
         term.type("y")
         screen = term.wait_for(r"done")
         assert "REMOVED a.txt" in screen and "answer: finished" in screen
+
+
+def test_ask_user_reads_piped_answers_line_by_line_and_leaves_the_rest_to_input():
+    """Found by a new user's trial: from a pipe, ``ask_user`` read 4096 bytes and dropped what followed the
+    first line, so the second prompt got None and the program's own ``input()`` met the end of input.
+    """
+    import subprocess
+
+    script = ("import threading\nfrom yiemagent import ask_user\nev = threading.Event()\n"
+              "print(repr(ask_user('q1? ', ev)), repr(ask_user('q2? ', ev)), repr(input('q3? ')))\n")
+    done = subprocess.run([PYTHON, "-c", script], input="yes\nno\nmaybe\n", capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("'yes' 'no' 'maybe'")
+
+
+def test_ask_user_keeps_lines_typed_ahead_for_the_next_prompt():
+    script = ("import threading, time\nfrom yiemagent import ask_user\nev = threading.Event()\n"
+              "time.sleep(1.5)\nprint('A=' + repr(ask_user('q1? ', ev)))\nprint('B=' + repr(ask_user('q2? ', ev)))\n")
+    with Terminal([PYTHON, "-c", script]) as term:
+        term.type("first")  # typed before any prompt: both lines wait in the terminal
+        term.type("second")
+        screen = term.wait_for(r"B=")
+        assert "A='first'" in screen and "B='second'" in screen

@@ -290,3 +290,86 @@ def test_edison_watch_app_20_zed_assistant_mcp_servers_is_read_too():
     (entry,) = parse_mcp_servers({"assistant": {"version": "2", "mcp_servers": {
         "probe": {"command": PYTHON, "args": [PROBE, "z"]}}}})
     assert json.loads(call(entry, "argv")) == ["z"]
+
+
+# --------------------------------------------------------------------------- found by a new user's trial
+
+
+def test_gemini_cli_dollar_var_and_opencode_env_and_file_forms_are_expanded_not_sent_literally(probe_http, tmp_path):
+    """Gemini CLI documents ``$VAR`` (and ``${VAR}``) in ``env``/``headers``; opencode ``{env:VAR}`` and
+    ``{file:path}``. They reached the server as literal text (``Bearer $PROBE_TOKEN``).
+    """
+    environ = {"PROBE_TOKEN": "tok-1"}
+    gemini_dir = tmp_path / ".gemini"
+    gemini_dir.mkdir()
+    path = gemini_dir / "settings.json"  # the file name says Gemini CLI, even without Gemini-only keys
+    path.write_text(json.dumps({"mcpServers": {"g": {"httpUrl": probe_http,
+                                                     "headers": {"Authorization": "Bearer $PROBE_TOKEN"}},
+                                               "s": {"command": PYTHON, "args": [PROBE],
+                                                     "env": {"TOKEN_ENV": "$PROBE_TOKEN"}}}}))
+    entry, stdio = load_mcp_config(path, environ=environ)
+    assert json.loads(call(entry, "headers"))["authorization"] == "Bearer tok-1"
+    assert call(stdio, "env", {"name": "TOKEN_ENV"}) == "tok-1"  # by the file name: no Gemini-only key here
+    (entry,) = parse_mcp_servers({"mcpServers": {"g": {"httpUrl": probe_http, "headers": {"X-T": "$PROBE_TOKEN"}}}},
+                                 environ=environ)
+    assert json.loads(call(entry, "headers"))["x-t"] == "tok-1"
+    key = tmp_path / "key.txt"
+    key.write_text("from-file\n")
+    (entry,) = parse_mcp_servers({"mcp": {"r": {"type": "remote", "url": probe_http, "headers": {
+        "Authorization": "Bearer {env:PROBE_TOKEN}", "X-File": f"{{file:{key}}}"}}}}, environ=environ)
+    seen = json.loads(call(entry, "headers"))
+    assert (seen["authorization"], seen["x-file"]) == ("Bearer tok-1", "from-file")
+
+
+def test_files_as_goose_zed_opencode_and_codex_write_them_are_read_whole(tmp_path):
+    """Goose writes ``envs: {}`` on a streamable_http extension, Zed keeps ``"source": "extension"`` servers
+    (run by Zed's extensions), opencode documents ``"oauth": false``, Codex ``env_http_headers``: each made
+    the whole file be refused.
+    """
+    goose = write(tmp_path, "config.yaml", "extensions:\n  p:\n    type: streamable_http\n    uri: http://127.0.0.1:1/mcp\n"
+                                           "    envs: {}\n    env_keys: []\n    headers: {}\n    enabled: true\n")
+    assert [e.url for e in load_mcp_config(goose)] == ["http://127.0.0.1:1/mcp"]
+    zed = parse_mcp_servers({"context_servers": {
+        "time": {"command": PYTHON, "args": ["-m", "mcp_server_time"]},
+        "postgres-context-server": {"source": "extension", "enabled": True, "settings": {"database_url": "x"}}}})
+    assert [e.name for e in zed] == ["time"]  # type: ignore[union-attr]
+    (opencode,) = parse_mcp_servers({"mcp": {"r": {"type": "remote", "url": "http://127.0.0.1:1/mcp", "oauth": False,
+                                                   "headers": {"Authorization": "Bearer k"}}}})
+    assert opencode.headers == {"Authorization": "Bearer k"}  # type: ignore[union-attr]
+    (codex,) = parse_mcp_servers({"mcp_servers": {"r": {"url": "http://127.0.0.1:1/mcp",
+                                                        "env_http_headers": {"X-Api-Key": "API_KEY"}}}},
+                                 environ={"API_KEY": "k-1"})
+    assert codex.headers == {"X-Api-Key": "k-1"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("entry", [{"disabled": "true"}, {"disabled": 1}, {"enabled": "false"}, {"enabled": 0}])
+def test_a_disabled_or_enabled_flag_that_is_not_a_boolean_is_an_error_not_enabled(entry):
+    """``"disabled": "true"`` started the server the user switched off."""
+    with pytest.raises(ConfigError, match=r"(disabled|enabled): must be true or false"):
+        parse_mcp_servers({"mcpServers": {"a": {"command": PYTHON, **entry}}})
+
+
+def test_a_utf16_config_from_windows_powershell_is_read(tmp_path):
+    """PowerShell 5's ``>`` and ``Out-File`` write UTF-16 with a byte order mark: a raw UnicodeDecodeError."""
+    path = tmp_path / "mcp.json"
+    path.write_bytes(json.dumps({"mcpServers": {"a": {"command": PYTHON}}}).encode("utf-16"))
+    assert [e.command for e in load_mcp_config(path)] == [PYTHON]
+    path.write_bytes(b'{"mcpServers": {"a": {"command": "\xff\xfe\xfd"}}}')
+    with pytest.raises(ConfigError, match=r"not UTF-8 text .*save it as UTF-8"):
+        load_mcp_config(path)
+
+
+def test_continue_hub_secrets_and_an_empty_variable_have_their_own_messages():
+    with pytest.raises(ConfigError, match=r"Continue's \$\{\{ secrets.NAME \}\} values come from Continue Hub"):
+        parse_mcp_servers({"mcpServers": [{"name": "c", "command": "x", "env": {"T": "${{ secrets.TOKEN }}"}}]})
+    with pytest.raises(ConfigError, match=r"EMPTY_T is empty"):
+        parse_mcp_servers({"mcpServers": {"a": {"command": "x", "env": {"T": "${EMPTY_T}"}}}}, environ={"EMPTY_T": ""})
+
+
+def test_a_yaml_alias_bomb_is_walked_once_per_object(tmp_path):
+    """A small YAML whose aliases nest 9 deep (9^9 references) made the depth check walk every path."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = write(tmp_path, "config.yaml", "\n".join(lines) + "\nextensions:\n  p:\n    cmd: x\n    args: *a9\n")
+    with pytest.raises(ConfigError, match=r"args\[0\]: must be a string"):
+        load_mcp_config(path)

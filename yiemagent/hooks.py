@@ -100,6 +100,11 @@ def _is_ctrl_c(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 
+_typed_ahead = bytearray()
+"""Terminal input read past the line ``ask_user`` returned: the next ``ask_user`` gets it first."""
+_typed_ahead_lock = threading.Lock()
+
+
 def ask_user(prompt: str, abort_event: threading.Event | None = None, *,
              timeout_seconds: float | None = None) -> str | None:
     """Ask a person on the terminal from a hook (an approval prompt); return the line typed, or None.
@@ -110,8 +115,10 @@ def ask_user(prompt: str, abort_event: threading.Event | None = None, *,
     within 0.05 s of it, at the end of input, or after ``timeout_seconds``. The line is returned
     without its line end, decoded as UTF-8 (undecodable bytes replaced).
 
-    On POSIX it reads the terminal's file descriptor directly (``select``); where that is not
-    possible (Windows, a replaced ``sys.stdin``) it falls back to ``input()``.
+    On POSIX, from a terminal, it reads the terminal's file descriptor directly (``select``);
+    lines typed ahead are kept for the next ``ask_user``. From a pipe or a file, and where the
+    descriptor cannot be used (Windows, a replaced ``sys.stdin``), it reads as ``input()`` does
+    (piped lines are all there, or the end of input is).
 
     >>> def approve(ctx, abort_event):  # doctest: +SKIP
     ...     if ask_user(f"run {ctx.tool_call.name}? [y/N] ", abort_event) != "y":
@@ -124,24 +131,29 @@ def ask_user(prompt: str, abort_event: threading.Event | None = None, *,
         fd = sys.stdin.fileno() if os.name != "nt" and sys.stdin is not None else None
     except (AttributeError, OSError, ValueError):
         fd = None
-    if fd is None:
+    if fd is None or not os.isatty(fd):  # a pipe or a file: read through sys.stdin, as input() does
         try:
             return input()
         except EOFError:
             return None
     deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
-    line = b""
-    while b"\n" not in line:
-        if (abort_event is not None and abort_event.is_set()) or (deadline is not None and time.monotonic() > deadline):
-            sys.stdout.write("\n")
-            return None
-        ready, _, _ = select.select([fd], [], [], 0.05)
-        if ready:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                return line.decode("utf-8", "replace") or None
-            line += chunk
-    return line.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    with _typed_ahead_lock:
+        while b"\n" not in _typed_ahead:
+            if (abort_event is not None and abort_event.is_set()) or (
+                    deadline is not None and time.monotonic() > deadline):
+                sys.stdout.write("\n")
+                return None
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:  # end of input
+                    rest = bytes(_typed_ahead)
+                    _typed_ahead.clear()
+                    return rest.decode("utf-8", "replace") or None
+                _typed_ahead.extend(chunk)
+        line, _, rest = bytes(_typed_ahead).partition(b"\n")
+        _typed_ahead[:] = rest  # lines typed ahead wait for the next prompt
+    return line.decode("utf-8", "replace").rstrip("\r")
 
 
 def run_before_hook(

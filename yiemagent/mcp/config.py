@@ -139,6 +139,9 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
         '8080'
     """
     env = os.environ if environ is None else environ
+    if "${{" in text:  # Continue's ${{ secrets.NAME }} / ${{ inputs.NAME }}: filled by Continue Hub only
+        raise ConfigError(f"{where}: Continue's ${{{{ secrets.NAME }}}} values come from Continue Hub, which "
+                          "yiemagent cannot read; set an environment variable and write ${NAME}")
 
     def value(match: re.Match[str]) -> str:
         inner = match.group(1)
@@ -156,7 +159,8 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
             return found
         if has_default:
             return default
-        raise ConfigError(f"{where}: the environment variable {name} is not set "
+        state = "is empty" if name in env else "is not set"
+        raise ConfigError(f"{where}: the environment variable {name} {state} "
                           f"(set it, or write ${{{name}:-default}})")
 
     return _VARIABLE.sub(value, text)
@@ -244,10 +248,16 @@ def load_mcp_config(
     """
     file = Path(path).expanduser()
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        raw = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read the MCP config {str(file)!r}: {exc.strerror or exc}") from exc
+    try:  # Windows PowerShell 5's ">" and Out-File write UTF-16 with a byte order mark
+        text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     data = load_document(text, str(file))
+    if isinstance(data, dict) and file.name == "settings.json" and file.parent.name == ".gemini":
+        data = {**data, "__yiemagent_dialect__": "gemini"}  # Gemini CLI: $VAR, timeout in ms
     if not isinstance(data, dict) or servers_in(data) is None:
         raise ConfigError(f"{file}: no \"mcpServers\" (or VS Code \"servers\", Zed \"context_servers\", Goose "
                           "\"extensions\", opencode \"mcp\", Codex \"mcp_servers\") object with the servers in it")
@@ -403,7 +413,7 @@ def _args(value: Any, where: str, environ: Mapping[str, str] | None) -> list[str
         if not isinstance(item, str):
             fix = ""
             if isinstance(item, (bool, int, float)):
-                fix = f"; write {json.dumps(str(item).lower() if isinstance(item, bool) else str(item))}"
+                fix = f"; write {json.dumps(str(item).lower() if isinstance(item, bool) else str(item))} in quotes"
             raise ConfigError(f"{where}[{i}]: must be a string, not {type(item).__name__} {item!r:.40}{fix}")
         args.append(_no_escapes(expand_variables(item, environ, where=f"{where}[{i}]"), f"{where}[{i}]"))
     return args
@@ -419,7 +429,7 @@ def _string_map(value: Any, where: str, environ: Mapping[str, str] | None) -> di
         if not isinstance(item, str):
             fix = ""
             if isinstance(item, (bool, int, float)):
-                fix = f"; write {json.dumps(str(item).lower() if isinstance(item, bool) else str(item))}"
+                fix = f"; write {json.dumps(str(item).lower() if isinstance(item, bool) else str(item))} in quotes"
             raise ConfigError(f"{where}.{key}: must be a string, not {type(item).__name__}{fix}")
         result[key] = expand_variables(item, environ, where=f"{where}.{key}")
     return result

@@ -32,6 +32,13 @@ Codex CLI                ``mcp_servers`` (TOML)              ``http_headers``, `
                                                              ``tool_timeout_sec``, ``enabled``
 =======================  ==================================  ===============================================
 
+Variables: ``${VAR}``, ``${env:VAR}`` and ``${VAR:-default}`` everywhere; Gemini CLI's ``$VAR`` in
+its entries (and in any entry of ``~/.gemini/settings.json``); opencode's ``{env:VAR}`` and
+``{file:path}``; Codex's ``env_http_headers`` (header -> variable) and ``bearer_token_env_var``.
+Continue Hub's ``${{ secrets.NAME }}`` cannot be read here (a ``ConfigError`` says so). Zed's
+``"source": "extension"`` servers are run by Zed's extensions and left out, like Goose's built-ins.
+``enabled``/``disabled`` must be booleans.
+
 Tool filters (``disabledTools``, ``excludeTools``, ``enabled_tools``, ...) are accepted when
 empty and refused otherwise (yiemagent has no per-server tool filter; a ``before_tool_call``
 hook blocks tools). OAuth settings (``oauth``, ``authProviderType``) are refused: the server
@@ -42,7 +49,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +69,11 @@ _IGNORED = {"source", "settings", "trust", "display_name", "bundled", "watchPath
             "startup_timeout_sec", "startup_timeout_ms", "env_keys", "inputs", "requestOptions",
             "sandboxEnabled"}
 _OWN_TYPES = {"builtin", "platform", "frontend", "inline_python"}  # Goose's in-process extensions
+_DIALECT_MARK = "__yiemagent_dialect__"
+"""Set by ``load_mcp_config`` on a document whose file name says its client (``~/.gemini/settings.json``)."""
+_GEMINI_KEYS = ("httpUrl", "trust", "excludeTools", "includeTools")
+_BARE_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_OPENCODE_VARIABLE = re.compile(r"\{(env|file):([^}]*)\}")
 _MAX_DEPTH = 200
 """Deepest nesting a config document may have (a 100,000-deep document is refused, not a RecursionError)."""
 
@@ -72,10 +85,11 @@ def servers_in(data: Mapping[Any, Any]) -> tuple[str, Any, str] | None:
     where they were (``"mcpServers."``) for error messages; ``dialect`` is ``"opencode"`` or
     ``"gemini"`` where units differ, else ``""``.
     """
+    marked = data.get(_DIALECT_MARK, "")
     for key in ("mcpServers", "servers", "context_servers", "mcp_servers"):
         inner = data.get(key)
         if isinstance(inner, Mapping) and not (_STDIO_KEYS | _HTTP_KEYS) & set(inner):
-            return f"{key}.", inner, ""
+            return f"{key}.", inner, marked if isinstance(marked, str) else ""
         if key == "mcpServers" and isinstance(inner, list):  # Continue's config.yaml
             return f"{key}.", inner, ""
     mcp = data.get("mcp")
@@ -114,6 +128,12 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
     if isinstance(entry.get("command"), Mapping):  # Zed's old form: {"path", "args", "env"}
         command = entry.pop("command")
         entry.update({"command": command.get("path"), **{k: command[k] for k in ("args", "env") if k in command}})
+    for flag in ("enabled", "disabled"):
+        if flag in entry and not isinstance(entry[flag], bool):
+            raise ConfigError(f"{where}.{flag}: must be true or false, not {entry[flag]!r:.40}")
+    if entry.get("source") == "extension":  # Zed: a server its extension provides; only Zed can run it
+        logger.info("%s is provided by a Zed extension (\"source\": \"extension\"); left out", where)
+        return None
     kind = entry.get("type")
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: \"type\" must be a string such as \"stdio\" or \"http\", not {kind!r:.60}")
@@ -121,13 +141,15 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
         logger.info("%s is a built-in extension of its client, not an MCP server; left out", where)
         return None
     if dialect == "opencode":
+        _rewrite_strings(entry, lambda text: _OPENCODE_VARIABLE.sub(_opencode_variable(where), text))
         command = entry.get("command")
         if kind == "local" and isinstance(command, list) and command:
             entry["command"], entry["args"] = command[0], [*command[1:], *entry.get("args", [])]
         entry["type"] = "stdio" if kind == "local" else "http"
         if "timeout" in entry:
             entry["timeout"] = _milliseconds(entry["timeout"], f"{where}.timeout")
-    if dialect != "opencode" and any(k in entry for k in ("httpUrl", "trust", "excludeTools", "includeTools")):
+    if dialect == "gemini" or (dialect != "opencode" and any(k in entry for k in _GEMINI_KEYS)):
+        _rewrite_strings(entry, lambda text: _BARE_VARIABLE.sub(r"${\1}", text))  # Gemini CLI expands $VAR too
         if "url" in entry and "httpUrl" not in entry:
             raise ConfigError(f"{where}: Gemini CLI's \"url\" is the legacy HTTP+SSE transport, which is not "
                               "supported; give the server's Streamable HTTP endpoint as \"httpUrl\"")
@@ -139,6 +161,7 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
             given = ["url", *aliases] if "url" in entry else aliases
             raise ConfigError(f"{where}: give one URL, not {', '.join(given)}")
         entry["url"] = entry.pop(aliases[0])
+    goose_envs = entry.get("envs")
     for alias, canonical in (("cmd", "command"), ("envs", "env"), ("environment", "env"),
                              ("http_headers", "headers")):
         if alias in entry and canonical not in entry:
@@ -149,6 +172,9 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
             entry["disabled"] = True
     if "tool_timeout_sec" in entry and "timeout" not in entry:  # Codex CLI
         entry["timeout"] = entry.pop("tool_timeout_sec")
+    from_env = entry.pop("env_http_headers", None)  # Codex CLI: header name -> variable name
+    if isinstance(from_env, Mapping):
+        entry["headers"] = {**entry.get("headers", {}), **{k: f"${{{v}}}" for k, v in from_env.items()}}
     token_variable = entry.pop("bearer_token_env_var", None)  # Codex CLI
     if isinstance(token_variable, str) and token_variable:
         entry["headers"] = {**entry.get("headers", {}), "Authorization": f"Bearer ${{{token_variable}}}"}
@@ -161,6 +187,8 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
                 raise ConfigError(f"{where}: \"{name}\" filters are not supported; leave it out, "
                                   "or block tools with a before_tool_call hook")
     for name in ("oauth", "authProviderType"):
+        if name in entry and entry[name] in (False, None, {"enabled": False}):  # opencode: "oauth": false
+            del entry[name]
         if name in entry:
             raise ConfigError(f"{where}: \"{name}\": OAuth login is not supported for MCP servers yet; "
                               "give a token in \"headers\" instead")
@@ -168,7 +196,37 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
         entry["type"] = "http"
     for name in _IGNORED & set(entry):
         del entry[name]
+    if goose_envs == {} and entry.get("env") == {} and ("url" in entry or entry.get("type") == "http"):
+        del entry["env"]  # Goose writes "envs": {} on every extension, streamable_http ones too
     return entry
+
+
+def _rewrite_strings(entry: dict[str, Any], rewrite: Callable[[str], str]) -> None:
+    """Apply ``rewrite`` to the strings a variable may stand in: url, command, args, cwd, env and headers."""
+    for key in ("url", "httpUrl", "serverUrl", "uri", "command", "cwd"):
+        if isinstance(entry.get(key), str):
+            entry[key] = rewrite(entry[key])
+    if isinstance(entry.get("args"), list):
+        entry["args"] = [rewrite(a) if isinstance(a, str) else a for a in entry["args"]]
+    if isinstance(entry.get("command"), list):
+        entry["command"] = [rewrite(a) if isinstance(a, str) else a for a in entry["command"]]
+    for key in ("env", "environment", "envs", "headers"):
+        if isinstance(entry.get(key), Mapping):
+            entry[key] = {k: rewrite(v) if isinstance(v, str) else v for k, v in entry[key].items()}
+
+
+def _opencode_variable(where: str) -> Callable[[re.Match[str]], str]:
+    """opencode's ``{env:VAR}`` as ``${VAR}``; ``{file:path}`` as the file's text (stripped)."""
+    def replace(match: re.Match[str]) -> str:
+        kind, name = match.group(1), match.group(2).strip()
+        if kind == "env":
+            return f"${{{name}}}"
+        path = Path(name).expanduser()
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{where}: {{file:{name}}} cannot be read: {exc}") from None
+    return replace
 
 
 def _milliseconds(value: Any, where: str) -> Any:
@@ -215,8 +273,13 @@ def load_document(text: str, where: str) -> Any:
 
 def _check_depth(data: Any, where: str) -> None:
     stack: list[tuple[Any, int]] = [(data, 0)]
+    seen: set[int] = set()  # YAML aliases share objects: each is walked once (an alias bomb stays linear)
     while stack:
         value, depth = stack.pop()
+        if isinstance(value, (Mapping, list)):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
         if depth > _MAX_DEPTH:
             raise ConfigError(f"{where}: nested more than {_MAX_DEPTH} levels deep; not an MCP config")
         if isinstance(value, Mapping):
