@@ -28,6 +28,7 @@ from .base import (
     normalize_input,
     run_key,
 )
+from ..exceptions import StaleStateError, StoreError
 from .postgres import PostgresStore
 from .sqlite import SQLiteStore
 
@@ -42,7 +43,9 @@ __all__ = [
     "ReplyTo",
     "SQLiteStore",
     "ServedInput",
+    "StaleStateError",
     "StoreBase",
+    "StoreError",
     "idempotency_key",
     "normalize_input",
     "run_key",
