@@ -216,7 +216,7 @@ def _rewrite_strings(entry: dict[str, Any], rewrite: Callable[[str], str]) -> No
 
 
 def _opencode_variable(where: str) -> Callable[[re.Match[str]], str]:
-    """opencode's ``{env:VAR}`` as ``${VAR}``; ``{file:path}`` as the file's text (stripped)."""
+    """Opencode's ``{env:VAR}`` as ``${VAR}``; ``{file:path}`` as the file's text (stripped)."""
     def replace(match: re.Match[str]) -> str:
         kind, name = match.group(1), match.group(2).strip()
         if kind == "env":

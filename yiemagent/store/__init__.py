@@ -14,6 +14,7 @@ The contract of a store is in ``base.py``; ``yiemagent.conversation`` gives
 the contract of a conversation, which ``DurableConversation`` implements.
 """
 
+from ..exceptions import StaleStateError, StoreError
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationRecord,
@@ -28,7 +29,6 @@ from .base import (
     normalize_input,
     run_key,
 )
-from ..exceptions import StaleStateError, StoreError
 from .postgres import PostgresStore
 from .sqlite import SQLiteStore
 
