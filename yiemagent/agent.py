@@ -145,6 +145,11 @@ class Agent(Serving):
         ConfigError: an argument of the wrong type or out of range (at once,
             naming it): e.g. ``max_turns="3"``, ``tools="add"``,
             ``max_repeated_calls=0``, ``event_sink="x"``.
+        StoreError: with ``store=``: the store could not be read. Its
+            ``CorruptRowError`` when the conversation's saved state is not a
+            saved state (a hand-edited or damaged row): the message names the
+            conversation and the store and says what to do (restore the state
+            from a backup, or clear it and start with an empty history).
 
     Answer dicts carry ``mcp_unavailable: [{"server": name, "error": message}]``
     while a server could not be reached at its last listing (the key is absent
