@@ -241,7 +241,8 @@ class DurableConversation(Conversation):
             except StoreError as exc:
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since
-                if now - failing_since >= self.lease_seconds or host.stop_mode == "now":
+                corrupt_state = isinstance(exc, CorruptRowError) and exc.column == "state"  # no retry mends it
+                if corrupt_state or now - failing_since >= self.lease_seconds or host.stop_mode == "now":
                     with self._lock:
                         self._local.pop(entry.id, None)
                     raise
@@ -448,7 +449,7 @@ def corrupt_state_error(store: ConversationStore, conversation_id: str, version:
         f"the saved state of conversation {conversation_id!r} in {store!r} (version {version}) cannot be read "
         f"({reason}); the row begins {(state or '')[:40]!r}. Restore that state from a backup, or clear it "
         f"(UPDATE {table} SET state = NULL WHERE conversation_id = '{quoted_id}'): the conversation then starts "
-        "with an empty history (its inbox is kept)", conversation_id=conversation_id)
+        "with an empty history (its inbox is kept)", conversation_id=conversation_id, column="state")
 
 
 _QUOTE_START = re.compile(r"""[{\[('"]""")
