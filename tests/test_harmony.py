@@ -154,7 +154,7 @@ def _delete_file_agent(text: str) -> tuple[dict, list[str]]:
 
     @tool
     def delete_file(path: str) -> str:
-        "delete a file"
+        """Delete a file."""
         ran.append(path)
         return "deleted"
 

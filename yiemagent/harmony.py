@@ -74,7 +74,7 @@ def split_harmony(text: str) -> HarmonyReply | None:
     if not any(m.group(1) in ("channel", "message") for m in tokens):
         return None
     parts = [text[:tokens[0].start()]]  # [text, token, text, token, text, ...]
-    for m, following in zip(tokens, [*tokens[1:], None]):
+    for m, following in zip(tokens, [*tokens[1:], None], strict=True):
         parts += [m.group(1), text[m.end():following.start() if following is not None else len(text)]]
     reply = HarmonyReply()
     answer = [parts[0]]

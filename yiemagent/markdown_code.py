@@ -53,7 +53,7 @@ class CodeRanges:
         return bool(self.starts)
 
     def __repr__(self) -> str:
-        return f"CodeRanges({list(zip(self.starts, self.ends))})"
+        return f"CodeRanges({list(zip(self.starts, self.ends, strict=True))})"
 
 
 _NO_CODE = CodeRanges([])

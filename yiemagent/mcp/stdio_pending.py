@@ -64,7 +64,7 @@ class Failure:
         if self.stderr_tail.strip():
             text += "; stderr ends with: " + one_line_tail(self.stderr_tail)
         exc = MCPTransportError(text, server=server, stderr_tail=self.stderr_tail)
-        exc.exit_code = self.exit_code  # type: ignore[attr-defined]
+        exc.exit_code = self.exit_code
         return exc
 
 
