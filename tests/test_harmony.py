@@ -145,3 +145,85 @@ def test_vllm_32587_streamed_harmony_content_is_previewed_by_channel(peer):
     deltas = [(e.delta_type, e.delta) for e in recorder.events if getattr(e, "delta_type", None)]
     assert "".join(d for kind, d in deltas if kind == "text") == "Hello!"
     assert "".join(d for kind, d in deltas if kind == "reasoning") == "User says hi."
+
+
+# ------------------------------------------------------------------ quoted markup is prose (issue 15 trial)
+
+def _delete_file_agent(text: str) -> tuple[dict, list[str]]:
+    ran: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    replies = iter([{"role": "assistant", "content": text}, {"role": "assistant", "content": "second"}])
+    agent = Agent(lambda messages, tools: next(replies), tools=[delete_file])
+    return agent.ask("q", timeout_seconds=10), ran
+
+
+def test_unsloth_8312_harmony_tokens_quoted_in_markdown_code_are_prose_and_run_nothing():
+    """unslothai/unsloth PR #8312 (a tool call quoted in markdown code must stay text). A reply that
+    explains the harmony format in inline code and shows a call in a fenced block. Before: the answer
+    was rewritten to ``second`` (the quoted call ran ``delete_file('/etc/x')``); inline code alone
+    came back as ``Hello``. After: the reply is the answer, verbatim, and nothing runs.
+    """
+    text = ("gpt-oss replies look like `<|channel|>final<|message|>Hello<|return|>`. A call looks like:\n```\n"
+            "<|channel|>commentary to=functions.delete_file <|constrain|>json<|message|>{\"path\": \"/etc/x\"}"
+            "<|call|>\n```")
+    answer, ran = _delete_file_agent(text)
+    assert (answer["content"], ran) == (text, [])
+    inline = "Mention `<|channel|>final<|message|>Hello<|return|>` only."
+    assert parse_response({"choices": [{"message": {"role": "assistant", "content": inline}}]}).text == inline
+
+
+def test_ds2api_267_a_hermes_tool_call_inside_a_fenced_block_is_text_for_every_markup_format():
+    """CJackHwang/ds2api PR #267 (a ``<tool_call>`` inside a fenced block executed an example). The
+    same fenced example in each explicit-markup format (Hermes, LM Studio, Mistral, Llama python_tag,
+    Qwen3 XML) is text. Before: every one ran ``delete_file``. After: none runs; the text is kept.
+    """
+    calls = ['<tool_call>{"name": "delete_file", "arguments": {"path": "/etc/x"}}</tool_call>',
+             '[TOOL_REQUEST]{"name": "delete_file", "arguments": {"path": "/etc/x"}}[END_TOOL_REQUEST]',
+             '[TOOL_CALLS][{"name": "delete_file", "arguments": {"path": "/etc/x"}}]',
+             '<|python_tag|>{"name": "delete_file", "parameters": {"path": "/etc/x"}}',
+             "<tool_call><function=delete_file><parameter=path>/etc/x</parameter></function></tool_call>"]
+    for call in calls:
+        for text in (f"A call looks like:\n```\n{call}\n```", f"A call looks like:\n~~~text\n{call}\n~~~ ok",
+                     f"Write `{call}` to call it."):
+            message = parse_response({"choices": [{"message": {"role": "assistant", "content": text}}]},
+                                     tool_names={"delete_file"})
+            assert (message.tool_calls, message.text) == ([], text), (call, text)
+
+
+def test_gptme_1472_a_quoted_call_is_text_and_a_real_call_after_it_still_runs():
+    """gptme/gptme PR #1472 (calls in markdown codeblocks were parsed): a quoted example, then the
+    model's own call outside code. Before: both ran. After: only the real one (``/tmp/y``), and the
+    quote stays in the text; a real harmony reply with inline code in its answer still reads.
+    """
+    text = ('Example: `<tool_call>{"name": "delete_file", "arguments": {"path": "/etc/x"}}</tool_call>`\n'
+            '<tool_call>{"name": "delete_file", "arguments": {"path": "/tmp/y"}}</tool_call>')
+    message = parse_response({"choices": [{"message": {"role": "assistant", "content": text}}]},
+                             tool_names={"delete_file"})
+    assert [c.arguments for c in message.tool_calls] == [{"path": "/tmp/y"}]
+    assert "/etc/x" in message.text and "/tmp/y" not in message.text
+    harmony = ANALYSIS + "<|start|>assistant<|channel|>final<|message|>Run `ls -l` here.<|return|>"
+    assert parse_response({"choices": [{"message": {"role": "assistant", "content": harmony}}]}).text == \
+        "Run `ls -l` here."
+
+
+def test_markdown_code_ranges_follow_commonmark_fences_and_spans():
+    """Unclosed fences run to the end; a backtick fence's info string holds no backtick (then it is an
+    inline span); an unmatched backtick run is literal; a longer closing fence closes.
+    """
+    from yiemagent.markdown_code import code_ranges
+
+    text = "a `x` b ``y`` c ` d\n````\ncode\n`````\ne ```json {} ``` f\n~~~\nopen"
+    ranges = code_ranges(text)
+    inside = {text[i] for i in range(len(text)) if i in ranges}
+    assert "x" in inside and "y" in inside and "code" in "".join(t for i, t in enumerate(text) if i in ranges)
+    assert text.index("d") not in ranges and text.index("e ") not in ranges and text.index("f\n") not in ranges
+    assert text.index("{") in ranges and text.index("open") in ranges
+    assert not code_ranges("no code here") and not code_ranges("a `` b ` c")  # unmatched runs are literal
+    many = "".join("x" + "`" * n for n in range(1, 400)) * 3  # ~240,000 backticks: still linear
+    assert code_ranges(many)

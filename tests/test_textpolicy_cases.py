@@ -231,3 +231,65 @@ def test_mcp_client_repr_never_names_a_registered_secret():
         assert "pathsecret_abcdef123456" not in repr(client) + repr(client.transport)
     finally:
         client.close()
+
+
+# ------------------------------------------------------------------ exceptions are a boundary (issue 15 trial)
+
+EXC_SECRET = "sk-live-TRIALSECRET-abcdef123456"
+
+
+def test_matterbot_286_a_stdio_servers_stderr_echoing_its_env_token_is_scrubbed_from_the_one_line_error(
+        monkeypatch):
+    """uforia/MatterBot PR #286 (an exception's text carried the API key into a chat channel). Real
+    stdio process: started with ``env: {MY_TOKEN: ${MY_TOKEN}}``, it prints the token on stderr and
+    exits 3. Before: ``MCPServerConfig.client()`` raised ``MCPTransportError`` quoting the token in
+    clear, on two lines. After: ``***`` in ``str``, ``repr``, ``args`` and ``.stderr_tail``; one line.
+    """
+    monkeypatch.setenv("MY_TOKEN", EXC_SECRET)
+    script = ("import os, sys; sys.stderr.write('auth failed for ' + os.environ['MY_TOKEN'] + '\\nbye\\n'); "
+              "sys.exit(3)")
+    [config] = parse_mcp_servers({"mcpServers": {"s": {"command": sys.executable, "args": ["-c", script],
+                                                       "env": {"MY_TOKEN": "${MY_TOKEN}"}}}})
+    client = config.client()
+    try:
+        with pytest.raises(Exception) as caught:
+            client.list_tools()
+    finally:
+        client.close()
+    error = caught.value
+    shown = [str(error), repr(error), repr(error.args), error.stderr_tail]
+    assert all(EXC_SECRET not in text for text in shown), shown
+    assert "\n" not in str(error)
+    assert str(error).endswith("stderr ends with: auth failed for *** | bye"), str(error)
+    assert "exited with code 3" in str(error) and error.exit_code == 3
+
+
+def test_kindly_web_search_87_every_yiemagent_exception_hides_a_registered_secret_in_its_text():
+    """Shelpuk-AI-Technology-Consulting/kindly-web-search-mcp-server PR #87 (a provider key returned to
+    the agent in a tool error). Every exception class of ``yiemagent.exceptions``, built with a secret
+    in its message (and in the text attributes peers fill: ``body``, ``stderr_tail``, a JSON-RPC
+    ``message``), never shows it; a secret registered after the exception was made is hidden too.
+    Before: the text held the secret for every class.
+    """
+    import yiemagent.exceptions as exceptions_module
+    from yiemagent.exceptions import MCPProtocolError, MCPRPCError, MCPTransportError, YiemagentError
+    from yiemagent.store import CorruptRowError
+    from yiemagent.textpolicy import BOUNDARIES
+
+    register_secrets([EXC_SECRET])
+    assert BOUNDARIES["exception"].kind == "display"
+    message = f"the server said: invalid key {EXC_SECRET}"
+    classes = [c for c in vars(exceptions_module).values()
+               if isinstance(c, type) and issubclass(c, YiemagentError) and c.__name__ != "MaxTurnsExceeded"]
+    made: list[BaseException] = [c(message) for c in classes if not issubclass(c, MCPRPCError)]
+    made += [MCPRPCError(-32000, message, {"key": EXC_SECRET}), CorruptRowError(message, conversation_id="c"),
+             MCPTransportError("HTTP 401", body=message, stderr_tail=message), MCPProtocolError("bad", body=message)]
+    assert len(made) > 20
+    for error in made:
+        texts = [str(error), repr(error), repr(error.args)]
+        texts += [v for v in vars(error).values() if isinstance(v, str)]
+        assert all(EXC_SECRET not in text for text in texts), (type(error).__name__, texts)
+        assert "***" in " ".join(texts)
+    late = YiemagentError("made before its secret: sk-later-0123456789abcdef")
+    register_secrets(["sk-later-0123456789abcdef"])
+    assert str(late) == "made before its secret: ***"

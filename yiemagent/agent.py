@@ -136,15 +136,15 @@ class Agent(Serving):
             (a stdio server keeps running) for the caller to close. True: the
             agent owns them and closes them at shutdown. Clients the agent makes
             (from URLs or config) are always its own and always closed.
-        mcp_limits: caps on the tools and results of MCP servers
-            (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
+        mcp_limits: caps on the tools and results of MCP servers (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
 
     Raises:
-        ConfigError: an argument of the wrong type or out of range (at once,
-            naming it): e.g. ``max_turns="3"``, ``tools="add"``,
-            ``max_repeated_calls=0``, ``event_sink="x"``.
+        ConfigError: an argument of the wrong type or out of range (at once, naming it): e.g.
+            ``max_turns="3"``, ``tools="add"``, ``max_repeated_calls=0``, ``event_sink="x"``.
+        StoreError: with ``store=``, the store failed; ``CorruptRowError``: a damaged saved state
+            (names the conversation, the store and the fix: see ``DurableConversation``).
 
     Answer dicts carry ``mcp_unavailable: [{"server": name, "error": message}]``
     while a server could not be reached at its last listing (the key is absent

@@ -31,6 +31,16 @@
     YiemagentWarning(UserWarning)                   visible by default
     SimulatedCrash(BaseException)                   tests only: stands for the process dying; let through
 
+The text of every one of them is a boundary of the outbound text policy
+(``yiemagent.textpolicy``, row ``exception``, ``display`` rule): ``str(exc)``,
+``repr(exc)``, ``exc.args`` and its text attributes (``body``,
+``stderr_tail``, ``message``...) never hold a registered secret (``***``
+instead), however the message was built: a server's stderr echoing the
+``${MY_TOKEN}`` it was started with, an HTTP body, a JSON-RPC error message.
+One mechanism does it for all: ``YiemagentError``'s constructor (its
+arguments), ``__setattr__`` (text attributes) and ``__str__`` (secrets
+registered after the exception was made).
+
 Raised vs reported: public APIs (``ToolRegistry.call``, ``MCPClient.call_tool``,
 ``extract_tool_calls``) raise these. The agent loop catches them and reports them
 as error tool results, error answers and ``error`` events; nothing escapes the
@@ -42,9 +52,33 @@ from __future__ import annotations
 import queue
 from typing import Any
 
+from .textpolicy import boundary, display_text, scrub_secrets
+
+
+@boundary("exception", "display")
+def exception_text(text: Any) -> str:
+    """The text of a yiemagent exception: known secrets ``***``, lone surrogates U+FFFD (``display`` rule)."""
+    return display_text(text)
+
 
 class YiemagentError(Exception):
-    """Root of every exception yiemagent raises."""
+    """Root of every exception yiemagent raises.
+
+    Its text never holds a registered secret (``yiemagent.textpolicy``): text
+    arguments and text attributes are scrubbed when set, and ``str()`` again
+    when shown (a secret registered after the exception was made).
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(scrub_secrets(a) if isinstance(a, str) else a for a in args))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, str):
+            value = scrub_secrets(value)
+        super().__setattr__(name, value)
+
+    def __str__(self) -> str:
+        return exception_text(super().__str__())
 
 
 class YiemagentWarning(UserWarning):

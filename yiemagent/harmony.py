@@ -12,7 +12,10 @@ hands the model's channel markup back as ``content``::
 the answer), a message whose header names a recipient ``to=functions.NAME``
 (in the channel part or before it; the markup is one line, cut above) is a tool call whose body is its
 arguments, ``final`` (and a ``commentary`` message without a recipient, a
-preamble) is the answer. Text without harmony markup is left alone. The
+preamble) is the answer. Text without harmony markup is left alone, and so
+are tokens quoted in Markdown code (inline code or a fenced block,
+``yiemagent.markdown_code``): a reply explaining the format is prose, and a
+quoted call never runs. The
 degraded form a server gives when it strips the special tokens but keeps
 their words (``analysisWe need ...assistantfinalThe answer``) is read too,
 only when the text starts with ``analysis`` and holds ``assistantfinal``.
@@ -28,6 +31,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from .markdown_code import code_ranges
 
 __all__ = ["HarmonyReply", "clean_tool_name", "split_harmony"]
 
@@ -64,7 +69,13 @@ def split_harmony(text: str) -> HarmonyReply | None:
         if degraded is None:
             return None
         return HarmonyReply(text=degraded.group(2).strip(), reasoning=degraded.group(1).strip())
-    parts = _TOKEN.split(text)  # [text, token, text, token, text, ...]
+    codes = code_ranges(text)
+    tokens = [m for m in _TOKEN.finditer(text) if m.start() not in codes]  # quoted tokens are text
+    if not any(m.group(1) in ("channel", "message") for m in tokens):
+        return None
+    parts = [text[:tokens[0].start()]]  # [text, token, text, token, text, ...]
+    for m, following in zip(tokens, [*tokens[1:], None], strict=True):
+        parts += [m.group(1), text[m.end():following.start() if following is not None else len(text)]]
     reply = HarmonyReply()
     answer = [parts[0]]
     reasoning: list[str] = []

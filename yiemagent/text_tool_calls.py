@@ -21,6 +21,12 @@ even for an unknown name (the model then learns the name is wrong); bare JSON,
 fenced JSON and pythonic lists count only when every name is registered, so
 prose that merely looks like JSON stays text. ``<think>...</think>`` is
 reasoning and is never searched.
+
+Quoted markup is text: explicit markup inside Markdown inline code or a fenced
+block (``yiemagent.markdown_code``) is a reply showing the format, never a
+call, for every format (harmony too, ``yiemagent.harmony``). A model's real
+call is written in its format's own markup, never wrapped in code; the one
+format whose markup is a fence (fenced JSON) is gated by registered names.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
+
+from .markdown_code import CodeRanges, code_ranges
 
 __all__ = ["TextCall", "find_text_calls", "repair_json_object", "split_reasoning"]
 
@@ -182,15 +190,27 @@ def split_reasoning(text: str) -> tuple[str, str]:
 Names = Collection[str] | None
 
 
+def _find_markup(text: str, marker: str, start: int = 0, codes: CodeRanges | None = None) -> int:
+    """The first ``marker`` at or after ``start`` not quoted in Markdown code (``markdown_code``); -1 if none."""
+    codes = code_ranges(text) if codes is None else codes
+    pos = text.find(marker, start)
+    while pos != -1 and pos in codes:
+        pos = text.find(marker, pos + len(marker))
+    return pos
+
+
 def _tagged_json_calls(text: str, opener: str, closer: str, truncated: bool) -> tuple[str, list[TextCall]] | None:
-    """Blocks ``opener {json} closer``; the JSON is decoded string-aware (C05)."""
+    """Blocks ``opener {json} closer``; the JSON is decoded string-aware (C05). Quoted blocks are text."""
     if opener not in text:
+        return None
+    codes = code_ranges(text)
+    if _find_markup(text, opener, 0, codes) == -1:
         return None
     calls: list[TextCall] = []
     kept: list[str] = []
     pos = 0
     while True:
-        start = text.find(opener, pos)
+        start = _find_markup(text, opener, pos, codes)
         if start == -1:
             kept.append(text[pos:])
             break
@@ -238,6 +258,7 @@ def _lmstudio(text: str, names: Names, truncated: bool) -> tuple[str, list[TextC
 
 
 _XML_FUNCTION = re.compile(r"<function=([^>\s]+)>(.*?)(?:</function>|$)", re.DOTALL)
+_XML_MARKUP = re.compile(_XML_FUNCTION.pattern + "|</?tool_call>", re.DOTALL)
 _XML_PARAMETER = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|$)", re.DOTALL)
 
 
@@ -254,20 +275,24 @@ def _qwen_xml_calls(text: str, names: Names, truncated: bool) -> tuple[str, list
     """Qwen3-coder: ``<function=name><parameter=p>value</parameter></function>``."""
     if "<function=" not in text:
         return None
+    codes = code_ranges(text)
+    found = [m for m in _XML_FUNCTION.finditer(text) if m.start() not in codes]  # quoted blocks are text
+    if not found:
+        return None
     calls = []
-    for match in _XML_FUNCTION.finditer(text):
+    for match in found:
         arguments = {m.group(1): _xml_value(m.group(2)) for m in _XML_PARAMETER.finditer(match.group(2))}
         closed = match.group(0).endswith("</function>")
         error = None if closed or not truncated else "the <function=...> block was cut off by the token limit"
         calls.append(TextCall(match.group(1), arguments, error=error))
-    remaining = _XML_FUNCTION.sub("", text).replace("<tool_call>", "").replace("</tool_call>", "")
+    remaining = _XML_MARKUP.sub(lambda m: m.group(0) if m.start() in codes else "", text)
     return remaining, calls
 
 
 def _mistral(text: str, names: Names, truncated: bool) -> tuple[str, list[TextCall]] | None:
     """``[TOOL_CALLS]`` followed by a JSON array, or by ``name[ARGS]{...}`` (repeated)."""
     marker = "[TOOL_CALLS]"
-    start = text.find(marker)
+    start = _find_markup(text, marker) if marker in text else -1
     if start == -1:
         return None
     kept, rest = text[:start], text[start:]
@@ -313,7 +338,7 @@ def _mistral(text: str, names: Names, truncated: bool) -> tuple[str, list[TextCa
 def _python_tag(text: str, names: Names, truncated: bool) -> tuple[str, list[TextCall]] | None:
     """Llama 3.x ``<|python_tag|>{...}; {...}``."""
     marker = "<|python_tag|>"
-    start = text.find(marker)
+    start = _find_markup(text, marker) if marker in text else -1
     if start == -1:
         return None
     body = text[start + len(marker):].replace("<|eom_id|>", "").replace("<|eot_id|>", "")

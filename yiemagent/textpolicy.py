@@ -36,7 +36,9 @@ secrets are not rewritten (the server was configured with them).
 encodable; C1 controls and DEL are written as ``\\u`` escapes too, so that a
 saved file printed with ``cat`` cannot drive the terminal (``json.dumps``
 already escapes C0). ``display``: ``mcp_status()``, ``mcp_unavailable``,
-reprs: what a program shows; it goes on through another boundary.
+reprs, the text of every yiemagent exception (``yiemagent.exceptions``:
+``str``, ``args`` and text attributes): what a program shows; it goes on
+through another boundary.
 
 Known secrets: values registered with ``register_secrets`` (4+ characters):
 ``${VAR}`` expansions whose name or value looks like a credential
@@ -248,7 +250,7 @@ BOUNDARIES: dict[str, Boundary] = {}
 
 EXPECTED_BOUNDARIES = frozenset({
     "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "log",
-    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr",
+    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr", "exception",
 })
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -350,3 +350,26 @@ def test_mcp_client_stdio_builds_an_unstarted_client_named_after_the_command():
     finally:
         client.close()
     assert client.transport.process is None
+
+
+def test_invoke_351_a_command_that_exits_at_once_gives_one_clear_error_and_no_thread_traceback(monkeypatch):
+    """pyinvoke/invoke #351 (a subprocess that exits before its stdin is written: a race between the IO
+    threads). A real command that is not an MCP server and exits at once (``true``), 20 times. Before:
+    in ~5 of 20 the stdout reader joined the not yet started stderr reader (``RuntimeError: cannot join
+    thread before it is started`` on the thread) and the error said "Broken pipe" instead. After: no
+    thread exception, and every error is "the server process ... exited with code 0".
+    """
+    crashed: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashed.append(f"{args.thread.name}: {args.exc_value}"))
+    messages = set()
+    for _ in range(20):
+        client = MCPClient.stdio("true", [], timeout_seconds=10)
+        try:
+            with pytest.raises(MCPTransportError) as caught:
+                client.list_tools()
+        finally:
+            client.close()
+        messages.add(str(caught.value))
+        assert caught.value.exit_code == 0
+    assert crashed == []
+    assert messages == {"the server process true exited with code 0"}

@@ -4,7 +4,7 @@ Hypothesis writes any value (text, numbers of any size, NaN, bytes, JSON of the 
 any column of a real SQLite database (its columns take any type, as a tampered or corrupt file
 can hold), then every store method and a durable agent's drain run on it. The documented
 exceptions are the ``StoreError`` family (``CorruptRowError`` for a row that is not what the
-store wrote) and ``FormatError`` for a stored state that is not a saved state.
+store wrote, a saved state that is not a saved state among them).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -77,3 +78,38 @@ def test_any_corrupt_column_raises_only_documented_exceptions(column: tuple[str,
         except (StoreError, FormatError, TimeoutError):
             pass  # documented (FormatError: a stored state that is not a saved state)
     store.close()
+
+
+def test_hermes_agent_99529_a_corrupt_saved_state_is_a_corrupt_row_error_naming_the_conversation_and_the_fix(store):
+    """NousResearch/hermes-agent PR #99529 (a corrupt session store must be reported as corruption, with
+    what to do). A saved state that is not a saved state (a message of role ``robot``, as a hand edit
+    leaves it), on SQLite and PostgreSQL. Before: ``Agent(store=, conversation_id=)``
+    raised ``FormatError`` (not a ``StoreError``) quoting the row's messages, naming neither the
+    conversation nor a fix. After: ``CorruptRowError`` naming both and the fix, one line, at most 40
+    characters of the row; following the fix (clear the state) the conversation loads empty.
+    """
+    from yiemagent.store import CorruptRowError
+
+    private = "PRIVATE-TOOL-RESULT-0123456789"
+    state = json.dumps({"version": 1, "history": [
+        {"role": "user", "content": [{"type": "text", "text": "hello there, this is the user"}]},
+        {"role": "robot", "content": [], "tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"q": private}}]}]})
+    lease = store.acquire("conv-7", "w", ttl_seconds=30)
+    store.commit(lease, expected_version=0, state=state)
+    store.release(lease)
+    with pytest.raises(StoreError) as caught:
+        Agent(_echo, store=store, conversation_id="conv-7")
+    error = caught.value
+    text = str(error)
+    assert isinstance(error, CorruptRowError) and (error.conversation_id, error.column) == ("conv-7", "state")
+    assert "'conv-7'" in text and repr(store) in text and "backup" in text and "SET state = NULL" in text
+    assert private not in text and "\n" not in text and len(text) < 600
+    assert state[:40] in text and state[:41] not in text
+    lease = store.acquire("conv-7", "w", ttl_seconds=30)  # the fix, through the store: an empty state
+    store.commit(lease, expected_version=1, state=Agent(_echo).state_to_json())
+    store.release(lease)
+    agent = Agent(_echo, store=store, conversation_id="conv-7")
+    try:
+        assert agent.history == []
+    finally:
+        agent.shutdown()

@@ -227,7 +227,9 @@ class StdioTransport(StdoutReader, Transport):
                                  name=f"yiemagent-stdio-out-{process.pid}"),
                 self._stderr.thread,
             ]
-            for thread in self._threads:
+            # The stderr reader first: the stdout reader of a server that exits at once reaches EOF at
+            # once and joins the stderr reader for the last bytes (joining an unstarted thread raises).
+            for thread in reversed(self._threads):
                 thread.start()
 
     # ------------------------------------------------------------------ writing

@@ -27,9 +27,12 @@ from typing import Any
 
 from ..exceptions import MCPError, MCPProtocolError, MCPTransportError
 
-__all__ = ["Failure", "PendingRequests", "Slot", "raise_for", "usable_id"]
+__all__ = ["STDERR_MESSAGE_CHARS", "Failure", "PendingRequests", "Slot", "one_line_tail", "raise_for", "usable_id"]
 
 logger = logging.getLogger("yiemagent.mcp.stdio")
+
+STDERR_MESSAGE_CHARS = 1000
+"""The end of the stderr tail quoted in an error message (the whole ~4 KB tail is its ``stderr_tail``)."""
 
 _ABANDONED_IDS = 1024  # ids of timed-out or cancelled requests remembered, to discard late answers
 
@@ -59,10 +62,22 @@ class Failure:
         """A fresh exception (each waiting thread raises its own)."""
         text = self.message
         if self.stderr_tail.strip():
-            text += "; stderr ends with:\n" + self.stderr_tail.rstrip()
+            text += "; stderr ends with: " + one_line_tail(self.stderr_tail)
         exc = MCPTransportError(text, server=server, stderr_tail=self.stderr_tail)
-        exc.exit_code = self.exit_code  # type: ignore[attr-defined]
+        exc.exit_code = self.exit_code
         return exc
+
+
+def one_line_tail(tail: str, max_chars: int = STDERR_MESSAGE_CHARS) -> str:
+    """The end of a server's stderr ``tail`` as one line: its lines joined by `` | ``, the last ``max_chars``.
+
+    Example:
+        >>> one_line_tail("Traceback:\\n  boom\\nValueError: x\\n")
+        'Traceback: |   boom | ValueError: x'
+    """
+    lines = [line.rstrip() for line in tail.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    text = " | ".join(line for line in lines if line.strip())
+    return text if len(text) <= max_chars else "..." + text[-max_chars:]
 
 
 def raise_for(error: Failure | MCPError, server: str) -> None:

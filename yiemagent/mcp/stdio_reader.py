@@ -113,7 +113,7 @@ class StdoutReader(PendingRequests):
             code: int | None = process.wait(timeout=EXIT_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             code = None
-        if len(self._threads) > 1:
+        if len(self._threads) > 1 and self._threads[1].ident is not None:  # started before this reader
             self._threads[1].join(timeout=EXIT_WAIT_SECONDS)  # the last stderr bytes
         if code is None:
             message = f"{self.name} closed its stdout (pid {process.pid} still running)"

@@ -67,11 +67,14 @@ class CorruptRowError(StoreError):
     never ``json.JSONDecodeError`` or ``AssertionError``.
     """
 
-    def __init__(self, message: str, *, conversation_id: str = "", step_keys: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, *, conversation_id: str = "", step_keys: Sequence[str] = (),
+                 column: str = "") -> None:
         super().__init__(message)
         self.conversation_id = conversation_id
         self.step_keys = list(step_keys)
         """From ``steps()``: the keys of every step of the run, readable or not."""
+        self.column = column
+        """The unreadable column when known: ``"state"`` for a saved state that is not one; else ``""``."""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -118,7 +119,12 @@ class DurableConversation(Conversation):
     Raises:
         ConfigError: ``lease_seconds`` not in (0, ``MAX_LEASE_SECONDS``].
         StoreError: the store could not be read.
-        FormatError: the stored state is not a saved state.
+        CorruptRowError: the stored state (the ``state`` column of the
+            conversation's row) is not a saved state; the message names the
+            conversation, the store and the fix (restore the state from a
+            backup, or clear it: the conversation then starts with an empty
+            history; its inbox is kept), and quotes at most the first 40
+            characters of the row. A ``StoreError``.
     """
 
     durable = True
@@ -160,7 +166,10 @@ class DurableConversation(Conversation):
         record = self.store.load(self.conversation_id)
         if record.version == self.version:
             return
-        self.load_state(record.state)
+        try:
+            self.load_state(record.state)
+        except FormatError as exc:
+            raise corrupt_state_error(self.store, self.conversation_id, record.version, record.state, exc) from None
         logger.debug("%r: loaded version %d (%d messages)", self, record.version, len(self.history))
         self.version = record.version
 
@@ -232,7 +241,8 @@ class DurableConversation(Conversation):
             except StoreError as exc:
                 now = time.monotonic()
                 failing_since = now if failing_since is None else failing_since
-                if now - failing_since >= self.lease_seconds or host.stop_mode == "now":
+                corrupt_state = isinstance(exc, CorruptRowError) and exc.column == "state"  # no retry mends it
+                if corrupt_state or now - failing_since >= self.lease_seconds or host.stop_mode == "now":
                     with self._lock:
                         self._local.pop(entry.id, None)
                     raise
@@ -423,3 +433,23 @@ class DurableConversation(Conversation):
                     return
                 self._sent.add(seqs)
         host.deliver(answer, [], True)
+
+
+def corrupt_state_error(store: ConversationStore, conversation_id: str, version: int, state: str | None,
+                        problem: FormatError) -> CorruptRowError:
+    """The ``CorruptRowError`` for a stored state that is not a saved state: who, where, and what to do.
+
+    The row is quoted only by its first 40 characters and the problem by its
+    first 80 (a state holds the conversation: tool results, user text).
+    """
+    table = getattr(store, "conversations_table", "the conversations table")
+    quoted_id = conversation_id.replace("'", "''")
+    reason = _QUOTE_START.split(str(problem), maxsplit=1)[0].strip().rstrip(":")[:80]  # not the row's content
+    return CorruptRowError(
+        f"the saved state of conversation {conversation_id!r} in {store!r} (version {version}) cannot be read "
+        f"({reason}); the row begins {(state or '')[:40]!r}. Restore that state from a backup, or clear it "
+        f"(UPDATE {table} SET state = NULL WHERE conversation_id = '{quoted_id}'): the conversation then starts "
+        "with an empty history (its inbox is kept)", conversation_id=conversation_id, column="state")
+
+
+_QUOTE_START = re.compile(r"""[{\[('"]""")
