@@ -87,7 +87,7 @@ def test_memos_2403_a_conversation_that_keeps_failing_is_quarantined_and_logged_
     with caplog.at_level(logging.WARNING, logger="yiemagent.workers.drain"):
         _run(worker, 1.0)
     assert tries.count("bad") == 4 and "bad" in faults.quarantined
-    assert "FormatError" in faults.quarantined["bad"]
+    assert "CorruptRowError" in faults.quarantined["bad"]  # a corrupt saved state names itself
     messages = [r.getMessage() for r in caplog.records if "bad" in r.getMessage()]
     assert len(messages) == 2 and "quarantined" in messages[-1], messages  # first fault, then quarantine
     store.close()

@@ -433,12 +433,16 @@ def _loads(text: Any, what: str, conversation_id: str) -> Any:
 
 
 def _int(value: Any, what: str, conversation_id: str) -> int:
-    """An integer column; ``CorruptRowError`` when it holds anything else."""
+    """An integer column; ``CorruptRowError`` when it holds anything else (or more than SQL's 64 bits)."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {value!r:.40}",
                               conversation_id=conversation_id) from exc
+    if not -(2**63) <= number < 2**63 - 1:  # the next one would not fit the column: corrupt, not an OverflowError
+        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {value!r:.40}",
+                              conversation_id=conversation_id)
+    return number
 
 
 def _float(value: Any, default: Any) -> Any:
