@@ -28,6 +28,7 @@ import functools
 import logging
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,7 +37,8 @@ import jsonschema
 import jsonschema.validators
 from jsonschema.exceptions import ValidationError
 
-__all__ = ["PATTERN_BUDGET_SECONDS", "foreign_failure", "pattern_budget", "pattern_matches", "safe_validator_class"]
+__all__ = ["PATTERN_BUDGET_SECONDS", "foreign_failure", "json_pointer", "pattern_budget", "pattern_matches",
+           "safe_validator_class"]
 
 logger = logging.getLogger("yiemagent.schema_checks")
 
@@ -169,3 +171,28 @@ def safe_validator_class(schema: Any) -> type[Any]:
     """
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return _extended(base)
+
+
+def json_pointer(root: Any, ref: str) -> Any:
+    """The node a local ``$ref`` (``"#/$defs/Query"``) points at in ``root``.
+
+    Source: RFC 6901 (JSON Pointer) in a URI fragment (percent-decoded, ``~1`` and ``~0``).
+
+    Raises:
+        LookupError: ``ref`` is not local (``#...``) or points at nothing.
+    """
+    if not ref.startswith("#"):
+        raise LookupError(f"not a local reference: {ref}")
+    node = root
+    fragment = urllib.parse.unquote(ref[1:])
+    if fragment in ("", "/"):
+        return root
+    for token in fragment.lstrip("/").split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise LookupError(f"{ref} points at nothing")
+    return node

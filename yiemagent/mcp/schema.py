@@ -9,14 +9,13 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 
 from ..guard import fix_schema
-from ..schema_checks import foreign_failure, safe_validator_class
+from ..schema_checks import foreign_failure, json_pointer, safe_validator_class
 from .limits import MCPLimits, nesting_exceeds
 
 __all__ = ["normalize_input_schema", "schema_problem"]
@@ -28,32 +27,13 @@ _SCHEMA_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
 
 
-def _pointer(root: Any, ref: str) -> Any:
-    """The node ``ref`` (``"#/$defs/Query"``) points at in ``root``; raises LookupError if none."""
-    if not ref.startswith("#"):
-        raise LookupError(f"not a local reference: {ref}")
-    node = root
-    fragment = urllib.parse.unquote(ref[1:])
-    if fragment in ("", "/"):
-        return root
-    for token in fragment.lstrip("/").split("/"):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise LookupError(f"{ref} points at nothing")
-    return node
-
-
 def _target(root: dict[str, Any], ref: str) -> dict[str, Any] | None:
     """The schema ``ref`` ends at after following ref-only hops; None if dangling or a cycle."""
     seen: set[str] = set()
     while ref not in seen:
         seen.add(ref)
         try:
-            node = _pointer(root, ref)
+            node = json_pointer(root, ref)
         except LookupError:
             return None
         if isinstance(node, bool):

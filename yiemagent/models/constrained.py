@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import ConfigError
+from ..schema_checks import json_pointer
 
 __all__ = ["ConstrainedToolCalls", "grammar_schema", "tool_call_schema"]
 
@@ -157,18 +158,10 @@ def _schema_nodes(root: Any) -> list[dict[str, Any]]:
 
 
 def _resolves(root: dict[str, Any], ref: str) -> bool:
-    if not ref.startswith("#"):
+    try:
+        return isinstance(json_pointer(root, ref), (dict, bool))
+    except LookupError:
         return False
-    node: Any = root
-    for token in [t for t in ref[1:].split("/") if t]:
-        token = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return False
-    return isinstance(node, (dict, bool))
 
 
 def _has_refs(schema: dict[str, Any]) -> bool:
