@@ -119,10 +119,14 @@ def test_through_the_agent_one_call_then_a_plain_answer_and_a_valid_history():
 
 
 @pytest.mark.model
-def test_smollm2_picks_the_right_tool_and_city_and_answers_with_the_result():
+def test_smollm2_picks_the_right_tool_and_city_and_answers_with_the_result(monkeypatch):
     """Real SmolLM2-135M in llama.cpp + the real example MCP server: two demo questions, each one call
     of the right tool with the right city, and an answer that states the tool's result.
+
+    The server's clock is fixed: with the real one the 135M model's answer depended on the time of day
+    (at 02:01 in Tokyo it answered the date instead of the time; a CI run of issue 15 failed so).
     """
+    monkeypatch.setenv("YIEMAGENT_EXAMPLE_NOW", "2026-12-01T16:30:00+00:00")
     from yiemagent.cli.demo import DEMO_QUESTIONS, demo_model, demo_server, run_demo
     from yiemagent.mcp import MCPClient
 

@@ -1,7 +1,9 @@
 """A small MCP server for the demo, built on the official ``mcp`` SDK.
 
 Tools: ``get_weather(city)`` (a fixed table of demo data, so the demo runs
-offline) and ``get_time(city)`` (the real clock in that city's time zone).
+offline) and ``get_time(city)`` (the real clock in that city's time zone; the
+environment variable ``YIEMAGENT_EXAMPLE_NOW``, an ISO 8601 time with its
+offset, fixes the clock for reproducible runs and tests).
 
 Run it::
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import zoneinfo
 from typing import Literal
 
@@ -61,7 +64,9 @@ def get_time(city: City) -> str:
     found = _known(city)
     if found is None:
         return f"No time zone known for {city!r}. Known cities: {', '.join(ZONES)}."
-    now = datetime.datetime.now(zoneinfo.ZoneInfo(ZONES[found]))
+    fixed = os.environ.get("YIEMAGENT_EXAMPLE_NOW")
+    zone = zoneinfo.ZoneInfo(ZONES[found])
+    now = datetime.datetime.fromisoformat(fixed).astimezone(zone) if fixed else datetime.datetime.now(zone)
     return f"Time in {found}: {now.strftime('%H:%M')} ({ZONES[found]}, {now.strftime('%Y-%m-%d')})."
 
 
