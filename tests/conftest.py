@@ -347,6 +347,15 @@ def fastmcp_server() -> Iterator[str]:
 
 
 @pytest.fixture
+def peer() -> Iterator[Any]:
+    """A raw OpenAI-compatible peer (``tests/servers/raw_llm_peer.py``): replies scripted per test."""
+    from tests.servers.raw_llm_peer import LLMPeer
+
+    with LLMPeer() as running:
+        yield running
+
+
+@pytest.fixture
 def raw_peer() -> Iterator[Callable[..., Any]]:
     """Factory of started ``tests.servers.raw_http_peer.RawPeer``s (kwargs go to ``RawPeer``); all stopped at
     teardown. Only for wire shapes no real server sends: each test using it says why.

@@ -27,6 +27,8 @@ from typing import Any
 
 import requests
 
+from yiemagent import tool
+
 __all__ = [
     "NODE_SERVERS",
     "PYTHON",
@@ -37,6 +39,7 @@ __all__ = [
     "ensure_npm_packages",
     "find_postgres_bin",
     "free_port",
+    "get_weather",
     "process_output",
     "start_postgres",
     "start_process",
@@ -313,3 +316,10 @@ def start_postgres(timeout_seconds: float = 60) -> PostgresServer:
         server.stop()
         raise
     return server
+
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Weather of a city."""
+    return f"sunny in {city}"

@@ -11,23 +11,12 @@ import time
 
 import pytest
 
-from yiemagent import Agent, AgentTool, LLMError, openai_chat, tool
+from yiemagent import Agent, AgentTool, LLMError, openai_chat
 from yiemagent.llm import merge_chunks
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 
-from .servers.raw_llm_peer import LLMPeer, Reply, chunk
-
-
-@pytest.fixture
-def peer():
-    with LLMPeer() as running:
-        yield running
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Weather of a city."""
-    return f"sunny in {city}"
+from .helpers import get_weather
+from .servers.raw_llm_peer import Reply, chunk
 
 
 def call_delta(index, name=None, arguments="", call_id=None):

@@ -10,29 +10,16 @@ strict oracle (``dialects=True``: these fields are allowed only because the prov
 
 import json
 
-import pytest
-
-from yiemagent import Agent, openai_chat, tool
+from yiemagent import Agent, openai_chat
 from yiemagent.formatting import OpenAIFormatter
 from yiemagent.llm import merge_chunks
 from yiemagent.testing import EventRecorder
 
 from . import strict_openai
-from .servers.raw_llm_peer import LLMPeer, Reply, chunk
+from .helpers import get_weather
+from .servers.raw_llm_peer import Reply, chunk
 
 SIGNATURE = "CtcBAdHtim9+signature/of/the/thought=="
-
-
-@pytest.fixture
-def peer():
-    with LLMPeer() as running:
-        yield running
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Weather of a city."""
-    return f"sunny in {city}"
 
 
 def reply(message, finish_reason="tool_calls"):

@@ -7,28 +7,15 @@ without a working harmony parser (no gpt-oss runs here).
 
 import json
 
-import pytest
-
 from yiemagent import Agent, openai_chat, parse_response, tool
 
 from . import strict_openai
-from .servers.raw_llm_peer import LLMPeer, Reply, chunk
+from .helpers import get_weather
+from .servers.raw_llm_peer import Reply, chunk
 
 ANALYSIS = "<|channel|>analysis<|message|>We need to use the get_weather function. Provide city \"Berlin\".<|end|>"
 CALL = ("<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
         "<|message|>{\"city\":\"Berlin\"}<|call|>")
-
-
-@pytest.fixture
-def peer():
-    with LLMPeer() as running:
-        yield running
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Weather of a city."""
-    return f"sunny in {city}"
 
 
 def text_reply(content, finish_reason="stop"):

@@ -17,19 +17,8 @@ import pytest
 from yiemagent import Agent, LLMError, LLMTimeoutError, openai_chat, tool
 from yiemagent.testing import EventRecorder
 
-from .servers.raw_llm_peer import ECHO_AUTH, LLMPeer, Reply, chunk
-
-
-@pytest.fixture
-def peer():
-    with LLMPeer() as running:
-        yield running
-
-
-@tool
-def get_weather(city: str) -> str:
-    """Weather of a city."""
-    return f"sunny in {city}"
+from .helpers import get_weather
+from .servers.raw_llm_peer import ECHO_AUTH, Reply, chunk
 
 
 @tool

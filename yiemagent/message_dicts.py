@@ -14,7 +14,6 @@ The types are in ``yiemagent.message_types``; ``yiemagent.messages`` gathers all
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from .exceptions import FormatError
@@ -28,6 +27,7 @@ from .message_types import (
     UserMessage,
     _jsonable,
 )
+from .normalise import finish_reason_text
 
 __all__ = ["message_from_dict", "message_to_dict", "messages_from_dicts"]
 
@@ -104,11 +104,7 @@ def _older_reply(data: dict[str, Any]) -> dict[str, Any]:
     if (reason is None or isinstance(reason, str)) and (usage is None or isinstance(usage, dict)):
         return data
     fixed = dict(data)
-    if not (reason is None or isinstance(reason, str)):
-        try:
-            fixed["finish_reason"] = json.dumps(reason, ensure_ascii=False)[:200]
-        except (TypeError, ValueError, RecursionError):
-            fixed["finish_reason"] = type(reason).__name__
+    fixed["finish_reason"] = finish_reason_text(reason)
     if not (usage is None or isinstance(usage, dict)):
         fixed["usage"] = None
     return fixed

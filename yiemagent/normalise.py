@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from .jsonsafe import MAX_DEPTH, is_clean_text, json_safe
-from .messages import AssistantMessage
+from .message_types import AssistantMessage
 
 __all__ = ["finish_reason_text", "storable_reply"]
 

@@ -128,12 +128,7 @@ class StoreJournal:
         data = self.recorded.get(f"model/{turn}")
         if data is None:
             return None
-        try:
-            reply = message_from_dict(data)
-        except FormatError as exc:
-            raise self._corrupt(f"model/{turn}", exc) from exc
-        if not isinstance(reply, AssistantMessage):
-            raise self._corrupt(f"model/{turn}", data)
+        reply = self._recorded_reply(turn, data)
         self.replayed_models += 1
         logger.info("%s: turn %d replayed from the journal (the model is not asked again)", self, turn)
         return reply
@@ -149,13 +144,17 @@ class StoreJournal:
         stored = self.put(f"model/{turn}", value)
         if _same(value, stored):
             return reply
+        return self._recorded_reply(turn, stored)
+
+    def _recorded_reply(self, turn: int, data: Any) -> AssistantMessage:
+        """The reply recorded for ``turn``; ``CorruptRowError`` if it is not an assistant message."""
         try:
-            winner = message_from_dict(stored)
+            reply = message_from_dict(data)
         except FormatError as exc:
             raise self._corrupt(f"model/{turn}", exc) from exc
-        if not isinstance(winner, AssistantMessage):
-            raise self._corrupt(f"model/{turn}", stored)
-        return winner
+        if not isinstance(reply, AssistantMessage):
+            raise self._corrupt(f"model/{turn}", data)
+        return reply
 
     def _corrupt(self, step: str, what: Any) -> CorruptRowError:
         exc = CorruptRowError(f"journal step {self.run}/{step} of {self.conversation_id!r} is corrupt: {what!s:.200}",
