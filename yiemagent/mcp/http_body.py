@@ -24,7 +24,14 @@ import urllib3.exceptions
 
 from .._http import body_chunks, origin_of
 from .._retry import retry_after_seconds
-from ..exceptions import MCPError, MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from ..exceptions import (
+    MCPError,
+    MCPProtocolError,
+    MCPRPCError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+)
 from . import jsonrpc
 
 __all__ = [
@@ -148,7 +155,10 @@ def status_error(
 
     Returns:
         ``MCPSessionExpiredError`` for a 404 (or a 400 naming the session)
-        to a request that carried ``Mcp-Session-Id``; else
+        to a request that carried ``Mcp-Session-Id``; ``MCPRPCError`` for a
+        400 or 404 whose body is a JSON-RPC error with a code only modern
+        (2026-07-28) servers send (-32020, -32021, -32022), or a 404 with
+        -32601 (method not found); else
         ``MCPTransportError`` with ``status_code``, ``body`` and
         ``retry_after`` (seconds, from ``Retry-After``).
     """
@@ -161,6 +171,11 @@ def status_error(
             -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
             {"session_id": sent_session, "status_code": status}, server=server,
         )
+    error = jsonrpc.error_in_body(body) if status in (400, 404) else None
+    if error is not None and (error["code"] in jsonrpc.MODERN_ERROR_CODES or (status == 404 and error["code"] == -32601)):
+        # MCP 2026-07-28: a modern server rejects with 400 (or 404 for an unknown method) and a JSON-RPC error
+        # body; the error is the answer (e.g. -32022 UnsupportedProtocolVersion with data.supported)
+        return MCPRPCError.from_error(error, server=server)
     reason = f" {response.reason}" if response.reason else ""
     return MCPTransportError(
         f"{what} answered HTTP {status}{reason}: {body[:500]}", server=server, status_code=status, body=body,
