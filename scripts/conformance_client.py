@@ -8,7 +8,7 @@ with ``MCP_CONFORMANCE_SCENARIO`` set to the scenario name. Exit status 0 means 
 its part; the suite judges the wire exchange itself. ``scripts/run_conformance.py`` runs every
 client scenario this way and prints the score.
 
-The client negotiates the protocol era (2026-07-28 or the 2025-11-25 handshake) itself.
+The wire revision is ``MCP_CONFORMANCE_PROTOCOL_VERSION`` when the suite sets it; else the client negotiates.
 
 Scenarios:
     initialize, request-metadata          connect, ``tools/list``, close
@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from yiemagent.mcp import MCPClient
+from yiemagent.mcp import SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 
 NOT_SUPPORTED = 3
 """Exit status for a scenario yiemagent does not implement (the runner reports it as "cannot run")."""
@@ -73,16 +73,19 @@ def context_tool_calls() -> list[dict[str, Any]]:
 def run(scenario: str, url: str) -> int:
     """Play ``scenario`` against ``url``; return the exit status.
 
-    The client negotiates the era itself (``protocol_version=None``): the same code talks to the
-    2025-11-25 scenario servers (handshake) and the 2026-07-28 ones (``server/discover``, ``_meta``,
-    headers, MRTR). It declares ``elicitation`` and answers it with each field's default.
+    The wire revision is the one the suite asks for in ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (0.2.x
+    runs each requirement set "at its wire": its scenario servers speak both eras); without it the
+    client negotiates (``protocol_version=None``). It declares ``elicitation`` and answers it with
+    each field's default.
     """
+    wire = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
     if scenario.startswith("auth/"):
         print(f"{scenario}: yiemagent has no OAuth 2.1 client (static auth headers only)", file=sys.stderr)
         return NOT_SUPPORTED
     options: dict[str, Any] = {"timeout_seconds": 10, "name": scenario or "conformance",
                                "capabilities": {"elicitation": {}},
-                               "request_handlers": {"elicitation/create": accept_with_defaults}}
+                               "request_handlers": {"elicitation/create": accept_with_defaults},
+                               "protocol_version": wire if wire in SUPPORTED_PROTOCOL_VERSIONS else None}
     if scenario == "elicitation-sep1034-client-defaults":
         # the suite's server sends elicitation/create on the standalone GET stream, not the call's stream
         options["listen"] = True

@@ -11,7 +11,8 @@ Two eras (MCP 2026-07-28, "Versioning and Compatibility"):
   ``notifications/initialized``, then requests in the session.
 
 ``protocol_version=None`` (auto) probes with ``server/discover`` at the
-first request: a ``DiscoverResult``, or a modern JSON-RPC error
+first request: a ``DiscoverResult`` (with ``supportedVersions``; a bare
+``{}`` from a server that answers every method is not one), or a modern JSON-RPC error
 (-32020/-32021/-32022; -32022 names the ``supported`` versions and the probe
 is retried once with one of them), means a modern server; anything else (an
 HTTP 4xx without a modern error body, another JSON-RPC error, on stdio no
@@ -235,7 +236,14 @@ class Eras(InFlightRequests):
 
     def _modern_connected(self, version: str, result: dict[str, Any]) -> dict[str, Any] | None:
         offered = result.get("supportedVersions")
-        if isinstance(offered, list) and version not in offered:
+        if not isinstance(offered, list):
+            # not a DiscoverResult (it requires supportedVersions): a legacy server that answers every method
+            # (e.g. with {}); never take it for a modern one
+            logger.debug("%s: server/discover answered without supportedVersions: %.200r", self.name, result)
+            self.era, self._modern_version = None, None
+            self.transport.set_protocol_version(None)
+            return None
+        if version not in offered:
             choice = next((v for v in MODERN_PROTOCOL_VERSIONS if v in offered), None)
             if choice is None:
                 self.era, self._modern_version = None, None
