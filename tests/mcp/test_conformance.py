@@ -49,7 +49,8 @@ def runner() -> ModuleType:
 @pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28", "0.1.16"])
 def test_yiemagent_passes_every_non_auth_client_scenario(runner, revision):
     """Every scored client scenario but ``auth/*`` passes with no failed check, at both eras and on 0.1.16;
-    the unscored ones that run (json-schema-2020-12-preservation) pass too; ``auth/*`` "cannot run"."""
+    the unscored ones that run (json-schema-2020-12-preservation) pass too; ``auth/*`` "cannot run".
+    """
     outcomes, output = runner.run_revision(revision, timeout_seconds=30)
     scored = [o for o in outcomes if o.scored]
     assert [o.scenario for o in scored if o.status != "cannot run"] == RUNNABLE[revision]

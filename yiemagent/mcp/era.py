@@ -52,11 +52,11 @@ from .server_names import server_info_name
 
 __all__ = [
     "LEGACY_PROTOCOL_VERSIONS",
-    "MODERN_PROTOCOL_VERSIONS",
-    "Eras",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_PROTOCOL_VERSION",
+    "MODERN_PROTOCOL_VERSIONS",
+    "Eras",
 ]
 
 logger = logging.getLogger("yiemagent.mcp")

@@ -45,12 +45,13 @@ from ..__version__ import __version__
 from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
-from ..textpolicy import boundary, display_text, strict_json_text
 from . import jsonrpc
 from .http_body import (
     Cancelled,
     body_text,
     check_accepted,
+    encode_http_body,
+    http_transport_repr,
     is_read_timeout,
     redirect_error,
     session_id_of,
@@ -61,6 +62,7 @@ from .http_headers import param_headers, request_headers
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .http_resume import StreamResumption
+from .http_subscriptions import SubscriptionListener
 from .transport import MessageHandler, Transport
 
 __all__ = ["HTTPTransport"]
@@ -306,7 +308,7 @@ class HTTPTransport(StreamResumption, Transport):
         sent_session = self.session_id
         try:
             response = self._session.post(
-                self.url, data=body, headers={**self._headers(), **self._message_headers(message)}, stream=True,
+                self.url, data=body, headers=self.post_headers(message), stream=True,
                 timeout=(min(self.connect_timeout_seconds, timeout), timeout), **self._redirect_kwargs(method),
             )
         except requests.RequestException as exc:
@@ -426,6 +428,29 @@ class HTTPTransport(StreamResumption, Transport):
         self._listener = Listener(self, on_message, self.listening)
         self._listener.start(min(self.timeout_seconds, 5.0))
 
+    def subscribe(self, on_message: MessageHandler, request: Callable[[], dict[str, Any]]) -> None:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) on a daemon thread, replacing any listener.
+
+        Args:
+            on_message: receives each message of the stream (the acknowledgment, then the notifications).
+            request: ``request() -> message``: a new ``subscriptions/listen`` request for each opening.
+
+        Returns once the server answered (at most ``timeout_seconds``, 5 s at most); ``close()`` stops it.
+
+        Spec: MCP 2026-07-28, "Subscriptions".
+        """
+        self._stop_listening()
+        self._listener = SubscriptionListener(self, on_message, self.listening, request)
+        self._listener.start(min(self.timeout_seconds, 5.0))
+
+    def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
+        """The headers of a POST of ``message`` (static, session or era headers)."""
+        return {**self._headers(), **self._message_headers(message)}
+
+    def encode(self, message: dict[str, Any]) -> bytes:
+        """``message`` as the UTF-8 JSON body of a POST (``MCPProtocolError`` if it cannot be)."""
+        return self._encode(message, f"{message.get('method')} to {self.name}")
+
     def _stop_listening(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
@@ -472,30 +497,3 @@ class HTTPTransport(StreamResumption, Transport):
                 logger.debug("DELETE %s failed: %s", self.display_url, self.scrub(str(exc)))
         self.reset_session()
         self._session.close()
-
-
-@boundary("mcp_request_http", "mcp")
-def encode_http_body(message: dict[str, Any], *, what: str = "a message", server: str = "") -> bytes:
-    """The UTF-8 JSON body of a POST to a Streamable HTTP server (the ``mcp_request_http`` boundary).
-
-    The outbound text policy's ``mcp`` rule (``yiemagent.textpolicy``).
-
-    Raises:
-        MCPProtocolError: a lone surrogate, NaN/Infinity or a value that is not JSON; nothing was sent.
-    """
-    try:
-        return strict_json_text(message).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
-                               f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=server) from None
-    except (ValueError, TypeError) as exc:
-        raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
-                               server=server) from None
-
-
-@boundary("repr_http_transport", "display")
-def http_transport_repr(url: str, header_names: list[str] | None = None) -> str:
-    """``HTTPTransport(url=..., headers=[names])``: no password, query value or known secret (a path token)."""
-    headers = f", headers={header_names!r}" if header_names else ""
-    return display_text(f"HTTPTransport(url={url!r}{headers})")
-

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["encode_header_value", "param_headers", "request_headers", "tool_header_problem", "header_paths"]
+__all__ = ["encode_header_value", "header_paths", "param_headers", "request_headers", "tool_header_problem"]
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 """RFC 9110 ``token`` (``1*tchar``)."""

@@ -41,7 +41,7 @@ HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 """MCP 2026-07-28: the request needs a client capability the client did not declare."""
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-"""MCP 2026-07-28: the server does not speak the requested version; ``data`` is ``{"supported": [...], "requested"}``."""
+"""MCP 2026-07-28: the server does not speak the requested version; ``data`` is ``{"supported", "requested"}``."""
 MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
 """The error codes only a 2026-07-28 (modern) server sends: one of them identifies a modern server."""
 
