@@ -31,6 +31,7 @@ Tools:
     announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
                       the standalone GET stream (``MCPClient(listen=True)``; 2026-07-28: on the
                       ``subscriptions/listen`` streams), then -> "announced"
+    météo(city)       -> "sunny in <city>": a tool name that is not plain ASCII
     ask_name()        elicits ``{"name": str}`` from the client (2026-07-28: an ``input_required``
                       result, MRTR; handshake era: an ``elicitation/create`` request), then ->
                       "hello <name>" or "no name (<action>)"
@@ -174,6 +175,13 @@ async def ask_name(answer: Annotated[ElicitationResult[_Name], Resolve(_ask_for_
     if isinstance(answer, AcceptedElicitation):
         return f"hello {answer.data.name}"
     return f"no name ({answer.action})"
+
+
+@server.tool(name="météo")
+def meteo(city: str) -> str:
+    """A tool whose name is not header-safe ASCII (2026-07-28: ``Mcp-Name`` goes Base64)."""
+    _ran("météo")
+    return f"sunny in {city}"
 
 
 @server.tool()
