@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 
 from tests.helpers import RecordingSession, free_port, start_process, stop_process, wait_for_port
+from tests.servers.raw_http_peer import RawPeer, Reply
 from yiemagent import Agent
-from yiemagent.exceptions import MCPProtocolError, MCPRPCError
+from yiemagent.exceptions import MCPProtocolError, MCPRPCError, MCPTransportError
 from yiemagent.mcp import HTTPTransport, MCPClient
 from yiemagent.mcp.http_headers import encode_header_value, tool_header_problem
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
@@ -272,3 +273,41 @@ def test_spec_pr_2844_a_stdio_server_silent_to_discover_is_taken_for_legacy_afte
         assert time.monotonic() - started < 8
     finally:
         client.close()
+
+
+# --------------------------------------------------------------------------- broken streams (raw peer)
+
+DISCOVER = Reply(result={"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "0"}}})
+
+
+def test_a_broken_tools_call_stream_is_never_resumed_or_resent_in_the_2026_era():
+    """A stream that ends after an event id, before the response (a proxy cutting it): the handshake era would
+    resume with GET + Last-Event-ID; 2026-07-28 has no resumption, and tools/call is not sent twice (its effect is
+    unknown), so it is an MCPTransportError. Raw peer: no real server here ends a stream on demand."""
+    with RawPeer(sessions=False) as peer:
+        peer.script("server/discover", DISCOVER)
+        peer.script("tools/call", Reply(sse=["id: e1\nretry: 10\ndata: \n\n"]))
+        client = MCPClient(peer.url, timeout_seconds=5)
+        try:
+            with pytest.raises(MCPTransportError, match="ended without the response"):
+                client.call_tool("x", {})
+            assert client.era == "modern"
+            assert peer.count("tools/call") == 1 and peer.count("GET") == 0
+        finally:
+            client.close()
+
+
+def test_a_safe_request_on_a_broken_stream_is_reissued_as_a_new_request_with_a_new_id():
+    """tools/list whose connection drops: re-sent as a new request (new JSON-RPC id), never resumed."""
+    with RawPeer(sessions=False) as peer:
+        peer.script("server/discover", DISCOVER)
+        peer.script("tools/list", Reply(drop=True))
+        client = MCPClient(peer.url, timeout_seconds=5, retry_sleep=lambda seconds: None)
+        try:
+            client.list_tools()
+            sent = peer.received("tools/list")
+            assert len(sent) == 2 and sent[0].message["id"] != sent[1].message["id"]
+            assert all(r.headers.get("mcp-protocol-version") == "2026-07-28" for r in sent)
+        finally:
+            client.close()
