@@ -1,4 +1,4 @@
-"""Both protocol eras against real servers: MCP 2026-07-28 (discover, ``_meta``, headers, MRTR, listen) and the handshake.
+"""Both protocol eras against real servers: MCP 2026-07-28 (discover, ``_meta``, headers, MRTR, listen), handshake.
 
 Servers: the ``mcp`` 2.3 SDK (tests/servers/sdk_server.py) serving both eras on one endpoint, and with
 ``--modern-only`` as a 2026-07-28-only server (HTTP 400 -32022 to anything else); its stdio server
@@ -133,7 +133,8 @@ def test_an_agent_calls_a_tool_of_a_2026_only_server(modern_only_server):
 def test_rust_sdk_1040_auto_falls_back_when_a_legacy_server_rejects_discover_with_a_plain_400(
         everything_server, clients):
     """rust-sdk #1040: fallback keyed to -32601 broke deployed legacy servers; the npm reference server (TypeScript
-    SDK 1.x) answers the modern probe with HTTP 400 and a -32000 body. Any non-modern 4xx means legacy."""
+    SDK 1.x) answers the modern probe with HTTP 400 and a -32000 body. Any non-modern 4xx means legacy.
+    """
     client, session = recorded(everything_server, clients)
     assert client.call_tool("echo", {"message": "hi"})["content"][0]["text"] == "Echo: hi"
     assert client.era == "legacy" and client.protocol_version == "2025-11-25"
@@ -180,9 +181,10 @@ def test_invalid_x_mcp_header_declarations_are_named():
 
 @pytest.mark.parametrize("version", [None, "2025-11-25"])
 def test_strands_4094_a_tool_that_elicits_mid_call_completes_in_both_eras(sdk_server, clients, version):
-    """strands harness-sdk #4094 / hermes-agent #106800: a mid-call elicitation dead-ended against 2026-07-28.
+    """Strands harness-sdk #4094 / hermes-agent #106800: a mid-call elicitation dead-ended against 2026-07-28.
     Modern: ``input_required`` -> the handler -> a retry with ``inputResponses``/``requestState`` and a new id.
-    Handshake era: the same handler answers the server's ``elicitation/create`` request."""
+    Handshake era: the same handler answers the server's ``elicitation/create`` request.
+    """
     seen: list[dict[str, Any]] = []
     client, session = recorded(sdk_server, clients, protocol_version=version, **name_answerer(seen))
     assert client.call_tool("ask_name", {})["content"][0]["text"] == "hello Ada"
@@ -262,7 +264,8 @@ def test_stdio_reference_server_answers_the_probe_minus_32601_and_gets_the_hands
 
 def test_spec_pr_2844_a_stdio_server_silent_to_discover_is_taken_for_legacy_after_the_probe_timeout():
     """Spec PR #2844: legacy servers answer -32601, -32602, or nothing at all before ``initialize``; silence
-    for ``probe_timeout_seconds`` means legacy too (stdio_quirks ``--silent-unknown``: no real server here is)."""
+    for ``probe_timeout_seconds`` means legacy too (stdio_quirks ``--silent-unknown``: no real server here is).
+    """
     client = MCPClient(transport=MCPClient.stdio(sys.executable, [str(SERVERS / "stdio_quirks.py"),
                                                                   "--silent-unknown"]).transport,
                        probe_timeout_seconds=1, timeout_seconds=10)
@@ -284,7 +287,8 @@ DISCOVER = Reply(result={"resultType": "complete", "supportedVersions": ["2026-0
 def test_a_broken_tools_call_stream_is_never_resumed_or_resent_in_the_2026_era():
     """A stream that ends after an event id, before the response (a proxy cutting it): the handshake era would
     resume with GET + Last-Event-ID; 2026-07-28 has no resumption, and tools/call is not sent twice (its effect is
-    unknown), so it is an MCPTransportError. Raw peer: no real server here ends a stream on demand."""
+    unknown), so it is an MCPTransportError. Raw peer: no real server here ends a stream on demand.
+    """
     with RawPeer(sessions=False) as peer:
         peer.script("server/discover", DISCOVER)
         peer.script("tools/call", Reply(sse=["id: e1\nretry: 10\ndata: \n\n"]))

@@ -270,7 +270,8 @@ class MCPClient(Eras):
         """Answer a server request or act on a notification (see ``server_messages``)."""
         reply = handle_server_message(self, self._progress, message)
         if "id" not in message:
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            given = message.get("params")
+            params: dict[str, Any] = given if isinstance(given, dict) else {}
             if message.get("method") == "notifications/subscriptions/acknowledged":
                 self.subscription_acknowledged = dict(params.get("notifications") or {})
             callback = self._on_notification

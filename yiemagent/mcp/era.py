@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..__version__ import __version__
@@ -88,6 +89,8 @@ class Eras(InFlightRequests):
     """Era negotiation and the request path of ``MCPClient`` (see the module docstring)."""
 
     capabilities: dict[str, Any]
+    request_handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
+    tools_changed: threading.Event
     requested_protocol_version: str | None
     probe_timeout_seconds: float
     max_input_rounds: int
@@ -111,7 +114,7 @@ class Eras(InFlightRequests):
         generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
         self._connect(generation)
         if method in INPUT_METHODS:
-            return run_rounds(self, method, params,  # type: ignore[arg-type]
+            return run_rounds(self, method, params,
                               lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
                               max_rounds=self.max_input_rounds)
         return self._request_once(method, params, safe, timeout_seconds, generation)
@@ -255,7 +258,8 @@ class Eras(InFlightRequests):
             version = choice
             self._modern_version = version
             self.transport.set_protocol_version(version)
-        meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+        given = result.get("_meta")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
         info = meta.get(META_SERVER_INFO) or result.get("serverInfo") or {}
         synthesized: dict[str, Any] = {"protocolVersion": version, "capabilities": result.get("capabilities") or {},
                                        "serverInfo": info if isinstance(info, dict) else {}}

@@ -65,7 +65,7 @@ class SubscriptionListener(Listener):
 
     def __init__(self, owner: _Owner, on_message: MessageHandler, listening: threading.Event,
                  request: Callable[[], dict[str, Any]]) -> None:
-        super().__init__(owner, on_message, listening)  # type: ignore[arg-type]
+        super().__init__(owner, on_message, listening)
         self._owner = owner
         self._request = request
 

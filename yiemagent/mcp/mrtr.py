@@ -51,7 +51,8 @@ def _answers(client: _Client, server: str, method: str, requests: Any) -> dict[s
         if not isinstance(request, dict) or not isinstance(request.get("method"), str):
             raise MCPProtocolError(f"{method} to {server}: input request {key!r} has no method: {request!r:.200}",
                                    server=server)
-        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        given = request.get("params")
+        params: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
             answers[key] = answer_server_request(client, request["method"], params)
         except UnansweredRequest:
