@@ -315,3 +315,29 @@ def test_a_safe_request_on_a_broken_stream_is_reissued_as_a_new_request_with_a_n
             assert all(r.headers.get("mcp-protocol-version") == "2026-07-28" for r in sent)
         finally:
             client.close()
+
+
+def test_the_cached_era_is_probed_again_when_the_server_behind_the_url_changes_era():
+    """Spec ("Versioning": re-probe if the cached assumption later fails): the same URL served first by the
+    handshake-era reference server, then by a 2026-07-28-only server, then by the reference server again; one
+    client calls a tool each time and follows, sending each call once more only after a rejection."""
+    if not EVERYTHING_JS.exists():
+        pytest.skip("the reference servers are not installed; the test run installs them")
+    port = free_port()
+    legacy = [["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": str(port)}]
+    modern = [[sys.executable, str(SERVERS / "sdk_server.py"), "--port", str(port), "--modern-only"], None]
+    client = MCPClient(f"http://127.0.0.1:{port}/mcp", timeout_seconds=10, retry_sleep=lambda seconds: None)
+    eras = []
+    try:
+        for args, env in (legacy, modern, legacy):
+            process = start_process(args, env=env)
+            try:
+                wait_for_port(port, timeout_seconds=20, process=process)
+                text = client.call_tool("echo", {"message": "hi"} if env else {"text": "hi"})["content"][0]["text"]
+                assert text in ("Echo: hi", "hi")
+                eras.append(client.era)
+            finally:
+                stop_process(process)
+    finally:
+        client.close()
+    assert eras == ["legacy", "modern", "legacy"]

@@ -21,8 +21,10 @@ back to ``initialize``. A legacy version string forces the handshake (that
 version is offered); ``"2026-07-28"`` forces modern (no fallback). The era is
 kept for the client's life; if a modern server later rejects a request as
 a legacy one would (HTTP 400/404/405 without a modern body) or with -32022,
-the client probes once more and sends the request again (the server did
-not process it, so this holds for ``tools/call`` too).
+or (auto only) a handshake-era server answers a request or a new
+``initialize`` with a modern error (-32020/-32021/-32022: it was replaced by
+a 2026-07-28 server), the client probes once more and sends the request
+again (the server did not process it, so this holds for ``tools/call`` too).
 
 In the modern era ``initialize_result`` is synthesized from the discover
 result: ``{"protocolVersion", "capabilities", "serverInfo", "instructions"?}``
@@ -156,17 +158,23 @@ class Eras(InFlightRequests):
                     self._reinitialize(expired, generation)
                     return self._send(method, self._with_meta(params), timeout_seconds, generation)
                 except (MCPRPCError, MCPTransportError) as exc:
-                    if era != "modern" or generation != self._cancel_generation or not self._era_failed(exc):
+                    if generation != self._cancel_generation or not self._era_failed(exc, era):
                         raise
-                    # rejected before processing (a version the server no longer speaks, or it is a legacy
-                    # server now): probe once more, send once more
-                    logger.info("%s: the server rejected %s in the 2026-07-28 era (%s); probing again",
-                                self.name, method, exc)
+                    # rejected before processing (a version the server no longer speaks, or it changed era):
+                    # probe once more, send once more
+                    logger.info("%s: the server rejected %s in the %s era (%s); probing again",
+                                self.name, method, era, exc)
                     self._negotiate(generation, after=era)
                     return self._send(method, self._with_meta(params), timeout_seconds, generation)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _era_failed(self, exc: BaseException) -> bool:
+    def _era_failed(self, exc: BaseException, era: str | None) -> bool:
+        """True when ``exc`` says the cached era no longer holds (the request was not processed)."""
+        if era == "legacy":  # a modern error to a handshake-era request: the server is modern now (auto only)
+            return self.requested_protocol_version is None and isinstance(exc, MCPRPCError) \
+                and exc.code in jsonrpc.MODERN_ERROR_CODES
+        if era != "modern":
+            return False
         if isinstance(exc, MCPRPCError):
             return exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION
         return isinstance(exc, MCPTransportError) and not isinstance(exc, MCPTimeoutError) \
@@ -289,7 +297,13 @@ class Eras(InFlightRequests):
             if self.initialize_result is not None and expired_session is not None and current != expired_session:
                 return  # another thread met the same expiry and initialized already
             logger.info("%s: the server forgot session %r; initializing again", self.name, expired_session)
-            self._initialize(force=True, generation=generation)
+            try:
+                self._initialize(force=True, generation=generation)
+            except MCPRPCError as exc:
+                if not self._era_failed(exc, "legacy"):
+                    raise
+                logger.info("%s: initialize was refused with a 2026-07-28 error (%s); probing again", self.name, exc)
+                self._negotiate(generation, after="legacy")
 
     def _initialize(self, *, force: bool, generation: int) -> dict[str, Any]:
         with self._lock:
