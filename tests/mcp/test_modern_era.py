@@ -341,3 +341,19 @@ def test_the_cached_era_is_probed_again_when_the_server_behind_the_url_changes_e
     finally:
         client.close()
     assert eras == ["legacy", "modern", "legacy"]
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"])
+def test_stdio_elicitation_mid_call_completes_in_both_eras(version):
+    """The SDK server over stdio: 2026-07-28 answers ``input_required`` (MRTR); the handshake era sends
+    ``elicitation/create`` on the pipe; one handler serves both."""
+    seen: list[dict[str, Any]] = []
+    options = name_answerer(seen)
+    client = MCPClient(transport=MCPClient.stdio(sys.executable, [str(SERVERS / "sdk_server.py"), "--stdio"],
+                                                 timeout_seconds=20).transport,
+                       protocol_version=version, timeout_seconds=20, **options)
+    try:
+        assert client.call_tool("ask_name", {})["content"][0]["text"] == "hello Ada"
+        assert client.era == ("modern" if version is None else "legacy") and len(seen) == 1
+    finally:
+        client.close()

@@ -3,6 +3,7 @@
 Run::
 
     python tests/servers/sdk_server.py --port P [--json-response] [--stateless] [--modern-only]
+    python tests/servers/sdk_server.py --stdio
 
 Default replies are SSE (CRLF line endings) with sessions; ``--json-response``
 gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``. The SDK serves both
@@ -222,12 +223,16 @@ async def _answer(send: Any, status: int, body: bytes, content_type: bytes = b"t
 def main() -> None:
     warnings.simplefilter("ignore", MCPDeprecationWarning)  # ctx.info: logging is deprecated in 2026-07-28
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--stdio", action="store_true", help="serve over stdio instead (both eras)")
     parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--modern-only", action="store_true")
     args = parser.parse_args()
     assert base64.b64decode(TINY_PNG_BASE64)[:4] == b"\x89PNG"
+    if args.stdio:
+        server.run("stdio")
+        return
     if args.modern_only:
         import uvicorn
 
