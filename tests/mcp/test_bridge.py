@@ -498,7 +498,7 @@ def test_three_servers_with_the_same_tools_and_names_all_get_unique_callable_nam
     registry = ToolRegistry()
     toolset = MCPToolset(clients, registry)
     toolset.refresh()
-    assert len(registry) == 3 * 13 and len(set(registry.names())) == 39
+    assert len(registry) == 3 * 14 and len(set(registry.names())) == 42
     names = [name for name in ("add", "x_add", "x_add_2") if toolset.resolve(name)]
     assert [toolset.resolve(name)[0] for name in names] == clients
     for index, name in enumerate(names):

@@ -320,7 +320,8 @@ def test_a_safe_request_on_a_broken_stream_is_reissued_as_a_new_request_with_a_n
 def test_the_cached_era_is_probed_again_when_the_server_behind_the_url_changes_era():
     """Spec ("Versioning": re-probe if the cached assumption later fails): the same URL served first by the
     handshake-era reference server, then by a 2026-07-28-only server, then by the reference server again; one
-    client calls a tool each time and follows, sending each call once more only after a rejection."""
+    client calls a tool each time and follows, sending each call once more only after a rejection.
+    """
     if not EVERYTHING_JS.exists():
         pytest.skip("the reference servers are not installed; the test run installs them")
     port = free_port()
@@ -346,7 +347,8 @@ def test_the_cached_era_is_probed_again_when_the_server_behind_the_url_changes_e
 @pytest.mark.parametrize("version", [None, "2025-11-25"])
 def test_stdio_elicitation_mid_call_completes_in_both_eras(version):
     """The SDK server over stdio: 2026-07-28 answers ``input_required`` (MRTR); the handshake era sends
-    ``elicitation/create`` on the pipe; one handler serves both."""
+    ``elicitation/create`` on the pipe; one handler serves both.
+    """
     seen: list[dict[str, Any]] = []
     options = name_answerer(seen)
     client = MCPClient(transport=MCPClient.stdio(sys.executable, [str(SERVERS / "sdk_server.py"), "--stdio"],
@@ -357,3 +359,18 @@ def test_stdio_elicitation_mid_call_completes_in_both_eras(version):
         assert client.era == ("modern" if version is None else "legacy") and len(seen) == 1
     finally:
         client.close()
+
+
+def test_x_mcp_header_parameters_are_mirrored_and_a_header_mismatch_relists_the_tools_once(sdk_server, clients):
+    """The SDK validates ``Mcp-Param-Region`` against the body. A call made before ``tools/list`` (so the
+    client does not know the declaration) is refused -32020; the client lists the tools and sends it once
+    more, as the spec says; after that the header goes with every call.
+    """
+    client, session = recorded(sdk_server, clients)
+    assert client.call_tool("regional", {"region": "eu-west", "query": "q"})["content"][0]["text"] == "q in eu-west"
+    calls = session.rpc("tools/call")
+    assert [c.status for c in calls] == [400, 200] and len(session.rpc("tools/list")) == 1
+    assert "mcp-param-region" not in calls[0].headers and calls[1].headers["mcp-param-region"] == "eu-west"
+    client.call_tool("regional", {"region": "São Paulo", "query": "q"})
+    assert session.rpc("tools/call")[-1].headers["mcp-param-region"] == encode_header_value("São Paulo")
+    assert len(session.rpc("tools/list")) == 1

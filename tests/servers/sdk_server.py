@@ -32,6 +32,7 @@ Tools:
     announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
                       the standalone GET stream (``MCPClient(listen=True)``; 2026-07-28: on the
                       ``subscriptions/listen`` streams), then -> "announced"
+    regional(region, query) -> "<query> in <region>"; ``region`` is marked ``x-mcp-header: Region``
     météo(city)       -> "sunny in <city>": a tool name that is not plain ASCII
     ask_name()        elicits ``{"name": str}`` from the client (2026-07-28: an ``input_required``
                       result, MRTR; handshake era: an ``elicitation/create`` request), then ->
@@ -56,7 +57,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CallToolResult, ImageContent
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 # A 1x1 transparent PNG.
 TINY_PNG_BASE64 = (
@@ -176,6 +177,13 @@ async def ask_name(answer: Annotated[ElicitationResult[_Name], Resolve(_ask_for_
     if isinstance(answer, AcceptedElicitation):
         return f"hello {answer.data.name}"
     return f"no name ({answer.action})"
+
+
+@server.tool()
+def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], query: str) -> str:
+    """A tool whose ``region`` is mirrored into ``Mcp-Param-Region`` (2026-07-28); the SDK checks the header."""
+    _ran("regional")
+    return f"{query} in {region}"
 
 
 @server.tool(name="météo")

@@ -31,6 +31,9 @@ result: ``{"protocolVersion", "capabilities", "serverInfo", "instructions"?}``
 (``serverInfo`` from ``_meta["io.modelcontextprotocol/serverInfo"]``, or a
 top-level ``serverInfo``); the raw result is ``discover_result``.
 
+A ``tools/call`` refused with -32020 (HeaderMismatch: ``Mcp-Param-*`` missing
+or stale) makes the client list the tools again and send it once more.
+
 ``Eras`` is a base class of ``MCPClient``, which sets the attributes it declares.
 
 Spec: MCP 2026-07-28, "Versioning and Compatibility", "Discovery",
@@ -158,7 +161,16 @@ class Eras(InFlightRequests):
                     self._reinitialize(expired, generation)
                     return self._send(method, self._with_meta(params), timeout_seconds, generation)
                 except (MCPRPCError, MCPTransportError) as exc:
-                    if generation != self._cancel_generation or not self._era_failed(exc, era):
+                    if generation != self._cancel_generation:
+                        raise
+                    if era == "modern" and method == "tools/call" and isinstance(exc, MCPRPCError) \
+                            and exc.code == jsonrpc.HEADER_MISMATCH:
+                        # spec: Mcp-Param-* missing or stale; list the tools again (their x-mcp-header
+                        # declarations) and send once more; the server rejected it before running it
+                        logger.info("%s: %s was refused (%s); listing tools again", self.name, method, exc)
+                        self._refresh_tool_headers()
+                        return self._send(method, self._with_meta(params), timeout_seconds, generation)
+                    if not self._era_failed(exc, era):
                         raise
                     # rejected before processing (a version the server no longer speaks, or it changed era):
                     # probe once more, send once more
@@ -167,6 +179,12 @@ class Eras(InFlightRequests):
                     self._negotiate(generation, after=era)
                     return self._send(method, self._with_meta(params), timeout_seconds, generation)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _refresh_tool_headers(self) -> None:
+        """List the tools again (``MCPClient.list_tools`` records their ``x-mcp-header`` declarations)."""
+        list_tools = getattr(self, "list_tools", None)
+        if callable(list_tools):
+            list_tools()
 
     def _era_failed(self, exc: BaseException, era: str | None) -> bool:
         """True when ``exc`` says the cached era no longer holds (the request was not processed)."""
