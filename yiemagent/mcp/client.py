@@ -93,11 +93,12 @@ class MCPClient(Eras):
             the server sends (``elicitation/create``, ``sampling/createMessage``,
             ``roots/list``); a handler that raises answers JSON-RPC error
             -32603. ``ping`` is always answered; other methods get -32601.
-        listen: after each handshake, also open the transport's standalone
-            stream (HTTP: a ``GET`` SSE stream on a daemon thread) so that
-            server messages tied to no request arrive: ``tools/list_changed``
-            and server requests such as ``elicitation/create``. Off by default
-            (it costs a thread and a connection per client).
+        listen: after connecting, also open the transport's stream of server
+            messages tied to no request, on a daemon thread (HTTP handshake
+            era: the ``GET`` SSE stream, with ``tools/list_changed`` and server
+            requests such as ``elicitation/create``; 2026-07-28:
+            ``subscriptions/listen`` for ``tools/list_changed``, see
+            ``listen_for``). Off by default (a thread and a connection per client).
         follow_cross_origin_redirects: HTTP: follow a redirect to another
             origin without ``headers`` and ``Mcp-Session-Id`` (never for
             ``tools/call``); False (default) refuses it with
