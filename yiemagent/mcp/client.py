@@ -22,6 +22,7 @@ negotiated at the first request (``yiemagent.mcp.era``): a 2026-07-28 server
 gets per-request ``_meta`` and no handshake; others the handshake below.
 
 Split out: ``era`` (negotiation, the request path), ``mrtr`` (``input_required``),
+``listening`` (server messages, ``listen_for``),
 ``in_flight`` (tracked sends, retry waits, ``cancel_in_flight``),
 ``tool_listing`` (paging), ``server_messages``, ``server_names``, ``client_arguments``.
 """
@@ -37,12 +38,12 @@ from typing import Any
 
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
-from . import jsonrpc
 from .client_arguments import check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
 from .http import HTTPTransport
 from .http_headers import header_paths, tool_header_problem
-from .server_messages import ProgressCallback, handle_server_message
+from .listening import Listening
+from .server_messages import ProgressCallback
 from .server_names import default_server_name, server_info_name
 from .tool_listing import list_all_tools
 from .transport import Transport
@@ -62,7 +63,7 @@ SUPPORTED_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSION
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 
-class MCPClient(Eras):
+class MCPClient(Eras, Listening):
     """A synchronous MCP client over one transport.
 
     Args:
@@ -265,89 +266,6 @@ class MCPClient(Eras):
         """``serverInfo`` of the handshake (``{"name", "version"}``), or ``{}``."""
         return dict((self.initialize_result or {}).get("serverInfo") or {})
 
-    # ------------------------------------------------------------------ server messages
-
-    def _on_message(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """Answer a server request or act on a notification (see ``server_messages``)."""
-        reply = handle_server_message(self, self._progress, message)
-        if "id" not in message:
-            given = message.get("params")
-            params: dict[str, Any] = given if isinstance(given, dict) else {}
-            if message.get("method") == "notifications/subscriptions/acknowledged":
-                self.subscription_acknowledged = dict(params.get("notifications") or {})
-            callback = self._on_notification
-            if callback is not None:
-                try:
-                    callback(message)
-                except Exception:
-                    logger.exception("%s: on_notification raised; ignored", self.name)
-        return reply
-
-    def listen_for(
-        self,
-        *,
-        tools_list_changed: bool = True,
-        prompts_list_changed: bool = False,
-        resources_list_changed: bool = False,
-        resource_uris: list[str] | tuple[str, ...] = (),
-        on_notification: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:
-        """Receive the server's change notifications from now on (connecting first if needed).
-
-        The filter grows with each call (what was asked before stays asked).
-        2026-07-28 era over HTTP: (re)opens the ``subscriptions/listen``
-        stream with the filter (``{"toolsListChanged", "promptsListChanged",
-        "resourcesListChanged", "resourceSubscriptions": [uri, ...]}``) on a
-        daemon thread; what the server agreed to is ``subscription_acknowledged``
-        once its acknowledgment came. Handshake era: opens the standalone
-        ``GET`` stream, if not open (resource updates there need
-        ``resources/subscribe``). stdio: notifications arrive on the process's
-        output anyway; nothing is opened. Returns within about 5 s;
-        ``close()`` ends the stream.
-
-        Args:
-            tools_list_changed: ``notifications/tools/list_changed`` (sets ``tools_changed``).
-            prompts_list_changed: ``notifications/prompts/list_changed``.
-            resources_list_changed: ``notifications/resources/list_changed``.
-            resource_uris: ``notifications/resources/updated`` for these URIs.
-            on_notification: receives every notification the client gets
-                (``{"jsonrpc", "method", "params"?}``), on the reading thread;
-                replaces an earlier one; one that raises is logged.
-
-        Raises:
-            MCPError: connecting failed.
-
-        Spec: MCP 2026-07-28, "Subscriptions"; MCP 2025-11-25, "Streamable HTTP" (GET stream).
-        """
-        self._connect(self._cancel_generation)
-        if on_notification is not None:
-            self._on_notification = on_notification
-        with self._lock:
-            wanted = self._listen_filter
-            for key, flag in (("toolsListChanged", tools_list_changed), ("promptsListChanged", prompts_list_changed),
-                              ("resourcesListChanged", resources_list_changed)):
-                if flag:
-                    wanted[key] = True
-            uris = [*wanted.get("resourceSubscriptions", []), *(u for u in resource_uris
-                                                                if u not in wanted.get("resourceSubscriptions", []))]
-            if uris:
-                wanted["resourceSubscriptions"] = uris
-        if self.era == "modern":
-            subscribe = getattr(self.transport, "subscribe", None)
-            if callable(subscribe):
-                subscribe(self._on_message, self._listen_request)
-            return
-        start = getattr(self.transport, "listen", None)
-        listening = getattr(self.transport, "listening", None)
-        if callable(start) and not (listening is not None and listening.is_set()):
-            start(self._on_message)
-
-    def _listen_request(self) -> dict[str, Any]:
-        """A new ``subscriptions/listen`` request with the current filter (a new id each time)."""
-        with self._lock:
-            params = {"notifications": dict(self._listen_filter)}
-        return jsonrpc.make_request("subscriptions/listen", self._with_meta(params), self._ids.next())
-
     # ------------------------------------------------------------------ requests
 
     def connect(self) -> dict[str, Any]:
@@ -359,20 +277,6 @@ class MCPClient(Eras):
             MCPTransportError, MCPTimeoutError, MCPRPCError: connecting failed.
         """
         return self._connect(self._cancel_generation)
-
-    def start_listening(self) -> None:
-        """Open the transport's stream of server messages tied to no request (``listen=True`` does it).
-
-        Legacy era: the standalone ``GET`` stream (HTTP). Modern era:
-        ``subscriptions/listen`` opting in to ``toolsListChanged``
-        (``listen_for``). A transport without such a stream: nothing.
-        """
-        if self.era == "modern":
-            self.listen_for(tools_list_changed=True)
-            return
-        start = getattr(self.transport, "listen", None)
-        if callable(start):
-            start(self._on_message)
 
     def list_tools(self, *, timeout_seconds: float | None = None) -> list[dict[str, Any]]:
         """Return every tool of the server, following ``nextCursor`` through all pages.
