@@ -38,6 +38,8 @@ from ..textpolicy import display_text
 from .client_arguments import check_client_arguments
 from .http import HTTPTransport
 from .in_flight import InFlightRequests, safe_to_repeat
+from .prompts import PromptsMixin
+from .resources import ResourcesMixin
 from .server_messages import ProgressCallback, handle_server_message
 from .server_names import default_server_name, server_info_name
 from .tool_listing import list_all_tools
@@ -57,7 +59,7 @@ SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 
-class MCPClient(InFlightRequests):
+class MCPClient(InFlightRequests, ResourcesMixin, PromptsMixin):
     """A synchronous MCP client over one transport.
 
     Args:

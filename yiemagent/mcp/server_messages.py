@@ -9,6 +9,8 @@ client's ``request_handlers`` (``handler(params) -> result``); the reply is
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
 ``progress_callback`` of the ``tools/call`` whose ``progressToken`` it names;
+``notifications/resources/updated`` goes to the callback of the subscribed
+resource (``resources.ResourcesMixin.subscribe_resource``);
 ``notifications/message`` (server logging) is logged at INFO, at most 500
 characters; anything else is ignored.
 
@@ -84,6 +86,10 @@ def handle_server_message(
                 callback(params)
             except Exception:
                 logger.exception("progress callback raised; ignored")
+    elif method == "notifications/resources/updated":
+        deliver = getattr(client, "_on_resource_updated", None)  # ResourcesMixin: the subscribed callbacks
+        if callable(deliver):
+            deliver(params)
     elif method == "notifications/message":
         logger.info("%s log [%s]: %.500s", client.name, params.get("level"), params.get("data"))
     return None
