@@ -39,9 +39,11 @@ Resources, prompts, completion and tool metadata (issue 16):
     read_notes()      annotations ``readOnlyHint: true``, ``title: "Read the notes"``, an icon
     delete_note(name) annotations ``destructiveHint: true``, ``idempotentHint: true``
     weather(city)     ``outputSchema`` (``{"temp_c": number, "sky": string}``); city ``"nowhere"`` raises
-                      ``ToolError`` (``isError: true``, no ``structuredContent``)
-    bad_weather()     advertises the same ``outputSchema`` but answers ``structuredContent``
-                      ``{"temp_c": "warm"}`` (a server bug the client must catch)
+                      ``ToolError`` (``isError: true``, no ``structuredContent``); ``"atlantis"`` answers
+                      ``isError: true`` with ``structuredContent`` ``{"error": {...}}`` (not the schema)
+    bad_weather(missing=False)
+                      advertises the same ``outputSchema`` but answers ``structuredContent``
+                      ``{"temp_c": "warm"}``, or none with ``missing`` (server bugs the client must catch)
     notes_bundle()    an embedded text resource, an embedded PNG blob resource, a resource link
 """
 
@@ -276,17 +278,23 @@ class Weather(TypedDict):
 
 @server.tool()
 def weather(city: str) -> Weather:
-    """The weather of ``city`` as structured content; ``nowhere`` fails."""
+    """The weather of ``city`` as structured content; ``nowhere`` and ``atlantis`` fail."""
     _ran("weather")
     if city == "nowhere":
         raise ToolError(f"unknown city {city}")
+    if city == "atlantis":  # an error envelope in structuredContent, as mcp-ts-core servers send
+        return CallToolResult(  # type: ignore[return-value]
+            content=[TextContent(type="text", text="city under water")], is_error=True,
+            structured_content={"error": {"code": "NOT_FOUND", "message": "city under water"}})
     return {"temp_c": 21.5, "sky": "clear"}
 
 
 @server.tool()
-def bad_weather() -> CallToolResult:
-    """Answers structured content that does not conform to its outputSchema."""
+def bad_weather(missing: bool = False) -> CallToolResult:
+    """Breaks its outputSchema: ``{"temp_c": "warm"}``, or no structuredContent at all with ``missing``."""
     _ran("bad_weather")
+    if missing:
+        return CallToolResult(content=[TextContent(type="text", text="warm")])
     return CallToolResult(content=[TextContent(type="text", text='{"temp_c": "warm"}')],
                           structured_content={"temp_c": "warm"})
 

@@ -3,7 +3,7 @@
 ::
 
     parts = attach_resource(client, "file:///notes.txt")
-    agent.ask(UserMessage(["Summarise this:", *parts]))     # text and images, ready for the model
+    agent.ask(UserMessage([TextContent("Summarise this:"), *parts]))   # text and images for the model
 
     agent.tools.add(agent.mcp.read_resource_tool())          # opt-in builtin tool ``read_resource``
 
