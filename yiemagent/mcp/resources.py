@@ -58,9 +58,12 @@ class ResourcesMixin:
     listen: bool
     transport: Any
     name: str
-    protocol_version: str | None
     connect: Callable[[], dict[str, Any]]
     _on_message: Callable[[dict[str, Any]], dict[str, Any] | None]
+
+    @property
+    def protocol_version(self) -> str | None:  # pragma: no cover - MCPClient's own property is used
+        raise NotImplementedError
 
     def _list(self, method: str, timeout_seconds: float | None) -> Listing:
         per_page = self.timeout_seconds if timeout_seconds is None else timeout_seconds
