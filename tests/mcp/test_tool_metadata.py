@@ -27,7 +27,7 @@ from yiemagent.models.openai_chat import model_request_body
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 
 from tests.helpers import PYTHON
-from tests.servers.hostile_text_server import __file__ as HOSTILE_SERVER
+from tests.servers.hostile_resource_server import __file__ as HOSTILE_SERVER
 
 
 def _counts(client: MCPClient) -> dict[str, int]:
