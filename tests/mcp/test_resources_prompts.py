@@ -211,3 +211,17 @@ def test_a_client_speaking_2026_07_28_refuses_old_style_subscriptions_clearly():
     client.initialize_result = {"protocolVersion": "2026-07-28", "capabilities": {"resources": {"subscribe": True}}}
     with pytest.raises(MCPProtocolError, match="subscriptions/listen"):
         client.subscribe_resource("a://1", lambda params: None)
+
+
+def test_subscriptions_over_stdio_deliver_server_everythings_updates(everything_stdio):
+    """Over stdio there is no GET stream: updates come on the one channel and still reach the callback.
+    server-everything's ``toggle-subscriber-updates`` sends ``notifications/resources/updated`` for every
+    subscribed URI (every 5 s)."""
+    command, *args = everything_stdio
+    with MCPClient.stdio(command, args) as client:
+        got: list[dict] = []
+        arrived = threading.Event()
+        client.subscribe_resource("demo://resource/dynamic/text/1", lambda params: (got.append(params), arrived.set()))
+        client.call_tool("toggle-subscriber-updates")
+        assert arrived.wait(12)
+        assert got[0] == {"uri": "demo://resource/dynamic/text/1"}
