@@ -7,6 +7,7 @@ Servers: the ``mcp`` 2.3 SDK server (tests/servers/sdk_server.py), npm server-ev
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 
 import pytest
@@ -203,14 +204,54 @@ def test_malformed_resources_and_prompts_are_skipped_one_by_one(raw_peer, open_c
         "'arguments' is not a list of {name, ...} objects", "no string 'name'"]
 
 
-def test_a_client_speaking_2026_07_28_refuses_old_style_subscriptions_clearly():
-    """Until the modern era's ``subscriptions/listen`` is wired here, a modern session says so, not sends
-    ``resources/subscribe`` (removed in 2026-07-28). Checked on the mixin without a server: the version
-    is what decides."""
-    client = MCPClient("http://127.0.0.1:9/mcp")
-    client.initialize_result = {"protocolVersion": "2026-07-28", "capabilities": {"resources": {"subscribe": True}}}
-    with pytest.raises(MCPProtocolError, match="subscriptions/listen"):
-        client.subscribe_resource("a://1", lambda params: None)
+@pytest.fixture(scope="module")
+def modern_only_server():
+    """URL of the ``mcp`` SDK server in 2026-07-28-only mode (``--modern-only``: no handshake, no GET)."""
+    from tests.helpers import PYTHON, free_port, start_process, stop_process, wait_for_port
+    from tests.mcp.test_modern_era import SERVERS
+
+    port = free_port()
+    process = start_process([PYTHON, str(SERVERS / "sdk_server.py"), "--port", str(port), "--modern-only"])
+    try:
+        wait_for_port(port, timeout_seconds=20, process=process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        stop_process(process)
+
+
+def test_resources_prompts_and_completion_in_the_2026_07_28_era(modern_only_server):
+    """The same calls against a server that speaks only 2026-07-28 (requests carry ``_meta`` and headers)."""
+    with MCPClient(modern_only_server, protocol_version=None, timeout_seconds=10) as client:
+        assert {"notes://readme", "notes://logo.png"} <= {r["uri"] for r in client.list_resources()}
+        assert client.era == "modern"
+        assert client.read_resource("notes://todo")[0]["text"] == "1. write tests"
+        assert [t["uriTemplate"] for t in client.list_resource_templates()] == ["notes://{name}"]
+        assert prompt_messages(client.get_prompt("code_review", {"code": "y"}))[0].text.endswith("y")
+        assert client.complete({"type": "ref/prompt", "name": "code_review"},
+                               {"name": "language", "value": "r"})["values"] == ["rust"]
+
+
+def test_subscriptions_in_the_2026_07_28_era_go_through_subscriptions_listen(modern_only_server):
+    """2026-07-28 has no ``resources/subscribe``: the URI joins ``resourceSubscriptions`` of the listen stream;
+    unsubscribing reopens the stream without it (the server then sends nothing for that URI)."""
+    with MCPClient(modern_only_server, protocol_version=None, timeout_seconds=10) as client:
+        got: list[str] = []
+        arrived = threading.Event()
+        client.subscribe_resource("notes://readme", lambda params: (got.append(params["uri"]), arrived.set()))
+        deadline = time.monotonic() + 5
+        while not (client.subscription_acknowledged or {}).get("resourceSubscriptions") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert client.subscription_acknowledged["resourceSubscriptions"] == ["notes://readme"]
+        client.call_tool("touch_note", {"uri": "notes://readme"})
+        assert arrived.wait(5) and got == ["notes://readme"]
+        client.unsubscribe_resource("notes://readme")
+        deadline = time.monotonic() + 5
+        while (client.subscription_acknowledged or {}).get("resourceSubscriptions") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not (client.subscription_acknowledged or {}).get("resourceSubscriptions")
+        client.call_tool("touch_note", {"uri": "notes://readme"})
+        time.sleep(0.5)
+        assert got == ["notes://readme"]
 
 
 def test_subscriptions_over_stdio_deliver_server_everythings_updates(everything_stdio):

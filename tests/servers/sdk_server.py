@@ -2,10 +2,14 @@
 
 Run::
 
-    python tests/servers/sdk_server.py --port P [--json-response] [--stateless]
+    python tests/servers/sdk_server.py --port P [--json-response] [--stateless] [--modern-only]
 
 Default replies are SSE (CRLF line endings) with sessions; ``--json-response``
-gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``.
+gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``. The SDK serves both
+protocol eras on the one endpoint; ``--modern-only`` makes it a 2026-07-28-only server: a POST
+without ``MCP-Protocol-Version: 2026-07-28`` (an ``initialize``, any handshake-era request) gets
+HTTP 400 with ``-32022 UnsupportedProtocolVersion`` (``data.supported: ["2026-07-28"]``) and a
+``GET``/``DELETE`` 405, as the spec asks of such a server.
 
 Tools:
     add(a, b)         -> a + b
@@ -25,14 +29,20 @@ Tools:
     call_counts()     {tool name: times executed in this process}, so tests can prove how often a
                       tool really ran (the counter counts executions, not requests received)
     announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
-                      the standalone GET stream (``MCPClient(listen=True)``), then -> "announced"
+                      the standalone GET stream (``MCPClient(listen=True)``; 2026-07-28: on the
+                      ``subscriptions/listen`` streams), then -> "announced"
+    météo(city)       -> "sunny in <city>": a tool name that is not plain ASCII
+    ask_name()        elicits ``{"name": str}`` from the client (2026-07-28: an ``input_required``
+                      result, MRTR; handshake era: an ``elicitation/create`` request), then ->
+                      "hello <name>" or "no name (<action>)"
 
 Resources, prompts, completion and tool metadata (issue 16):
     resources         ``notes://readme`` (text/plain), ``notes://logo.png`` (image/png blob),
                       ``notes://data.bin`` (application/octet-stream blob); template ``notes://{name}``
     resources/subscribe, resources/unsubscribe
                       remembered per server; ``touch_note(uri)`` sends ``notifications/resources/updated``
-                      to the calling session when ``uri`` is subscribed (on the standalone stream)
+                      to the calling session when ``uri`` is subscribed (on the standalone stream), and
+                      (2026-07-28) to the ``subscriptions/listen`` streams whose ``resourceSubscriptions`` name it
     prompt            ``code_review(code, language="python")`` -> one user message
     completion        ``ref/prompt`` ``code_review`` argument ``language``: the languages starting with the value;
                       ``ref/resource`` ``notes://{name}`` argument ``name``: the note names starting with it
@@ -53,13 +63,14 @@ import argparse
 import asyncio
 import base64
 import collections
+import json
 import threading
 import warnings
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import anyio
 import mcp_types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
@@ -75,6 +86,7 @@ from mcp_types import (
     TextResourceContents,
     ToolAnnotations,
 )
+from pydantic import BaseModel
 
 # A 1x1 transparent PNG.
 TINY_PNG_BASE64 = (
@@ -171,8 +183,36 @@ def tiny_image() -> ImageContent:
 async def announce_change(ctx: Context) -> str:
     """Send ``notifications/tools/list_changed`` on the standalone stream (not this call's stream)."""
     _ran("announce_change")
-    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()  # 2026-07-28: the subscriptions/listen streams
+    try:
+        await ctx.session.send_tool_list_changed()  # handshake era: the standalone GET stream
+    except Exception:  # the 2026-07-28 era has no such channel
+        pass
     return "announced"
+
+
+class _Name(BaseModel):
+    name: str
+
+
+def _ask_for_name() -> Elicit[_Name]:
+    return Elicit("What is your name?", _Name)
+
+
+@server.tool()
+async def ask_name(answer: Annotated[ElicitationResult[_Name], Resolve(_ask_for_name)]) -> str:
+    """Ask the client for a name (elicitation, the SDK's resolver: MRTR in 2026-07-28), then greet it."""
+    _ran("ask_name")
+    if isinstance(answer, AcceptedElicitation):
+        return f"hello {answer.data.name}"
+    return f"no name ({answer.action})"
+
+
+@server.tool(name="météo")
+def meteo(city: str) -> str:
+    """A tool whose name is not header-safe ASCII (2026-07-28: ``Mcp-Name`` goes Base64)."""
+    _ran("météo")
+    return f"sunny in {city}"
 
 
 @server.tool()
@@ -248,9 +288,10 @@ server._lowlevel_server.add_request_handler("resources/unsubscribe", mcp_types.U
 
 @server.tool()
 async def touch_note(uri: str, ctx: Context) -> str:
-    """Send ``notifications/resources/updated`` for ``uri`` if this session subscribed to it."""
+    """Send ``notifications/resources/updated`` for ``uri`` to whoever subscribed to it."""
     _ran("touch_note")
-    if uri not in _subscriptions:
+    await ctx.notify_resource_updated(uri)  # 2026-07-28: the listen streams whose resourceSubscriptions name it
+    if uri not in _subscriptions:  # handshake era: resources/subscribe, then the standalone GET stream
         return "not subscribed"
     await ctx.session.send_resource_updated(uri)
     return "updated"
@@ -318,14 +359,49 @@ def notes_bundle() -> list[Any]:
     ]
 
 
+def modern_only(app: Any) -> Any:
+    """ASGI middleware: only 2026-07-28 requests reach ``app`` (see the module docstring)."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if scope["method"] in ("GET", "DELETE"):
+            await _answer(send, 405, b"")
+            return
+        if scope["method"] == "POST" and headers.get(b"mcp-protocol-version") != b"2026-07-28":
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32022, "message": "Unsupported protocol version: this server speaks 2026-07-28 only",
+                "data": {"supported": ["2026-07-28"],
+                         "requested": headers.get(b"mcp-protocol-version", b"").decode("latin-1")}}})
+            await _answer(send, 400, body.encode(), b"application/json")
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def _answer(send: Any, status: int, body: bytes, content_type: bytes = b"text/plain") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def main() -> None:
     warnings.simplefilter("ignore", MCPDeprecationWarning)  # ctx.info: logging is deprecated in 2026-07-28
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--modern-only", action="store_true")
     args = parser.parse_args()
     assert base64.b64decode(TINY_PNG_BASE64)[:4] == b"\x89PNG"
+    if args.modern_only:
+        import uvicorn
+
+        app = server.streamable_http_app(json_response=args.json_response, stateless_http=True)
+        uvicorn.run(modern_only(app), host="127.0.0.1", port=args.port, log_level="warning")
+        return
     server.run(
         "streamable-http",
         host="127.0.0.1",

@@ -45,3 +45,11 @@ def check_client_arguments(args: dict[str, Any]) -> None:
             isinstance(k, str) and callable(v) for k, v in handlers.items())):
         raise ConfigError(f"request_handlers must be a dict of method name to callable, not {handlers!r:.60}")
     check_bool("listen", args["listen"])
+    from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    version = args.get("protocol_version")
+    if version is not None and version not in MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS:
+        raise ConfigError(f"protocol_version must be None (negotiate) or one of "
+                          f"{', '.join(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)}, not {version!r:.40}")
+    check_number("probe_timeout_seconds", args.get("probe_timeout_seconds", 5.0))
+    check_int("max_input_rounds", args.get("max_input_rounds", 8), minimum=0)

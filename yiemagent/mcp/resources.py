@@ -12,9 +12,10 @@ Listings use the paging guards of ``tool_listing`` (one mechanism for every
 list); ``resources/read`` goes through the client's ``_request`` like
 ``tools/call`` (so whatever the client's protocol era adds applies). Updates
 of a subscribed resource (``notifications/resources/updated``) arrive on the
-client's listen stream and go to the callback given to ``subscribe_resource``
-(``server_messages`` dispatches them here); subscribing opens that stream if
-the client was made without ``listen=True``.
+client's listen stream (2025: the ``GET`` stream after ``resources/subscribe``;
+2026-07-28: ``subscriptions/listen`` with ``resourceSubscriptions``) and go
+to the callback given to ``subscribe_resource`` (``server_messages``
+dispatches them here); subscribing opens that stream if needed.
 
 Spec: MCP 2025-11-25, "Server Features" / "Resources" (``resources/list``,
 ``resources/templates/list``, ``resources/read``, ``resources/subscribe``,
@@ -47,7 +48,8 @@ class ResourcesMixin:
 
     Uses the client's ``_request(method, params, safe=..., timeout_seconds=...)``,
     ``timeout_seconds``, ``max_pages``, ``list_deadline_seconds``, ``name``,
-    ``listen``, ``transport``, ``protocol_version``, ``connect`` and ``_on_message``.
+    ``listen``, ``protocol_version``, ``era``, ``connect``, ``listen_for`` and
+    its subscription filter.
     """
 
     # Provided by MCPClient (declared for type checkers).
@@ -56,10 +58,11 @@ class ResourcesMixin:
     max_pages: int
     list_deadline_seconds: float
     listen: bool
-    transport: Any
     name: str
     connect: Callable[[], dict[str, Any]]
-    _on_message: Callable[[dict[str, Any]], dict[str, Any] | None]
+    listen_for: Callable[..., None]
+    _lock: Any
+    _listen_filter: dict[str, Any]
 
     @property
     def protocol_version(self) -> str | None:  # pragma: no cover - MCPClient's own property is used
@@ -155,27 +158,28 @@ class ResourcesMixin:
                            timeout_seconds: float | None = None) -> None:
         """Ask to be told when ``uri`` changes; ``on_updated(params)`` receives each update.
 
-        The same call for every protocol era: with a 2025 server it sends
-        ``resources/subscribe`` (the server must announce
-        ``capabilities.resources.subscribe``) and opens the client's listen
-        stream if it is not open; updates (``{"uri": str}``, possibly a
-        sub-resource of ``uri``) are delivered on the listener thread. A
-        callback that raises is logged, never raised. Subscribing again to
-        the same ``uri`` replaces the callback.
+        The same call in both protocol eras. 2025 servers: the server must
+        announce ``capabilities.resources.subscribe``; ``resources/subscribe``
+        is sent and the client's listen stream (HTTP: the ``GET`` stream) is
+        opened if it is not open. 2026-07-28 servers: the URI is added to the
+        ``resourceSubscriptions`` of the client's ``subscriptions/listen``
+        stream (``MCPClient.listen_for``), which is (re)opened. Updates
+        (``{"uri": str}``, possibly a sub-resource of ``uri``) are delivered on
+        the reading thread. A callback that raises is logged, never raised.
+        Subscribing again to the same ``uri`` replaces the callback.
 
         Raises:
-            MCPProtocolError: the server did not announce resource
-                subscriptions, or speaks a revision whose subscriptions go
-                through ``subscriptions/listen`` and this client does not
-                support it yet.
+            MCPProtocolError: a 2025 server that does not announce resource subscriptions.
             MCPRPCError, MCPTimeoutError, MCPTransportError: the request failed.
 
-        Spec: MCP 2025-11-25, "Resources" (Subscriptions).
+        Spec: MCP 2025-11-25, "Resources" (Subscriptions); MCP 2026-07-28, "Subscriptions"
+        (``subscriptions/listen``, ``resourceSubscriptions``).
         """
         result = self.connect()
-        if self.protocol_version in MODERN_VERSIONS:
-            raise MCPProtocolError(f"{self.name} speaks {self.protocol_version}: resource subscriptions go through "
-                                   "subscriptions/listen, not supported by this client yet", server=self.name)
+        if self._modern():
+            self._subscriptions()[uri] = on_updated
+            self.listen_for(tools_list_changed=False, resource_uris=[uri])
+            return
         capabilities = result.get("capabilities") if isinstance(result, dict) else None
         resources = capabilities.get("resources") if isinstance(capabilities, dict) else None
         if not (isinstance(resources, dict) and resources.get("subscribe") is True):
@@ -187,23 +191,38 @@ class ResourcesMixin:
         except BaseException:
             self._subscriptions().pop(uri, None)
             raise
-        start_listening = getattr(self.transport, "listen", None)
-        if not self.listen and callable(start_listening):
-            self.listen = True  # also reopened after a new handshake
-            start_listening(self._on_message)
+        self.listen = True  # the stream is reopened after a new handshake too
+        self.listen_for(tools_list_changed=False)  # opens the GET stream if it is not open
 
     def unsubscribe_resource(self, uri: str, *, timeout_seconds: float | None = None) -> None:
-        """Stop the updates of ``uri`` (``resources/unsubscribe``); its callback is dropped first.
+        """Stop the updates of ``uri``; its callback is dropped first.
+
+        2025 servers: ``resources/unsubscribe``. 2026-07-28 servers: the URI
+        leaves the ``resourceSubscriptions`` filter and the listen stream is
+        reopened with the rest.
 
         Raises:
             MCPRPCError, MCPTimeoutError, MCPTransportError: the request failed
             (the callback is dropped all the same).
 
-        Spec: MCP 2025-11-25, "Resources" (Subscriptions).
+        Spec: MCP 2025-11-25, "Resources" (Subscriptions); MCP 2026-07-28, "Subscriptions".
         """
         self._subscriptions().pop(uri, None)
-        if self.protocol_version not in MODERN_VERSIONS:
+        if not self._modern():
             self._request("resources/unsubscribe", {"uri": uri}, safe=True, timeout_seconds=timeout_seconds)
+            return
+        with self._lock:
+            wanted = self._listen_filter
+            kept = [u for u in wanted.get("resourceSubscriptions", []) if u != uri]
+            if kept:
+                wanted["resourceSubscriptions"] = kept
+            else:
+                wanted.pop("resourceSubscriptions", None)
+        self.listen_for(tools_list_changed=False)  # reopens the stream with the smaller filter
+
+    def _modern(self) -> bool:
+        """True when the session speaks a revision whose subscriptions go through ``subscriptions/listen``."""
+        return getattr(self, "era", None) == "modern" or self.protocol_version in MODERN_VERSIONS
 
     def _on_resource_updated(self, params: dict[str, Any]) -> None:
         """Deliver one ``notifications/resources/updated`` to the callbacks whose URI it names or lies under."""

@@ -2,9 +2,12 @@
 
 Server requests (``{"jsonrpc", "id", "method", "params"?}``):
 ``elicitation/create``, ``sampling/createMessage``, ``roots/list`` go to the
-client's ``request_handlers`` (``handler(params) -> result``); the reply is
-``{"jsonrpc", "id", "result"}``, or error -32603 when the handler raises.
-``ping`` without a handler is answered ``{}``; any other method gets -32601.
+client's ``request_handlers`` (``handler(params) -> result``) through
+``answer_server_request``, the one dispatcher both eras use (the 2026-07-28
+``inputRequests`` of a multi round-trip request go there too, see ``mrtr``);
+the reply is ``{"jsonrpc", "id", "result"}``, or error -32603 when the
+handler raises. ``ping`` without a handler is answered ``{}``; any other
+method gets -32601.
 
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
@@ -27,7 +30,7 @@ from typing import Any, Protocol
 
 from . import jsonrpc
 
-__all__ = ["ProgressCallback", "handle_server_message"]
+__all__ = ["ProgressCallback", "UnansweredRequest", "answer_server_request", "handle_server_message"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -43,6 +46,41 @@ class _Client(Protocol):
 
     @property
     def name(self) -> str: ...
+
+
+class UnansweredRequest(Exception):
+    """``answer_server_request`` has no handler for the method (JSON-RPC -32601 in the old era)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(f"method not supported by yiemagent: {method}")
+        self.method = method
+
+
+def answer_server_request(client: _Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The result of the server request ``method``, from ``client.request_handlers`` (``ping``: ``{}``).
+
+    The one dispatcher of server-to-client requests: old-era requests on a
+    stream (``handle_server_message``) and 2026-07-28 ``inputRequests``
+    (``mrtr``) both come here.
+
+    Args:
+        client: its ``request_handlers`` (``{method: handler(params) -> result}``).
+        method: e.g. ``"elicitation/create"``, ``"sampling/createMessage"``, ``"roots/list"``.
+        params: the request's params (``{}`` when it had none).
+
+    Returns:
+        The handler's result (a JSON object).
+
+    Raises:
+        UnansweredRequest: no handler for ``method`` (and it is not ``ping``).
+        Exception: whatever the handler raises, unchanged.
+    """
+    handler = client.request_handlers.get(method)
+    if handler is not None:
+        return handler(params)
+    if method == "ping":
+        return {}
+    raise UnansweredRequest(method)
 
 
 def handle_server_message(
@@ -64,18 +102,14 @@ def handle_server_message(
     method = message.get("method")
     params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
     if jsonrpc.is_request(message):
-        handler = client.request_handlers.get(str(method))
-        if handler is not None:
-            try:
-                return jsonrpc.make_response(message["id"], handler(params))
-            except Exception as exc:
-                logger.exception("%s: the handler of %s raised", client.name, method)
-                return {"jsonrpc": "2.0", "id": message["id"],
-                        "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
-        if method == "ping":
-            return jsonrpc.make_response(message["id"], {})
-        return {"jsonrpc": "2.0", "id": message["id"],
-                "error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
+        try:
+            return jsonrpc.make_response(message["id"], answer_server_request(client, str(method), params))
+        except UnansweredRequest as exc:
+            return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": str(exc)}}
+        except Exception as exc:
+            logger.exception("%s: the handler of %s raised", client.name, method)
+            return {"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
     if method == "notifications/tools/list_changed":
         logger.info("%s: tools changed", client.name)
         client.tools_changed.set()
