@@ -246,14 +246,15 @@ def test_arcade_mcp_340_one_malformed_tool_definition_never_hides_the_valid_ones
         {"name": "list_schema", "inputSchema": ["type", "object"]},
         {"name": "string_hint", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": "yes"}},
         {"name": "list_annotations", "inputSchema": {"type": "object"}, "annotations": []},
-        {"name": "string_output", "inputSchema": {"type": "object"}, "outputSchema": {"type": "string"}},
+        {"name": "string_output", "inputSchema": {"type": "object"}, "outputSchema": "a string"},
+        {"name": "array_output", "inputSchema": {"type": "object"}, "outputSchema": {"type": "array"}},
         {"name": "lookup", "inputSchema": {"type": "string", "description": "the document title"}},
         {"name": "last", "inputSchema": {"type": "object", "properties": {}}},
     ])
     registry = ToolRegistry()
     toolset = MCPToolset([open_client(peer.url, name="peer")], registry)
     toolset.refresh()
-    assert registry.names() == ["first", "lookup", "last"]
+    assert registry.names() == ["first", "array_output", "lookup", "last"]  # 2026-07-28: any outputSchema
     assert registry.get("lookup").to_openai()["function"]["parameters"]["type"] == "object"
     skipped = {entry["tool"]: entry["reason"] for entry in toolset.skipped}
     assert set(skipped) == {"{'inputSchema': {'type': 'object'}}", "list_schema", "string_hint", "list_annotations",
@@ -311,3 +312,16 @@ def test_resource_text_from_a_hostile_server_reaches_the_model_through_the_text_
     assert "report://today" in str(tool_message["content"]) and "report://yesterday" in str(tool_message["content"])
     assert b"\x1b" not in body and "\x9b".encode() not in body and b"\\u001b]0;PWNED" in body
     assert sys.executable  # the server ran under this interpreter
+
+
+def test_output_schema_of_the_2026_07_28_era_may_describe_any_json_value():
+    """Spec 2026-07-28 (SEP-2106): ``outputSchema`` is any JSON Schema (2020-12 without ``$schema``) and
+    ``structuredContent`` any JSON value, ``null`` included; a missing one still breaks the contract."""
+    from yiemagent.mcp.tool_metadata import OutputCheck
+
+    numbers = OutputCheck("ids", {"type": "array", "items": {"type": "integer"}})
+    assert numbers.problem({"content": [], "structuredContent": [1, 2]}) is None
+    assert "$[0]: 'x' is not of type 'integer'" in numbers.problem({"content": [], "structuredContent": ["x"]})
+    assert OutputCheck("nothing", {"type": "null"}).problem({"content": [], "structuredContent": None}) is None
+    assert "no structuredContent" in numbers.problem({"content": []})
+    assert numbers.problem({"content": [], "isError": True, "structuredContent": "broken"}) is None

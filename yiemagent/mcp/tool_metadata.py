@@ -42,8 +42,9 @@ def tool_problem(spec: Any, limits: MCPLimits) -> str | None:
 
     Malformed: not an object; ``name`` not a non-empty string; ``inputSchema``
     present but not an object (a missing one is loosened to "any object",
-    ``normalize_input_schema``); ``outputSchema`` present but not an object
-    schema (``"type": "object"``), too large, or not a valid JSON Schema;
+    ``normalize_input_schema``); ``outputSchema`` present but not a JSON
+    object, too large, or not a valid JSON Schema (2025-11-25 asks for
+    ``"type": "object"``, 2026-07-28 allows any schema: both are accepted);
     ``annotations`` not an object, a hint that is not a boolean, or a
     ``title`` (of the tool or its annotations) that is not a string.
     """
@@ -66,8 +67,8 @@ def tool_problem(spec: Any, limits: MCPLimits) -> str | None:
             return "annotations.title is not a string"
     output_schema = spec.get("outputSchema")
     if output_schema is not None:
-        if not (isinstance(output_schema, dict) and output_schema.get("type") == "object"):
-            return "outputSchema is not an object schema ({'type': 'object', ...})"
+        if not isinstance(output_schema, dict):
+            return f"outputSchema is a {type(output_schema).__name__}, not a JSON Schema object"
         problem = schema_problem(output_schema, limits)
         if problem is not None:
             return "output" + problem[5:] if problem.startswith("input") else problem
@@ -109,6 +110,8 @@ def tool_icons(spec: dict[str, Any]) -> list[dict[str, Any]]:
 class OutputCheck:
     """Validates ``structuredContent`` against one tool's ``outputSchema`` (checked by ``tool_problem``).
 
+    The schema's draft is its ``$schema``, JSON Schema 2020-12 without one (as 2026-07-28 says).
+
     Args:
         tool_name: the tool's name, for the messages.
         output_schema: the tool's ``outputSchema`` (an object schema).
@@ -123,12 +126,13 @@ class OutputCheck:
         """Why ``result`` (a ``tools/call`` result) breaks the ``outputSchema`` contract, or None.
 
         None for an ``isError`` result (never validated, as the spec says).
-        Otherwise ``structuredContent`` must be present and conform; the
+        Otherwise ``structuredContent`` must be present (2026-07-28: any JSON
+        value, ``null`` included when the schema allows it) and conform; the
         text names at most ``MAX_ERRORS_SHOWN`` errors (``<json path>: <message>``).
         """
         if result.get("isError"):
             return None
-        if "structuredContent" not in result or result["structuredContent"] is None:
+        if "structuredContent" not in result:
             return "the result has no structuredContent, but the tool declares an outputSchema"
         try:
             with pattern_budget():
