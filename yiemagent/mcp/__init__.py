@@ -13,7 +13,11 @@ from .bridge import (
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 from .http import HTTPTransport
 from .limits import MCPLimits
+from .prompts import prompt_messages
+from .resource_tools import attach_resource, read_resource_tool
+from .results import content_part, resource_part
 from .stdio import StdioTransport
+from .tool_listing import Listing
 from .transport import Transport
 
 __all__ = [
@@ -21,6 +25,7 @@ __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "HTTPTransport",
+    "Listing",
     "MCPClient",
     "MCPLimits",
     "MCPToolExecutor",
@@ -29,8 +34,13 @@ __all__ = [
     "SSEParser",
     "StdioTransport",
     "Transport",
+    "attach_resource",
+    "content_part",
     "mcp_tool",
     "normalize_input_schema",
+    "prompt_messages",
+    "read_resource_tool",
+    "resource_part",
     "result_to_tool_result",
     "sanitize_tool_name",
 ]

@@ -43,6 +43,8 @@ from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
 from .http import HTTPTransport
 from .http_headers import header_paths, tool_header_problem
 from .listening import Listening
+from .prompts import PromptsMixin
+from .resources import ResourcesMixin
 from .server_messages import ProgressCallback
 from .server_names import default_server_name, server_info_name
 from .tool_listing import list_all_tools
@@ -63,7 +65,7 @@ SUPPORTED_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSION
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 
-class MCPClient(Eras, Listening):
+class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
     """A synchronous MCP client over one transport.
 
     Args:

@@ -12,6 +12,8 @@ method gets -32601.
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
 ``progress_callback`` of the ``tools/call`` whose ``progressToken`` it names;
+``notifications/resources/updated`` goes to the callback of the subscribed
+resource (``resources.ResourcesMixin.subscribe_resource``);
 ``notifications/message`` (server logging) is logged at INFO, at most 500
 characters; anything else is ignored.
 
@@ -118,6 +120,10 @@ def handle_server_message(
                 callback(params)
             except Exception:
                 logger.exception("progress callback raised; ignored")
+    elif method == "notifications/resources/updated":
+        deliver = getattr(client, "_on_resource_updated", None)  # ResourcesMixin: the subscribed callbacks
+        if callable(deliver):
+            deliver(params)
     elif method == "notifications/message":
         logger.info("%s log [%s]: %.500s", client.name, params.get("level"), params.get("data"))
     return None
