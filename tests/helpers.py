@@ -198,8 +198,28 @@ NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance", TESTS
 0.1.16 (each has a lockfile; installed with the system ``npm ci``, run with ``node24()``)."""
 
 
+def _lock_digest(folder: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
+
+
+def _npm_install_current(folder: Path) -> bool:
+    """True when ``folder/node_modules`` was installed by ``npm ci`` from the current lockfile."""
+    stamp = folder / "node_modules" / ".yiemagent-lock"
+    try:
+        return stamp.read_text() == _lock_digest(folder)
+    except OSError:
+        return False
+
+
 def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: float = 600) -> list[str]:
-    """Install each folder's npm packages with ``npm ci`` when its ``node_modules`` is missing.
+    """Install each folder's npm packages with ``npm ci`` when its ``node_modules`` is missing or stale.
+
+    ``node_modules`` is stale when the stamp written after the last install
+    (``node_modules/.yiemagent-lock``: the SHA-256 of ``package-lock.json``) does not match the
+    lockfile, e.g. after a pinned version changed (a checkout kept the conformance suite 0.1.11 when
+    the lockfile moved to 0.2.0-alpha.12).
 
     So that ``pip install -e ".[test]" && python -m pytest`` runs the whole suite on a machine with
     node (issue 11 point 7). An exclusive file lock per folder makes parallel pytest processes wait for
@@ -215,14 +235,14 @@ def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: 
     npm = shutil.which("npm")
     notes = []
     for folder in folders:
-        if (folder / "node_modules").is_dir():
+        if _npm_install_current(folder):
             continue
         if npm is None:
             notes.append(f"{folder.name}: npm not found, tests that need its packages are skipped")
             continue
         with open(folder / ".npm-install.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if (folder / "node_modules").is_dir():
+            if _npm_install_current(folder):
                 continue
             try:
                 done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
@@ -231,6 +251,7 @@ def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: 
                 notes.append(f"{folder.name}: npm ci timed out after {timeout_seconds:g}s")
                 continue
             if done.returncode == 0:
+                (folder / "node_modules" / ".yiemagent-lock").write_text(_lock_digest(folder))
                 notes.append(f"{folder.name}: npm packages installed")
             else:
                 shutil.rmtree(folder / "node_modules", ignore_errors=True)
