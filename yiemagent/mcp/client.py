@@ -35,6 +35,7 @@ from ..__version__ import __version__
 from .._retry import never_sent
 from ..exceptions import ConfigError, MCPProtocolError, MCPSessionExpiredError, MCPTransportError
 from ..textpolicy import display_text
+from .callbacks import ClientCallbacks
 from .client_arguments import check_client_arguments
 from .http import HTTPTransport
 from .in_flight import InFlightRequests, safe_to_repeat
@@ -93,6 +94,11 @@ class MCPClient(InFlightRequests):
             server messages tied to no request arrive: ``tools/list_changed``
             and server requests such as ``elicitation/create``. Off by default
             (it costs a thread and a connection per client).
+        callbacks: sampling, elicitation and roots as plain sync callbacks
+            (``ClientCallbacks``, ``yiemagent.mcp.callbacks``): their
+            capabilities and handlers are added to ``capabilities`` and
+            ``request_handlers`` (a handler given there wins). ``Agent``
+            gives a client without callbacks its own ``llm_call`` as sampler.
         follow_cross_origin_redirects: HTTP: follow a redirect to another
             origin without ``headers`` and ``Mcp-Session-Id`` (never for
             ``tools/call``); False (default) refuses it with
@@ -122,6 +128,7 @@ class MCPClient(InFlightRequests):
         request_handlers: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         listen: bool = False,
         follow_cross_origin_redirects: bool = False,
+        callbacks: ClientCallbacks | None = None,
     ) -> None:
         check_client_arguments(locals())
         super().__init__()
@@ -142,6 +149,9 @@ class MCPClient(InFlightRequests):
         self.retry_sleep = retry_sleep
         self.capabilities = dict(capabilities or {})
         self.request_handlers = dict(request_handlers or {})
+        self.callbacks = callbacks
+        if callbacks is not None:
+            callbacks.install(self)
         self.listen = listen
         self.initialize_result: dict[str, Any] | None = None
         """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``)."""
@@ -161,6 +171,7 @@ class MCPClient(InFlightRequests):
         cwd: str | None = None,
         timeout_seconds: float = 30.0,
         name: str | None = None,
+        callbacks: ClientCallbacks | None = None,
     ) -> MCPClient:
         """A client of a server run as a subprocess over stdio (``StdioTransport``).
 
@@ -178,6 +189,7 @@ class MCPClient(InFlightRequests):
             timeout_seconds: default seconds to wait for each response.
             name: a short name for the server; None uses the command line
                 until the handshake, then the server's ``serverInfo.name``.
+            callbacks: sampling, elicitation, roots (``ClientCallbacks``).
 
         Returns:
             An unconnected ``MCPClient``; ``close()`` stops the process
@@ -196,7 +208,7 @@ class MCPClient(InFlightRequests):
         from .stdio import StdioTransport
 
         transport = StdioTransport(command, args, env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name or "")
-        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name)
+        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, callbacks=callbacks)
 
     def __repr__(self) -> str:
         return display_text(f"MCPClient(name={self.name!r}, transport={self.transport!r})")

@@ -35,6 +35,7 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
+from .._deadlines import PausableClock
 from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
@@ -130,6 +131,8 @@ class HTTPTransport(StreamResumption, Transport):
         self._cancel_generation = 0
         self._cancelled = threading.Condition()
         """Notified by ``cancel()``: wakes a request waiting to resume its SSE stream."""
+        self.clock = PausableClock()
+        """The clock of request deadlines; the client pauses it while a callback answers a server request."""
         self.listening = threading.Event()
         """Set while the standalone GET stream of ``listen()`` is open (the server answered 200)."""
         self.session_id: str | None = None
@@ -179,9 +182,11 @@ class HTTPTransport(StreamResumption, Transport):
             headers["Last-Event-ID"] = last_event_id.encode("utf-8").decode("latin-1")
         return headers
 
-    def _deadline(self, at: float) -> AbstractContextManager[None]:
+    def _deadline(self, at: float, clock: PausableClock | None = None) -> AbstractContextManager[None]:
         deadline = getattr(self._session, "deadline", None)
-        return deadline(at) if callable(deadline) else nullcontext()
+        if not callable(deadline):
+            return nullcontext()
+        return deadline(at, clock) if clock is not None else deadline(at)
 
     def _redirect_kwargs(self, method: str) -> dict[str, Any]:
         if not isinstance(self._session, CancellableSession):
@@ -243,10 +248,10 @@ class HTTPTransport(StreamResumption, Transport):
         method = str(message.get("method") or ("response" if "id" in message else "message"))
         what = f"{method} to {self.name}"
         generation = self._cancel_generation
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.now() + timeout  # a client callback's time (clock paused) does not count
         try:
             try:
-                with self._deadline(deadline):
+                with self._deadline(deadline, self.clock):
                     return self._send(message, method, what, timeout, deadline, generation, on_message)
             except Cancelled:
                 raise self._cancelled_error(what) from None
@@ -254,7 +259,7 @@ class HTTPTransport(StreamResumption, Transport):
                 if self._cancel_generation != generation:
                     # the cut showed as a broken stream, a parse error, a timeout or a rejected session: say so
                     raise self._cancelled_error(what) from exc
-                if not isinstance(exc, MCPTimeoutError) and time.monotonic() >= deadline:
+                if not isinstance(exc, MCPTimeoutError) and self.clock.now() >= deadline:
                     raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s",
                                           server=self.name) from exc  # the watchdog cut the socket
                 raise
@@ -330,16 +335,18 @@ class HTTPTransport(StreamResumption, Transport):
     ) -> Iterator[bytes]:
         """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
         check = (lambda: self._check(generation)) if generation is not None else None
-        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check)
+        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check,
+                            now=self.clock.now)
 
     def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
-        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub)
+        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub,
+                         now=self.clock.now)
 
     def _raise_for_status(
         self, response: requests.Response, what: str, sent_session: str | None, deadline: float
     ) -> None:
         raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
-                           scrub=self.scrub)
+                           scrub=self.scrub, now=self.clock.now)
 
     def answer(self, item: dict[str, Any], on_message: MessageHandler | None) -> None:
         """Hand a server message to ``on_message``; POST the reply to a server request (``ping`` always)."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from .._deadlines import PausableClock
 from ..exceptions import MCPProtocolError, MCPTimeoutError, MCPTransportError
 from .http_body import Cancelled
 from .http_reply import ReplyReader
@@ -59,6 +60,7 @@ class StreamResumption:
     _sleep: Callable[[float], None]
     _cancel_generation: int
     _cancelled: threading.Condition
+    clock: PausableClock
 
     if TYPE_CHECKING:  # defined by HTTPTransport
         def stream_headers(self, last_event_id: str | None = None) -> dict[str, str]:
@@ -107,7 +109,7 @@ class StreamResumption:
                 response.close()
             resumes += 1
             wait = retry_ms / 1000 if retry_ms is not None else _DEFAULT_RETRY_SECONDS
-            if time.monotonic() + wait >= deadline:
+            if self.clock.now() + wait >= deadline:
                 raise MCPTimeoutError(f"{what}: no response within {timeout:g}s (the stream ended; resuming "
                                       f"after {wait:g}s would pass the deadline)", server=self.name)
             logger.debug("%s: SSE stream ended before the response; resuming after event %r in %gs",
@@ -136,7 +138,7 @@ class StreamResumption:
         self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
     ) -> requests.Response:
         """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
-        remaining = max(deadline - time.monotonic(), 0.001)
+        remaining = max(deadline - self.clock.now(), 0.001)
         try:
             response = self._session.get(
                 self.url, headers=self.stream_headers(last_event_id), stream=True,

@@ -3,8 +3,16 @@
 Server requests (``{"jsonrpc", "id", "method", "params"?}``):
 ``elicitation/create``, ``sampling/createMessage``, ``roots/list`` go to the
 client's ``request_handlers`` (``handler(params) -> result``); the reply is
-``{"jsonrpc", "id", "result"}``, or error -32603 when the handler raises.
-``ping`` without a handler is answered ``{}``; any other method gets -32601.
+``{"jsonrpc", "id", "result"}``; a handler that raises ``RequestRefused``
+answers its ``code``/``message``/``data`` (e.g. -1 "User rejected sampling
+request"), any other exception error -32603. ``ping`` without a handler is
+answered ``{}``; any other method gets -32601.
+
+While a handler runs, the clock of the transport's request deadlines
+(``transport.clock``, a ``yiemagent._deadlines.PausableClock``) stands still:
+the time a person takes to answer an elicitation, or a sampling approval and
+the model call, never counts against the timeout of the ``tools/call`` that
+is waiting (nor of any other request of the client in flight meanwhile).
 
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
@@ -21,16 +29,41 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 from . import jsonrpc
 
-__all__ = ["ProgressCallback", "handle_server_message"]
+__all__ = ["ProgressCallback", "RequestRefused", "answer_request", "handle_server_message"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 """Receives the params of each ``notifications/progress`` (``{"progressToken", "progress", "total"?, "message"?}``)."""
+
+
+class RequestRefused(Exception):
+    """Raise it in a request handler to answer the server a JSON-RPC error instead of a result.
+
+    Args:
+        code: the JSON-RPC error code, e.g. -1 (the spec's "User rejected
+            sampling request") or -32602 (invalid params).
+        message: a short text for the server.
+        data: optional ``data`` member.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: ``{"code", "message", "data"?}``."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
 
 
 class _Client(Protocol):
@@ -41,6 +74,36 @@ class _Client(Protocol):
 
     @property
     def name(self) -> str: ...
+
+
+def _paused(client: _Client) -> AbstractContextManager[None]:
+    """The transport's deadline clock paused, when it has one."""
+    clock = getattr(getattr(client, "transport", None), "clock", None)
+    pause = getattr(clock, "pause", None)
+    return pause() if callable(pause) else nullcontext()
+
+
+def answer_request(client: _Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Run the client's handler of ``method``; ``{"result": ...}`` or ``{"error": {"code", "message", "data"?}}``.
+
+    The one place a server request (old era) or an input request (2026-07-28
+    ``inputRequests``) meets a handler: the transport's deadline clock is
+    paused meanwhile; ``RequestRefused`` becomes its error; any other
+    exception is logged and becomes -32603; a method without a handler is
+    -32601. Never raises (``KeyboardInterrupt`` and ``SystemExit`` pass).
+    """
+    handler = client.request_handlers.get(method)
+    if handler is None:
+        return {"error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
+    try:
+        with _paused(client):
+            return {"result": handler(params)}
+    except RequestRefused as exc:
+        logger.info("%s: %s refused: %s", client.name, method, exc.message)
+        return {"error": exc.error()}
+    except Exception as exc:
+        logger.exception("%s: the handler of %s raised", client.name, method)
+        return {"error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
 
 
 def handle_server_message(
@@ -62,14 +125,11 @@ def handle_server_message(
     method = message.get("method")
     params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
     if jsonrpc.is_request(message):
-        handler = client.request_handlers.get(str(method))
-        if handler is not None:
-            try:
-                return jsonrpc.make_response(message["id"], handler(params))
-            except Exception as exc:
-                logger.exception("%s: the handler of %s raised", client.name, method)
-                return {"jsonrpc": "2.0", "id": message["id"],
-                        "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
+        if str(method) in client.request_handlers:
+            outcome = answer_request(client, str(method), params)
+            if "error" in outcome:
+                return {"jsonrpc": "2.0", "id": message["id"], "error": outcome["error"]}
+            return jsonrpc.make_response(message["id"], outcome["result"])
         if method == "ping":
             return jsonrpc.make_response(message["id"], {})
         return {"jsonrpc": "2.0", "id": message["id"],
