@@ -1,0 +1,138 @@
+"""A real MCP server on the official ``mcp`` SDK (2.3, ``MCPServer``) whose tools ask the client back.
+
+Run::
+
+    python tests/servers/sdk_callbacks_server.py --port P     # Streamable HTTP on /mcp (SSE replies)
+    python tests/servers/sdk_callbacks_server.py --stdio      # stdio
+
+Tools (each asks the client on the call's own stream, ``related_request_id``; the SDK's way):
+    ask_name()            form elicitation {name: string (required)} -> "hello <name>" or "<action>"
+    ask_profile()         form elicitation with SEP-1034 defaults and SEP-1330 enums: name (default
+                          "Ada"), age (integer, default 36), newsletter (boolean, default true),
+                          color (titled enum, default "#00FF00"), tags (multi select) -> the JSON answer
+    ask_url()             URL elicitation https://example.com/connect?state=1 -> "<action>"
+    sample(prompt, max_tokens=50)
+                          sampling/createMessage with systemPrompt "Be brief.", temperature 0.2 and
+                          stopSequences ["END"] -> the model's text, model and stopReason as JSON
+    sample_with_tools(prompt)
+                          sampling with a get_weather tool; when the model asks for it, answers
+                          "18C" as tool_result and samples again -> the final text and both stopReasons
+    list_roots()          roots/list (the SDK sends it tied to no request: on the standalone GET
+                          stream over HTTP) -> the roots as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+
+import mcp_types as types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import BaseModel
+
+server = MCPServer("yiemagent-test-callbacks-server", version="1.0.0", log_level="WARNING")
+
+
+class Name(BaseModel):
+    name: str
+
+
+def _as_list(content: object) -> list[object]:
+    return list(content) if isinstance(content, list) else [content]
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Ask the user's name (form elicitation)."""
+    result = await ctx.elicit("What is your name?", Name)
+    return f"hello {result.data.name}" if result.action == "accept" and result.data else result.action
+
+
+@server.tool()
+async def ask_profile(ctx: Context) -> str:
+    """Ask a profile whose fields have defaults and enums (raw schema: titled enum, multi select)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "default": "Ada"},
+            "age": {"type": "integer", "title": "Age", "minimum": 0, "default": 36},
+            "newsletter": {"type": "boolean", "title": "Newsletter", "default": True},
+            "color": {"type": "string", "title": "Color", "default": "#00FF00",
+                      "oneOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#00FF00", "title": "Green"},
+                                {"const": "#0000FF", "title": "Blue"}]},
+            "tags": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["a", "b", "c"]}},
+        },
+        "required": ["name", "age"],
+    }
+    result = await ctx.session.elicit_form("Your profile, please", schema, related_request_id=ctx.request_id)
+    return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+
+
+@server.tool()
+async def ask_url(ctx: Context) -> str:
+    """Ask the user to open a URL (URL elicitation)."""
+    result = await ctx.elicit_url("Connect your account", "https://example.com/connect?state=1", "el-1")
+    return result.action
+
+
+@server.tool()
+async def sample(prompt: str, ctx: Context, max_tokens: int = 50) -> str:
+    """Ask the client's model (sampling)."""
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+        max_tokens=max_tokens, system_prompt="Be brief.", temperature=0.2, stop_sequences=["END"],
+        related_request_id=ctx.request_id,
+    )
+    text = result.content.text if isinstance(result.content, types.TextContent) else repr(result.content)
+    return json.dumps({"text": text, "model": result.model, "stopReason": result.stop_reason})
+
+
+@server.tool()
+async def sample_with_tools(prompt: str, ctx: Context) -> str:
+    """Sampling with a tool: one round of tool use, then the final answer."""
+    tool = types.Tool(name="get_weather", description="Weather of a city",
+                      input_schema={"type": "object", "properties": {"city": {"type": "string"}},
+                                    "required": ["city"]})
+    messages = [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))]
+    first = await ctx.session.create_message(messages, max_tokens=100, tools=[tool],
+                                             tool_choice=types.ToolChoice(mode="auto"),
+                                             related_request_id=ctx.request_id)
+    uses = [c for c in _as_list(first.content) if isinstance(c, types.ToolUseContent)]
+    if not uses:
+        return json.dumps({"first": first.stop_reason, "text": str(first.content)})
+    messages.append(types.SamplingMessage(role="assistant", content=_as_list(first.content)))
+    messages.append(types.SamplingMessage(role="user", content=[
+        types.ToolResultContent(type="tool_result", tool_use_id=use.id,
+                                content=[types.TextContent(type="text", text=f"18C in {use.input.get('city')}")])
+        for use in uses]))
+    final = await ctx.session.create_message(messages, max_tokens=100, tools=[tool],
+                                             tool_choice=types.ToolChoice(mode="none"),
+                                             related_request_id=ctx.request_id)
+    text = " ".join(c.text for c in _as_list(final.content) if isinstance(c, types.TextContent))
+    return json.dumps({"first": first.stop_reason, "calls": [u.input for u in uses], "final": final.stop_reason,
+                       "text": text})
+
+
+@server.tool()
+async def list_roots(ctx: Context) -> str:
+    """Ask the client for its roots."""
+    result = await ctx.session.list_roots()
+    return json.dumps([{"uri": str(r.uri), "name": r.name} for r in result.roots])
+
+
+def main() -> None:
+    warnings.simplefilter("ignore", MCPDeprecationWarning)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--stdio", action="store_true")
+    args = parser.parse_args()
+    if args.stdio:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()
