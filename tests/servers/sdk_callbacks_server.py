@@ -10,6 +10,8 @@ Tools (each asks the client on the call's own stream, ``related_request_id``; th
     ask_profile()         form elicitation with SEP-1034 defaults and SEP-1330 enums: name (default
                           "Ada"), age (integer, default 36), newsletter (boolean, default true),
                           color (titled enum, default "#00FF00"), tags (multi select) -> the JSON answer
+    slow_after_ask(seconds)
+                          ask_name's elicitation, then sleeps ``seconds`` -> the action
     ask_url()             URL elicitation https://example.com/connect?state=1 -> "<action>"
     sample(prompt, max_tokens=50)
                           sampling/createMessage with systemPrompt "Be brief.", temperature 0.2 and
@@ -26,6 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
+
+import anyio
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -48,6 +52,14 @@ async def ask_name(ctx: Context) -> str:
     """Ask the user's name (form elicitation)."""
     result = await ctx.elicit("What is your name?", Name)
     return f"hello {result.data.name}" if result.action == "accept" and result.data else result.action
+
+
+@server.tool()
+async def slow_after_ask(seconds: float, ctx: Context) -> str:
+    """Ask the user's name, then sleep ``seconds`` before answering."""
+    result = await ctx.elicit("What is your name?", Name)
+    await anyio.sleep(seconds)
+    return result.action
 
 
 @server.tool()
