@@ -12,6 +12,7 @@ Tools (each asks the client on the call's own stream, ``related_request_id``; th
                           color (titled enum, default "#00FF00"), tags (multi select) -> the JSON answer
     slow_after_ask(seconds)
                           ask_name's elicitation, then sleeps ``seconds`` -> the action
+    get_weather(city)     ask_profile's question (message "Profile for the weather in <city>") -> the answer
     ask_url()             URL elicitation https://example.com/connect?state=1 -> "<action>"
     sample(prompt, max_tokens=50)
                           sampling/createMessage with systemPrompt "Be brief.", temperature 0.2 and
@@ -62,23 +63,33 @@ async def slow_after_ask(seconds: float, ctx: Context) -> str:
     return result.action
 
 
+PROFILE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "default": "Ada"},
+        "age": {"type": "integer", "title": "Age", "minimum": 0, "default": 36},
+        "newsletter": {"type": "boolean", "title": "Newsletter", "default": True},
+        "color": {"type": "string", "title": "Color", "default": "#00FF00",
+                  "oneOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#00FF00", "title": "Green"},
+                            {"const": "#0000FF", "title": "Blue"}]},
+        "tags": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["a", "b", "c"]}},
+    },
+    "required": ["name", "age"],
+}
+
+
 @server.tool()
 async def ask_profile(ctx: Context) -> str:
     """Ask a profile whose fields have defaults and enums (raw schema: titled enum, multi select)."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "title": "Name", "default": "Ada"},
-            "age": {"type": "integer", "title": "Age", "minimum": 0, "default": 36},
-            "newsletter": {"type": "boolean", "title": "Newsletter", "default": True},
-            "color": {"type": "string", "title": "Color", "default": "#00FF00",
-                      "oneOf": [{"const": "#FF0000", "title": "Red"}, {"const": "#00FF00", "title": "Green"},
-                                {"const": "#0000FF", "title": "Blue"}]},
-            "tags": {"type": "array", "title": "Tags", "items": {"type": "string", "enum": ["a", "b", "c"]}},
-        },
-        "required": ["name", "age"],
-    }
-    result = await ctx.session.elicit_form("Your profile, please", schema, related_request_id=ctx.request_id)
+    result = await ctx.session.elicit_form("Your profile, please", PROFILE_SCHEMA, related_request_id=ctx.request_id)
+    return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+
+
+@server.tool()
+async def get_weather(city: str, ctx: Context) -> str:
+    """Weather of a city, after asking the profile (the chat test's scripted model calls this name)."""
+    result = await ctx.session.elicit_form(f"Profile for the weather in {city}", PROFILE_SCHEMA,
+                                           related_request_id=ctx.request_id)
     return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
 
 
