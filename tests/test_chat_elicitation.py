@@ -43,7 +43,9 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
         assert re.search(r"^\[profile asks\] Profile for the weather in Paris$", screen, re.M), screen
         term.type("")                                  # Enter: the default
         term.wait_for(r"^  Age \(required\) \[36\]:$", 10)
-        term.type("-3")
+        term.type("four")
+        term.wait_for(r"^    a whole number, please$", 10)
+        term.type(" -3")  # (a leading space: tmux would read "-3" as a flag)
         term.wait_for(r"^    -3 is less than the minimum of 0$", 10)
         term.type("41")
         term.wait_for(r"^  Newsletter \[yes\]:$", 10)
@@ -60,9 +62,9 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
         term.wait_for(PROMPT, 30)
 
         term.type("What is the weather in Rome?")
-        term.wait_for(r"^  Name \(required\) \[Ada\]:$", 60)
+        term.wait_for(r"^  Name \(required\) \[Ada\]:$", 60, count=2)
         term.type("/decline")
-        screen = term.wait_for(r"^assistant> The tool said: ", 30)
+        screen = term.wait_for(r"^assistant> The tool said: ", 30, count=2)
         assert '{"action": "decline", "content": null}' in screen
         term.keys("C-d")
         screen = term.wait_for(r"^\[exit 0\]$", 20)

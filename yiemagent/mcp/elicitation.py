@@ -123,9 +123,15 @@ def coerce_field(field: dict[str, Any], text: str) -> Any:
         return _choice(field, text)
     kind = field.get("type")
     if kind == "integer":
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("a whole number, please") from None
     if kind == "number":
-        value = float(text)
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError("a number, please") from None
         return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
     if kind == "boolean":
         lowered = text.lower()
