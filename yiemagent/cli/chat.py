@@ -367,8 +367,9 @@ def _connect(configs: Sequence[MCPServerConfig], view: ChatView, asker: Terminal
              ) -> tuple[list[MCPClient], dict[str, str]]:
     """Make and connect each server's client (in parallel); ``(reachable, {name: reason})``."""
     clients = [config.client() for config in configs]
-    for client in clients if asker is not None else ():
-        asker.callbacks().install(client)  # elicitation asked in the terminal
+    for client in clients:
+        if asker is not None:
+            asker.callbacks().install(client)  # elicitation asked in the terminal
     if not clients:
         return [], {}
     view.line(f"connecting to {len(clients)} MCP server{'s' if len(clients) != 1 else ''}...")

@@ -81,7 +81,8 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(spec, dict):
             continue
         multiple = spec.get("type") == "array"
-        source = spec.get("items") if multiple and isinstance(spec.get("items"), dict) else spec
+        items = spec.get("items")
+        source: dict[str, Any] = items if multiple and isinstance(items, dict) else spec
         field: dict[str, Any] = {"name": name, "type": spec.get("type", "string"), "title": spec.get("title") or name,
                                  "description": spec.get("description") or "", "required": name in required,
                                  "multiple": multiple}

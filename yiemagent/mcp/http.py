@@ -186,7 +186,8 @@ class HTTPTransport(StreamResumption, Transport):
         deadline = getattr(self._session, "deadline", None)
         if not callable(deadline):
             return nullcontext()
-        return deadline(at, clock) if clock is not None else deadline(at)
+        context: AbstractContextManager[None] = deadline(at, clock) if clock is not None else deadline(at)
+        return context
 
     def _redirect_kwargs(self, method: str) -> dict[str, Any]:
         if not isinstance(self._session, CancellableSession):
