@@ -20,6 +20,10 @@ Tools (each asks the client on the call's own stream, ``related_request_id``; th
     sample_with_tools(prompt)
                           sampling with a get_weather tool; when the model asks for it, answers
                           "18C" as tool_result and samples again -> the final text and both stopReasons
+    resolved_profile(), resolved_sample(topic), resolved_roots()
+                          the same questions through the SDK's resolvers (``Resolve``: ``Elicit``,
+                          ``Sample``, ``ListRoots``): in 2026-07-28 an ``input_required`` result answered by
+                          retrying (MRTR), in the handshake era requests on the call's stream
     list_roots()          roots/list (the SDK sends it tied to no request: on the standalone GET
                           stream over HTTP) -> the roots as JSON
 """
@@ -29,11 +33,21 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
+from typing import Annotated
 
 import anyio
 
 import mcp_types as types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    ListRoots,
+    MCPServer,
+    Resolve,
+    Sample,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel
 
@@ -142,6 +156,49 @@ async def sample_with_tools(prompt: str, ctx: Context) -> str:
 async def list_roots(ctx: Context) -> str:
     """Ask the client for its roots."""
     result = await ctx.session.list_roots()
+    return json.dumps([{"uri": str(r.uri), "name": r.name} for r in result.roots])
+
+
+# ---------------------------------------------------------------------------- both eras: the SDK's resolvers
+# (2026-07-28: an ``input_required`` result the client answers by retrying, MRTR; handshake era: requests)
+
+
+class Profile(BaseModel):
+    name: str = "Ada"
+    age: int = 36
+
+
+def _ask_profile() -> Elicit[Profile]:
+    return Elicit("Your profile, please", Profile)
+
+
+def _sample_haiku(topic: str) -> Sample:
+    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text=topic))],
+                  max_tokens=30, system_prompt="Be brief.")
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+async def resolved_profile(answer: Annotated[ElicitationResult[Profile], Resolve(_ask_profile)]) -> str:
+    """The profile asked through the SDK's resolver -> {"action", "content"} as JSON."""
+    if isinstance(answer, AcceptedElicitation):
+        return json.dumps({"action": "accept", "content": answer.data.model_dump()}, sort_keys=True)
+    return json.dumps({"action": answer.action, "content": None})
+
+
+@server.tool()
+async def resolved_sample(topic: str, result: Annotated[types.CreateMessageResult, Resolve(_sample_haiku)]) -> str:
+    """Sampling through the SDK's resolver -> {"text", "model", "stopReason"} as JSON."""
+    text = result.content.text if isinstance(result.content, types.TextContent) else repr(result.content)
+    return json.dumps({"text": text, "model": result.model, "stopReason": result.stop_reason})
+
+
+@server.tool()
+async def resolved_roots(result: Annotated[types.ListRootsResult, Resolve(_roots)]) -> str:
+    """roots/list through the SDK's resolver -> the roots as JSON."""
     return json.dumps([{"uri": str(r.uri), "name": r.name} for r in result.roots])
 
 
