@@ -69,3 +69,33 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
         term.keys("C-d")
         screen = term.wait_for(r"^\[exit 0\]$", 20)
         assert "Traceback" not in screen
+
+
+def test_chat_asks_before_a_server_samples_its_model_and_a_no_is_the_spec_error(
+        tmp_path, scripted_model, callbacks_config):  # noqa: F811
+    """The spec's human in the loop: the request (its system prompt, messages, token cap) is shown; "no"
+    answers -1 "User rejected sampling request", "yes" lets the chat's own model answer the server."""
+    data = json.loads(callbacks_config.read_text(encoding="utf-8"))
+    data["mcpServers"]["profile"]["args"].append("--sampling-weather")
+    callbacks_config.write_text(json.dumps(data), encoding="utf-8")
+    base_url, _ = scripted_model
+    with chat_terminal(tmp_path, "--config", str(callbacks_config), base_url=base_url) as term:
+        term.wait_for(PROMPT, 60)
+        term.type("What is the weather in Oslo?")
+        screen = term.wait_for(r"^  Allow\? yes / no \[no\]:$", 60)
+        assert re.search(r"^\[profile wants to use the model\] up to 30 tokens; system prompt: Be brief\.$", screen,
+                         re.M), screen
+        assert re.search(r"^  user: describe Oslo$", screen, re.M)
+        term.type("no")
+        screen = term.wait_for(r"^  <- get_weather", 30)
+        assert "User rejected sampling request" in screen
+        term.wait_for(PROMPT, 30)
+
+        term.type("What is the weather in Lima?")
+        term.wait_for(r"^  Allow\? yes / no \[no\]:$", 60)  # the first one shows its "no" now
+        term.type("yes")
+        screen = term.wait_for(r"^assistant> The tool said: .*sampled", 30)
+        assert re.search(r'^assistant> The tool said: \{"sampled": "You said: describe Lima"\}', screen, re.M), screen
+        term.keys("C-d")
+        screen = term.wait_for(r"^\[exit 0\]$", 20)
+        assert "Traceback" not in screen

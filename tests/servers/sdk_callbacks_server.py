@@ -12,7 +12,8 @@ Tools (each asks the client on the call's own stream, ``related_request_id``; th
                           color (titled enum, default "#00FF00"), tags (multi select) -> the JSON answer
     slow_after_ask(seconds)
                           ask_name's elicitation, then sleeps ``seconds`` -> the action
-    get_weather(city)     ask_profile's question (message "Profile for the weather in <city>") -> the answer
+    get_weather(city)     ask_profile's question (message "Profile for the weather in <city>") -> the answer;
+                          with ``--sampling-weather``: samples "describe <city>" -> {"sampled": text}
     ask_url()             URL elicitation https://example.com/connect?state=1 -> "<action>"
     sample(prompt, max_tokens=50)
                           sampling/createMessage with systemPrompt "Be brief.", temperature 0.2 and
@@ -99,9 +100,19 @@ async def ask_profile(ctx: Context) -> str:
     return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
 
 
+SAMPLING_WEATHER = False
+"""``--sampling-weather``: ``get_weather`` samples the client's model instead of asking a profile."""
+
+
 @server.tool()
 async def get_weather(city: str, ctx: Context) -> str:
     """Weather of a city, after asking the profile (the chat test's scripted model calls this name)."""
+    if SAMPLING_WEATHER:
+        sampled = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"describe {city}"))],
+            max_tokens=30, system_prompt="Be brief.", related_request_id=ctx.request_id)
+        text = sampled.content.text if isinstance(sampled.content, types.TextContent) else ""
+        return json.dumps({"sampled": text})
     result = await ctx.session.elicit_form(f"Profile for the weather in {city}", PROFILE_SCHEMA,
                                            related_request_id=ctx.request_id)
     return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
@@ -207,7 +218,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--port", type=int)
     parser.add_argument("--stdio", action="store_true")
+    parser.add_argument("--sampling-weather", action="store_true")
     args = parser.parse_args()
+    global SAMPLING_WEATHER
+    SAMPLING_WEATHER = args.sampling_weather
     if args.stdio:
         server.run("stdio")
     else:

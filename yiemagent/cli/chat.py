@@ -459,6 +459,7 @@ def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, ou
         clients, unreachable = _connect(configs, view, asker)
         llm_call, model, description = _model(args, view, tools=bool(clients))
         view.line(f"model: {description}")
+        asker.use_model(llm_call)  # servers may sample the chat's model, once the person allows each request
         options: dict[str, Any] = {"max_turns": args.max_turns}
         if args.system:
             options["system_prompt"] = args.system

@@ -1,4 +1,4 @@
-"""The chat's answers to MCP elicitation: the question is asked in the terminal.
+"""The chat's answers to MCP elicitation and sampling: the question is asked in the terminal.
 
 A server's ``elicitation/create`` reaches ``TerminalElicitation.form`` or
 ``.url`` on whatever thread reads it; the question is queued and that thread
@@ -17,6 +17,14 @@ and for URL mode (the URL is shown with its host, never opened)::
     [bank asks you to open a link] Connect your account
       https://example.com/connect?state=1  (host: example.com)
       Open it yourself? yes / no / cancel [no]:
+
+A server's ``sampling/createMessage`` is answered by the chat's own model
+(``use_model``) once the person allows it (the spec: a human in the loop who
+can deny; a "no" is error -1 "User rejected sampling request")::
+
+    [writer wants to use the model] up to 30 tokens; system prompt: Be brief.
+      user: write a haiku about tea
+      Allow? yes / no [no]:
 
 An answer that is not of the field's type, not one of the choices, or
 breaks the field's schema (``minimum``, ``pattern``, ``format``...) is
@@ -39,6 +47,8 @@ from urllib.parse import urlsplit
 
 from ..mcp.callbacks import ClientCallbacks
 from ..mcp.elicitation import coerce_field, elicitation_errors, form_fields
+from ..mcp.sampling import USER_REJECTED, LLMSampler
+from ..mcp.server_messages import RequestRefused
 from ..textpolicy import display_text
 
 __all__ = ["WAIT_SECONDS", "TerminalElicitation"]
@@ -74,10 +84,31 @@ class TerminalElicitation:
         self.out = out
         self.read = read
         self.pending: queue.Queue[_Question] = queue.Queue()
+        self.sampler: LLMSampler | None = None
+        """Answers sampling once the person allowed it (``use_model``); None refuses every request."""
 
     def callbacks(self) -> ClientCallbacks:
-        """``ClientCallbacks`` with both modes."""
-        return ClientCallbacks(elicitation=self.form, url_elicitation=self.url)
+        """``ClientCallbacks`` with both elicitation modes and sampling (with tools)."""
+        return ClientCallbacks(elicitation=self.form, url_elicitation=self.url, sampling=self.sample,
+                               sampling_tools=True)
+
+    def use_model(self, llm_call: Callable[..., Any]) -> None:
+        """Answer sampling with ``llm_call`` (``LLMSampler``), each request allowed by the person first."""
+        self.sampler = LLMSampler(llm_call, approve=self.approve)
+
+    def sample(self, server_name: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Sampling handler: the person is asked (``approve``), then the model answers.
+
+        Raises:
+            RequestRefused: -1 when there is no model yet or the person says no.
+        """
+        if self.sampler is None:
+            raise RequestRefused(USER_REJECTED, "User rejected sampling request (no model in this chat)")
+        return self.sampler(server_name, params)
+
+    def approve(self, server_name: str, params: dict[str, Any]) -> bool:
+        """Sampling approval: queue the question, wait for the main thread's yes or no."""
+        return self._wait(_Question("sampling", server_name, params)).get("action") == "accept"
 
     def form(self, server_name: str, request: dict[str, Any]) -> dict[str, Any]:
         """Form-mode handler: queue the question, wait for the main thread's answer."""
@@ -128,6 +159,8 @@ class TerminalElicitation:
         request = question.request
         message = display_text(str(request.get("message", "")))
         server = display_text(question.server)
+        if question.mode == "sampling":
+            return self._sampling(server, request)
         if question.mode == "url":
             url = display_text(str(request.get("url", "")))
             self._line(f"[{server} asks you to open a link] {message}")
@@ -149,6 +182,24 @@ class TerminalElicitation:
             if value is not None:
                 content[field["name"]] = value
         return {"action": "accept", "content": content}
+
+    def _sampling(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
+        system = f"; system prompt: {display_text(str(params['systemPrompt']))[:200]}" if params.get(
+            "systemPrompt") else ""
+        tools = f"; tools: {', '.join(str(t.get('name')) for t in params['tools'] if isinstance(t, dict))}" \
+            if params.get("tools") else ""
+        self._line(f"[{server} wants to use the model] up to {params.get('maxTokens')} tokens{system}{tools}")
+        for message in (params.get("messages") or [])[-3:]:
+            content = message.get("content") if isinstance(message, dict) else None
+            blocks = content if isinstance(content, list) else [content]
+            text = " ".join(str(b.get("text", f"[{b.get('type')}]")) for b in blocks if isinstance(b, dict))
+            self._line(f"  {message.get('role')}: {display_text(text)[:300]}")
+        while True:
+            answer = self.read("  Allow? yes / no [no]: ").strip().lower()
+            if answer in ("y", "yes"):
+                return {"action": "accept"}
+            if answer in ("", "n", "no"):
+                return {"action": "decline"}
 
     def _field(self, field: dict[str, Any], spec: dict[str, Any]) -> Any:
         label = display_text(str(field["title"]))
