@@ -9,7 +9,7 @@ import time
 import pytest
 
 from yiemagent._deadlines import WATCHDOG, PausableClock, wait_until
-from yiemagent.mcp import RequestRefused, coerce_field, form_fields, sampling_request_to_chat
+from yiemagent.mcp import RequestRefused, answer_elicitation, coerce_field, form_fields, sampling_request_to_chat
 from yiemagent.mcp.sampling import sampling_result_from_reply
 
 
@@ -82,3 +82,11 @@ def test_a_paused_clock_holds_waiters_and_the_watchdog() -> None:
         assert not waiting.is_set()
     waiter.join(2.0)
     assert waiting.is_set()  # and it ends (unset event: False) 0.3 s of clock time later
+
+
+def test_python_sdk_1285_an_accept_without_fields_is_an_accept() -> None:
+    """Source: modelcontextprotocol/python-sdk #1285 (elicitations accepted without content were refused):
+    a confirmation with an empty schema is answered ``accept`` with empty content."""
+    request = {"message": "Delete the draft?", "requestedSchema": {"type": "object", "properties": {}}}
+    assert answer_elicitation({"form": lambda s, r: {"action": "accept"}}, "docs", request) == {
+        "action": "accept", "content": {}}

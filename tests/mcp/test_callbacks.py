@@ -131,8 +131,11 @@ def test_answer_that_breaks_the_requested_schema_is_never_sent(callbacks_server:
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-def test_decline_and_cancel_send_no_content(callbacks_server: str, clients: list[MCPClient], action: str) -> None:
-    answer = {"action": action, "content": {"name": "leaked"}}
+def test_go_sdk_758_decline_and_cancel_are_not_validated_and_send_no_content(
+        callbacks_server: str, clients: list[MCPClient], action: str) -> None:
+    """Source: modelcontextprotocol/go-sdk #758 ("content validation should be done only for accept"): a
+    cancel carrying content that breaks the schema failed there. Here it goes as a plain cancel."""
+    answer = {"action": action, "content": {"name": "leaked", "age": -4}}
     client = http_client(clients, callbacks_server, callbacks=ClientCallbacks(elicitation=lambda s, r: answer))
     assert json.loads(text_of(client.call_tool("ask_profile", {}))) == {"action": action, "content": None}
 
@@ -228,6 +231,21 @@ def test_sampling_with_tools_round_trip(callbacks_server: str, clients: list[MCP
     assert second["messages"][-2]["tool_calls"][0]["function"] == {"name": "get_weather",
                                                                    "arguments": '{"city": "Paris"}'}
     assert second["fields"]["tool_choice"] == "none"
+
+
+def test_pydantic_ai_3822_sampling_with_a_thinking_model_answers_the_text(callbacks_server: str,
+                                                                          clients: list[MCPClient]) -> None:
+    """Source: pydantic/pydantic-ai #3822 "MCP Sampling is not working with thinking models" (a reply with
+    thinking parts raised). Reasoning (``reasoning_content`` and ``<think>``) never reaches the server."""
+
+    def thinking_llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        message = {"role": "assistant", "reasoning_content": "the user wants a city",
+                   "content": "<think>France... capital</think>Paris"}
+        return {"model": "thinker", "choices": [{"message": message, "finish_reason": "stop"}]}
+
+    client = http_client(clients, callbacks_server, callbacks=ClientCallbacks(sampling=LLMSampler(thinking_llm)))
+    got = json.loads(text_of(client.call_tool("sample", {"prompt": "capital of France?"})))
+    assert got == {"text": "Paris", "model": "thinker", "stopReason": "endTurn"}
 
 
 def test_a_denied_sampling_request_answers_the_spec_error(callbacks_server: str, clients: list[MCPClient]) -> None:
