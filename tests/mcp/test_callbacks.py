@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON, SERVERS, RecordingSession, free_port, start_process, stop_process, wait_for_port
 from yiemagent.exceptions import MCPRPCError, MCPTimeoutError
-from yiemagent.mcp import ClientCallbacks, LLMSampler, MCPClient
+from yiemagent.mcp import ClientCallbacks, HTTPTransport, LLMSampler, MCPClient
 
 SERVER = str(SERVERS / "sdk_callbacks_server.py")
 
@@ -81,7 +81,7 @@ def test_capabilities_declare_only_what_exists() -> None:
     assert ClientCallbacks(elicitation=lambda s, r: {"action": "cancel"}).capabilities() == {"elicitation": {"form": {}}}
     both = ClientCallbacks(elicitation=lambda s, r: {}, url_elicitation=lambda s, r: {}, roots=["/tmp"],
                            sampling=LLMSampler(scripted_llm))
-    assert both.capabilities() == {"elicitation": {"form": {}, "url": {}}, "roots": {},
+    assert both.capabilities() == {"elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True},
                                    "sampling": {"tools": {}}}
     assert ClientCallbacks(sampling=LLMSampler(scripted_llm, tools=False)).capabilities() == {"sampling": {}}
     client = MCPClient("http://127.0.0.1:9/mcp", request_handlers={"roots/list": lambda p: {"roots": []}},
@@ -284,6 +284,24 @@ def test_perl_lsp_4887_root_paths_with_spaces_and_hash_are_percent_encoded(
     assert got[0]["uri"] == odd.as_uri() and "%20" in got[0]["uri"] and "%23" in got[0]["uri"]
     assert got[0]["name"] == "my project #2 é"
     assert got[1]["uri"] == tmp_path.as_uri()
+
+
+def test_set_roots_tells_the_connected_server_and_it_reads_the_new_roots(callbacks_server: str,
+                                                                         clients: list[MCPClient], tmp_path: Any) -> None:
+    session = RecordingSession()
+    callbacks = ClientCallbacks(roots=[tmp_path / "old"])
+    client = MCPClient(transport=HTTPTransport(callbacks_server, session=session), callbacks=callbacks, listen=True)
+    clients.append(client)
+    first = json.loads(text_of(client.call_tool("list_roots", {}, timeout_seconds=10)))
+    assert [r["name"] for r in first] == ["old"]
+    assert callbacks.set_roots([tmp_path / "new", tmp_path / "other"]) == 1
+    [sent] = session.rpc("notifications/roots/list_changed")
+    assert sent.status == 202  # the SDK server accepted it
+    second = json.loads(text_of(client.call_tool("list_roots", {}, timeout_seconds=10)))
+    assert [r["name"] for r in second] == ["new", "other"]
+    unconnected = MCPClient("http://127.0.0.1:9/mcp", callbacks=ClientCallbacks(roots=[]))
+    assert unconnected.callbacks is not None and unconnected.callbacks.set_roots(["/tmp"]) == 0
+    unconnected.close()
 
 
 # ---------------------------------------------------------------------------- the agent

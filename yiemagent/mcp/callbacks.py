@@ -24,7 +24,11 @@ Roots: each path (``str`` or ``os.PathLike``) is made absolute and written
 with ``pathlib.Path.as_uri()`` (percent-encoded: spaces, ``#``, non-ASCII;
 ``file:///C:/...`` on Windows), named after its last part; a dict
 ``{"uri", "name"?}`` is sent as it is; a callable returning such a list is
-asked on every ``roots/list``.
+asked on every ``roots/list``. ``set_roots(new)`` replaces them and tells
+every connected server of the handshake era
+(``notifications/roots/list_changed``; the capability says
+``{"listChanged": true}``); 2026-07-28 has no such notification (servers
+ask ``roots/list`` each time).
 
 Spec: MCP 2025-11-25 "Client Features" (Roots, Sampling, Elicitation),
 "Lifecycle" (capabilities); 2026-07-28 the same in ``inputRequests``.
@@ -32,16 +36,26 @@ Spec: MCP 2025-11-25 "Client Features" (Roots, Sampling, Elicitation),
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
 
+from ..exceptions import MCPError
+from . import jsonrpc
 from .elicitation import ElicitationHandler, answer_elicitation
 from .sampling import LLMSampler
 
 __all__ = ["ClientCallbacks", "Root", "SamplingHandler", "roots_result"]
+
+logger = logging.getLogger("yiemagent.mcp")
+
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""Protocol versions with ``notifications/roots/list_changed`` (the handshake era)."""
 
 SamplingHandler = Callable[[str, dict[str, Any]], dict[str, Any]]
 """``sampler(server_name, params) -> CreateMessageResult``; ``LLMSampler`` is one."""
@@ -53,9 +67,13 @@ Root = Union[str, "os.PathLike[str]", dict[str, Any]]
 class _Client(Protocol):
     capabilities: dict[str, Any]
     request_handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
+    transport: Any
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
 
 
 def _root(item: Root) -> dict[str, Any]:
@@ -99,6 +117,8 @@ class ClientCallbacks:
     url_elicitation: ElicitationHandler | None = None
     roots: Iterable[Root] | Callable[[], Iterable[Root]] | None = None
     sampling_tools: bool | None = None
+    _clients: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet, init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("sampling", "elicitation", "url_elicitation"):
@@ -121,7 +141,7 @@ class ClientCallbacks:
         if modes:
             capabilities["elicitation"] = modes
         if self.roots is not None:
-            capabilities["roots"] = {}
+            capabilities["roots"] = {"listChanged": True}
         return capabilities
 
     def request_handlers(self, server_name: Callable[[], str]) -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -134,9 +154,8 @@ class ClientCallbacks:
                  if handler is not None}
         if modes:
             handlers["elicitation/create"] = lambda params: answer_elicitation(modes, server_name(), params)
-        roots = self.roots
-        if roots is not None:
-            handlers["roots/list"] = lambda params: roots_result(roots)
+        if self.roots is not None:
+            handlers["roots/list"] = lambda params: roots_result(self.roots or [])
         return handlers
 
     def install(self, client: _Client) -> None:
@@ -145,3 +164,35 @@ class ClientCallbacks:
             client.capabilities.setdefault(key, value)
         for method, handler in self.request_handlers(lambda: client.name).items():
             client.request_handlers.setdefault(method, handler)
+        with self._lock:
+            self._clients.add(client)
+
+    def set_roots(self, roots: Iterable[Root] | Callable[[], Iterable[Root]]) -> int:
+        """Replace the roots and send ``notifications/roots/list_changed`` to every connected client.
+
+        Only clients connected in the handshake era get it (2026-07-28 has
+        none); a client not connected yet declares the new roots when it
+        connects. A failed send is logged, never raised.
+
+        Returns:
+            How many servers were told.
+
+        Raises:
+            ValueError: a dict root without a ``file://`` uri (nothing changed).
+        """
+        new = roots if callable(roots) else list(roots)
+        if not callable(new):
+            roots_result(new)
+        self.roots = new
+        with self._lock:
+            clients = list(self._clients)
+        told = 0
+        for client in clients:
+            if client.protocol_version not in HANDSHAKE_VERSIONS:
+                continue
+            try:
+                client.transport.send(jsonrpc.make_notification("notifications/roots/list_changed"))
+                told += 1
+            except MCPError as exc:
+                logger.warning("%s: could not send notifications/roots/list_changed: %s", client.name, exc)
+        return told
