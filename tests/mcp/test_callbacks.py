@@ -62,7 +62,8 @@ def scripted_llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
     """A model whose answers are known: a get_weather call when offered tools and no tool result yet."""
     scripted_llm.seen.append({"messages": messages, "tools": tools, "fields": request_fields})  # type: ignore
     if tools and not any(m["role"] == "tool" for m in messages):
-        call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        call = {"id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
         return {"model": "scripted-1", "choices": [{"message": {"role": "assistant", "content": None,
                                                                 "tool_calls": [call]}, "finish_reason": "tool_calls"}]}
     last = messages[-1]["content"]
@@ -78,7 +79,8 @@ scripted_llm.seen = []  # type: ignore[attr-defined]
 
 def test_capabilities_declare_only_what_exists() -> None:
     assert ClientCallbacks().capabilities() == {}
-    assert ClientCallbacks(elicitation=lambda s, r: {"action": "cancel"}).capabilities() == {"elicitation": {"form": {}}}
+    form_only = ClientCallbacks(elicitation=lambda s, r: {"action": "cancel"})
+    assert form_only.capabilities() == {"elicitation": {"form": {}}}
     both = ClientCallbacks(elicitation=lambda s, r: {}, url_elicitation=lambda s, r: {}, roots=["/tmp"],
                            sampling=LLMSampler(scripted_llm))
     assert both.capabilities() == {"elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True},
@@ -286,8 +288,8 @@ def test_perl_lsp_4887_root_paths_with_spaces_and_hash_are_percent_encoded(
     assert got[1]["uri"] == tmp_path.as_uri()
 
 
-def test_set_roots_tells_the_connected_server_and_it_reads_the_new_roots(callbacks_server: str,
-                                                                         clients: list[MCPClient], tmp_path: Any) -> None:
+def test_set_roots_tells_the_connected_server_and_it_reads_the_new_roots(
+        callbacks_server: str, clients: list[MCPClient], tmp_path: Any) -> None:
     session = RecordingSession()
     callbacks = ClientCallbacks(roots=[tmp_path / "old"])
     client = MCPClient(transport=HTTPTransport(callbacks_server, session=session), callbacks=callbacks, listen=True)

@@ -38,8 +38,8 @@ def text_of(result: dict[str, Any]) -> str:
 
 
 def llm_call(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"model": "scripted-3", "choices": [{"message": {"role": "assistant", "content": f"on {messages[-1]['content']}"},
-                                                "finish_reason": "stop"}]}
+    message = {"role": "assistant", "content": f"on {messages[-1]['content']}"}
+    return {"model": "scripted-3", "choices": [{"message": message, "finish_reason": "stop"}]}
 
 
 def make(url: str | None, era: str, callbacks: ClientCallbacks, **kwargs: Any) -> MCPClient:

@@ -136,8 +136,8 @@ class ClientCallbacks:
             if tools is None:
                 tools = bool(self.sampling.tools) if isinstance(self.sampling, LLMSampler) else False
             capabilities["sampling"] = {"tools": {}} if tools else {}
-        modes: dict[str, Any] = {mode: {} for mode, handler in (("form", self.elicitation), ("url", self.url_elicitation))
-                 if handler is not None}
+        pairs = (("form", self.elicitation), ("url", self.url_elicitation))
+        modes: dict[str, Any] = {mode: {} for mode, handler in pairs if handler is not None}
         if modes:
             capabilities["elicitation"] = modes
         if self.roots is not None:
