@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 
@@ -100,22 +100,42 @@ async def ask_profile(ctx: Context) -> str:
     return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
 
 
-SAMPLING_WEATHER = False
-"""``--sampling-weather``: ``get_weather`` samples the client's model instead of asking a profile."""
+class ProfileForm(BaseModel):
+    """``PROFILE_SCHEMA`` as the SDK's resolvers want it (a model): the titled enum and the multi select
+    are kept by rendering the raw schema."""
+
+    name: str = "Ada"
+    age: int = 36
+    newsletter: bool = True
+    color: str = "#00FF00"
+    tags: list[str] = []
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return dict(PROFILE_SCHEMA)
 
 
-@server.tool()
-async def get_weather(city: str, ctx: Context) -> str:
-    """Weather of a city, after asking the profile (the chat test's scripted model calls this name)."""
-    if SAMPLING_WEATHER:
-        sampled = await ctx.session.create_message(
-            [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"describe {city}"))],
-            max_tokens=30, system_prompt="Be brief.", related_request_id=ctx.request_id)
-        text = sampled.content.text if isinstance(sampled.content, types.TextContent) else ""
-        return json.dumps({"sampled": text})
-    result = await ctx.session.elicit_form(f"Profile for the weather in {city}", PROFILE_SCHEMA,
-                                           related_request_id=ctx.request_id)
-    return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+def _weather_profile(city: str) -> Elicit[ProfileForm]:
+    return Elicit(f"Profile for the weather in {city}", ProfileForm)
+
+
+def _describe(city: str) -> Sample:
+    return Sample([types.SamplingMessage(role="user", content=types.TextContent(type="text", text=f"describe {city}"))],
+                  max_tokens=30, system_prompt="Be brief.")
+
+
+async def get_weather(city: str, answer: Annotated[ElicitationResult[ProfileForm], Resolve(_weather_profile)]) -> str:
+    """Weather of a city, after asking the profile (the chat test's scripted model calls this name). Through
+    the SDK's resolvers, so it asks in both eras (2026-07-28: MRTR)."""
+    if isinstance(answer, AcceptedElicitation):
+        return json.dumps({"action": "accept", "content": answer.data.model_dump()}, sort_keys=True)
+    return json.dumps({"action": answer.action, "content": None})
+
+
+async def get_weather_by_sampling(city: str, sampled: Annotated[types.CreateMessageResult, Resolve(_describe)]) -> str:
+    """``--sampling-weather``'s ``get_weather``: samples the client's model -> {"sampled": text}."""
+    text = sampled.content.text if isinstance(sampled.content, types.TextContent) else ""
+    return json.dumps({"sampled": text})
 
 
 @server.tool()
@@ -220,8 +240,7 @@ def main() -> None:
     parser.add_argument("--stdio", action="store_true")
     parser.add_argument("--sampling-weather", action="store_true")
     args = parser.parse_args()
-    global SAMPLING_WEATHER
-    SAMPLING_WEATHER = args.sampling_weather
+    server.tool(name="get_weather")(get_weather_by_sampling if args.sampling_weather else get_weather)
     if args.stdio:
         server.run("stdio")
     else:
