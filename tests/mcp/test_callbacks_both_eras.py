@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from yiemagent.exceptions import MCPError
 from yiemagent.mcp import ClientCallbacks, LLMSampler, MCPClient
 
 pytest.importorskip("yiemagent.mcp.mrtr", reason="the 2026-07-28 era is not in this client yet (issue 16 point 1)")
@@ -69,3 +70,14 @@ def test_callbacks_answer_in_both_eras(callbacks_server: str, tmp_path: Any, era
         assert sampled == {"text": "on tea", "model": "scripted-3", "stopReason": "endTurn"}
         roots = json.loads(text_of(client.call_tool("resolved_roots", {})))
         assert roots == [{"uri": (tmp_path / "a b").as_uri(), "name": "a b"}]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_refused_sampling_ends_the_call_with_code_minus_one_in_both_eras(callbacks_server: str, era: str) -> None:
+    """Handshake era: the server gets error -1 and passes it on as the call's error. 2026-07-28: an input
+    request has no error answer, so the client ends the call itself with the same code."""
+    sampler = LLMSampler(llm_call, approve=lambda server, params: False)
+    with make(callbacks_server, era, ClientCallbacks(sampling=sampler)) as client:
+        with pytest.raises(MCPError) as caught:
+            client.call_tool("resolved_sample", {"topic": "tea"})
+    assert getattr(caught.value, "code", None) == -1 and "User rejected sampling request" in str(caught.value)

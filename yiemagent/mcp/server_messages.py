@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
+from ..exceptions import MCPError
 from . import jsonrpc
 
 __all__ = ["ProgressCallback", "RequestRefused", "answer_request", "handle_server_message"]
@@ -42,8 +43,11 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 """Receives the params of each ``notifications/progress`` (``{"progressToken", "progress", "total"?, "message"?}``)."""
 
 
-class RequestRefused(Exception):
+class RequestRefused(MCPError):
     """Raise it in a request handler to answer the server a JSON-RPC error instead of a result.
+
+    An ``MCPError``: in the 2026-07-28 era, where an input request has no
+    error answer, it ends the request that asked (``call_tool`` raises it).
 
     Args:
         code: the JSON-RPC error code, e.g. -1 (the spec's "User rejected
@@ -52,8 +56,8 @@ class RequestRefused(Exception):
         data: optional ``data`` member.
     """
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
+    def __init__(self, code: int, message: str, data: Any = None, *, server: str = "") -> None:
+        super().__init__(message, server=server)
         self.code = code
         self.message = message
         self.data = data
