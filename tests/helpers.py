@@ -193,8 +193,9 @@ def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread,
     return thread, out
 
 
-NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance")
-"""The npm folders the tests use: real MCP servers and the official conformance suite (each has a lockfile)."""
+NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance", TESTS / "node" / "conformance-0.1")
+"""The npm folders the tests use: real MCP servers and the official conformance suites 0.2.0-alpha.12 and
+0.1.16 (each has a lockfile; installed with the system ``npm ci``, run with ``node24()``)."""
 
 
 def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: float = 600) -> list[str]:

@@ -46,7 +46,14 @@ from .exceptions import (
     YiemagentWarning,
 )
 from .guard import RequestGuard
-from .hooks import AfterToolCallResult, BeforeToolCallResult, ToolCallContext, ask_user
+from .hooks import (
+    AfterToolCallResult,
+    BeforeToolCallResult,
+    ToolCallContext,
+    approve_destructive_tools,
+    ask_user,
+    is_destructive,
+)
 from .journal import current_idempotency_key
 from .loop import LoopConfig, RunResult, run_turns
 from .mcp import MCPClient
@@ -132,12 +139,14 @@ __all__ = [
     "YiemagentError",
     "YiemagentWarning",
     "__version__",
+    "approve_destructive_tools",
     "ask_user",
     "current_idempotency_key",
     "event_to_dict",
     "extract_tool_calls",
     "from_openai",
     "from_openai_response",
+    "is_destructive",
     "litellm_chat",
     "load_mcp_config",
     "openai_chat",

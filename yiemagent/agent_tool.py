@@ -60,6 +60,16 @@ class AgentTool:
     idempotent: bool = False
     """True when running it again with the same arguments does no harm (a read, an upsert): a call
     interrupted by a crash is then run again on replay; else the model is told its effect is unknown."""
+    annotations: dict[str, Any] | None = field(default=None, compare=False)
+    """Hints about the tool's behaviour, MCP ``ToolAnnotations``: ``title``, ``readOnlyHint``,
+    ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (booleans). ``{}`` for an MCP tool
+    that sent none (the spec's defaults apply: not read-only, destructive, open world); None for a
+    tool that does not say (a local tool). Hooks and events read them (``ToolCallContext.annotations``,
+    ``yiemagent.hooks.approve_destructive_tools``); they are never sent to the model."""
+    title: str | None = field(default=None, compare=False)
+    """A display name for people (MCP ``title``), or None."""
+    icons: list[dict[str, Any]] | None = field(default=None, compare=False)
+    """MCP ``icons`` (``[{"src", "mimeType"?, "sizes"?, "theme"?}]``) for UIs, or None."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VALID_NAME.match(self.name):

@@ -160,6 +160,8 @@ class ToolExecutionStartEvent(_Base):
     """A tool call is about to run (after hooks and validation decided it may)."""
 
     tool_call: ToolCall | None = None
+    annotations: dict[str, Any] | None = None
+    """The tool's ``AgentTool.annotations`` (MCP ``ToolAnnotations``), or None (a local tool, an unknown name)."""
     type: Literal["tool_execution_start"] = field(default="tool_execution_start", init=False)
 
 
@@ -177,6 +179,8 @@ class ToolExecutionEndEvent(_Base):
     """A tool call has its result (run, blocked, failed or aborted)."""
 
     tool_call: ToolCall | None = None
+    annotations: dict[str, Any] | None = None
+    """The tool's ``AgentTool.annotations`` (MCP ``ToolAnnotations``), or None (a local tool, an unknown name)."""
     result: Any = None
     """The ``AgentToolResult``."""
     is_error: bool = False

@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -37,6 +38,7 @@ from typing import Any
 
 from .exceptions import SimulatedCrash
 from .messages import ImageContent, Message, TextContent, ToolCall
+from .textpolicy import boundary, terminal_text
 from .tools import AgentTool, AgentToolResult
 
 __all__ = [
@@ -45,7 +47,9 @@ __all__ = [
     "BeforeToolCall",
     "BeforeToolCallResult",
     "ToolCallContext",
+    "approve_destructive_tools",
     "ask_user",
+    "is_destructive",
     "run_after_hook",
     "run_before_hook",
 ]
@@ -67,6 +71,16 @@ class ToolCallContext:
     """The tool's result (``after_tool_call`` only)."""
     idempotency_key: str | None = None
     """The call's stable key when the agent has a store (``yiemagent.current_idempotency_key``), else None."""
+
+    @property
+    def annotations(self) -> dict[str, Any] | None:
+        """The tool's ``AgentTool.annotations`` (MCP ``ToolAnnotations``), or None.
+
+        Keys: ``title``, ``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+        ``openWorldHint``. ``{}`` for an MCP tool that sent none, None for a tool
+        that declares none (a local tool) or an unknown one.
+        """
+        return None if self.tool is None else self.tool.annotations
 
 
 @dataclass
@@ -220,3 +234,83 @@ def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToo
         terminate=result.terminate if answer.terminate is None else answer.terminate,
         details=result.details if answer.details is None else answer.details,
     )
+
+
+def is_destructive(annotations: dict[str, Any] | None) -> bool:
+    """True when a tool with these MCP ``ToolAnnotations`` may destroy something.
+
+    The spec's defaults: ``readOnlyHint`` false, ``destructiveHint`` true, so a
+    tool without annotations (``{}``) is destructive unless ``readOnlyHint``
+    is true; ``destructiveHint`` counts only when ``readOnlyHint`` is not true.
+    None (a tool that declares nothing) counts as ``{}``.
+
+    Spec: MCP 2025-11-25, schema ``ToolAnnotations``.
+    """
+    hints = annotations or {}
+    if hints.get("readOnlyHint") is True:
+        return False
+    return hints.get("destructiveHint") is not False
+
+
+def approve_destructive_tools(
+    ask: Callable[[str, threading.Event], str | None] = ask_user,
+    *,
+    undeclared: bool = False,
+) -> BeforeToolCall:
+    """A ready-made ``before_tool_call``: ask a person before a destructive tool runs.
+
+    A tool whose ``annotations`` say it is destructive (``is_destructive``: an
+    MCP tool not marked ``readOnlyHint``, and not ``destructiveHint: false``)
+    runs only after ``ask`` answered ``y`` or ``yes`` (any case); any other
+    answer, None (aborted, end of input) or a timeout blocks it and the model
+    gets an error result saying the user did not approve. Read-only tools run
+    without a question. Annotations are hints from the server, not a guarantee.
+
+    Args:
+        ask: ``ask(prompt, abort_event) -> line or None``; the default is
+            ``ask_user`` (a terminal prompt that ``abort()`` ends). The prompt
+            reads ``Run <title or name> (destructive) with {arguments}? [y/N] ``.
+        undeclared: also ask for tools that declare no annotations at all
+            (``annotations`` None: local ``@tool`` functions); False runs them.
+
+    Returns:
+        ``hook(ctx, abort_event) -> BeforeToolCallResult | None`` for ``Agent(before_tool_call=...)``.
+
+    Example::
+
+        agent = Agent(llm, mcp_servers=[...], before_tool_call=approve_destructive_tools())
+
+    Spec: MCP 2025-11-25, "Tools" (Security Considerations: clients SHOULD
+    prompt for user confirmation on sensitive operations), ``ToolAnnotations``.
+    """
+
+    def hook(ctx: ToolCallContext, abort_event: threading.Event) -> BeforeToolCallResult | None:
+        annotations = ctx.annotations
+        if annotations is None and not undeclared:
+            return None
+        if not is_destructive(annotations):
+            return None
+        label = str((annotations or {}).get("title") or ctx.tool_call.name)
+        arguments = json.dumps(ctx.tool_call.arguments, ensure_ascii=False)
+        if len(arguments) > APPROVAL_ARGUMENT_CHARS:
+            arguments = arguments[:APPROVAL_ARGUMENT_CHARS] + "…"
+        answer = ask(approval_prompt_text(f"Run {label} (destructive) with {arguments}? [y/N] "), abort_event)
+        if answer is not None and answer.strip().lower() in ("y", "yes"):
+            return None
+        return BeforeToolCallResult(block=True, reason="the user did not approve this destructive tool")
+
+    return hook
+
+
+@boundary("approval_prompt", "terminal")
+def approval_prompt_text(text: Any) -> str:
+    """The approval prompt as written to the terminal.
+
+    Tool names, titles and arguments come from a model and a server, so escape
+    sequences and bidi overrides are removed (``terminal_text``).
+    """
+    return terminal_text(text)
+
+
+APPROVAL_ARGUMENT_CHARS = 300
+"""Characters of a call's JSON arguments shown in the approval prompt."""

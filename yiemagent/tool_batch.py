@@ -145,10 +145,15 @@ class ToolBatch:
         self.emit(
             ev.ToolExecutionEndEvent(
                 tool_call=call, result=result, is_error=result.is_error,
-                duration_seconds=time.monotonic() - started,
+                duration_seconds=time.monotonic() - started, annotations=self.annotations(call),
             )
         )
         return result
+
+    def annotations(self, call: ToolCall) -> dict[str, Any] | None:
+        """The called tool's ``annotations`` for the events (None: none declared, or no such tool)."""
+        found = self.config.tools.get(call.name)
+        return None if found is None or found.annotations is None else dict(found.annotations)
 
     def key(self, call: ToolCall) -> str | None:
         """The call's idempotency key (None without a journal)."""
@@ -161,7 +166,7 @@ class ToolBatch:
         None, whether that result comes from a run of the tool).
         """
         started = time.monotonic()
-        self.emit(ev.ToolExecutionStartEvent(tool_call=call))
+        self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
         if self.journal is not None:
             recorded = self.journal.recorded_result(call)
             if recorded is not None:  # ran before an interruption: not run again
@@ -233,7 +238,8 @@ class ToolBatch:
                         f"Tool {call.name!r} was cancelled: {reason}; it may not have finished.",
                         details={"aborted": True},
                     )
-                    self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True))
+                    self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True,
+                                                             annotations=self.annotations(call)))
         return [r for r in results if r is not None], aborted
 
     def run_capped(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
@@ -248,8 +254,9 @@ class ToolBatch:
                 f"Tool {call.name!r} was not run: at most {cap} tool calls run per turn and this reply had "
                 f"{len(calls)}. Send the calls still needed in your next reply."
             )
-            self.emit(ev.ToolExecutionStartEvent(tool_call=call))
-            self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=True))
+            self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
+            self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=True,
+                                                     annotations=self.annotations(call)))
             results.append(result)
         return results, aborted
 

@@ -498,7 +498,8 @@ def test_three_servers_with_the_same_tools_and_names_all_get_unique_callable_nam
     registry = ToolRegistry()
     toolset = MCPToolset(clients, registry)
     toolset.refresh()
-    assert len(registry) == 3 * 11 and len(set(registry.names())) == 33
+    count = len(clients[0].list_tools())  # the SDK server's tools (17 since issue 16)
+    assert count >= 11 and len(registry) == 3 * count and len(set(registry.names())) == 3 * count
     names = [name for name in ("add", "x_add", "x_add_2") if toolset.resolve(name)]
     assert [toolset.resolve(name)[0] for name in names] == clients
     for index, name in enumerate(names):

@@ -2,10 +2,15 @@
 
 Run::
 
-    python tests/servers/sdk_server.py --port P [--json-response] [--stateless]
+    python tests/servers/sdk_server.py --port P [--json-response] [--stateless] [--modern-only]
+    python tests/servers/sdk_server.py --stdio
 
 Default replies are SSE (CRLF line endings) with sessions; ``--json-response``
-gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``.
+gives plain JSON bodies; ``--stateless`` gives no ``Mcp-Session-Id``. The SDK serves both
+protocol eras on the one endpoint; ``--modern-only`` makes it a 2026-07-28-only server: a POST
+without ``MCP-Protocol-Version: 2026-07-28`` (an ``initialize``, any handshake-era request) gets
+HTTP 400 with ``-32022 UnsupportedProtocolVersion`` (``data.supported: ["2026-07-28"]``) and a
+``GET``/``DELETE`` 405, as the spec asks of such a server.
 
 Tools:
     add(a, b)         -> a + b
@@ -25,7 +30,33 @@ Tools:
     call_counts()     {tool name: times executed in this process}, so tests can prove how often a
                       tool really ran (the counter counts executions, not requests received)
     announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
-                      the standalone GET stream (``MCPClient(listen=True)``), then -> "announced"
+                      the standalone GET stream (``MCPClient(listen=True)``; 2026-07-28: on the
+                      ``subscriptions/listen`` streams), then -> "announced"
+    regional(region, query) -> "<query> in <region>"; ``region`` is marked ``x-mcp-header: Region``
+    météo(city)       -> "sunny in <city>": a tool name that is not plain ASCII
+    ask_name()        elicits ``{"name": str}`` from the client (2026-07-28: an ``input_required``
+                      result, MRTR; handshake era: an ``elicitation/create`` request), then ->
+                      "hello <name>" or "no name (<action>)"
+
+Resources, prompts, completion and tool metadata (issue 16):
+    resources         ``notes://readme`` (text/plain), ``notes://logo.png`` (image/png blob),
+                      ``notes://data.bin`` (application/octet-stream blob); template ``notes://{name}``
+    resources/subscribe, resources/unsubscribe
+                      remembered per server; ``touch_note(uri)`` sends ``notifications/resources/updated``
+                      to the calling session when ``uri`` is subscribed (on the standalone stream), and
+                      (2026-07-28) to the ``subscriptions/listen`` streams whose ``resourceSubscriptions`` name it
+    prompt            ``code_review(code, language="python")`` -> one user message
+    completion        ``ref/prompt`` ``code_review`` argument ``language``: the languages starting with the value;
+                      ``ref/resource`` ``notes://{name}`` argument ``name``: the note names starting with it
+    read_notes()      annotations ``readOnlyHint: true``, ``title: "Read the notes"``, an icon
+    delete_note(name) annotations ``destructiveHint: true``, ``idempotentHint: true``
+    weather(city)     ``outputSchema`` (``{"temp_c": number, "sky": string}``); city ``"nowhere"`` raises
+                      ``ToolError`` (``isError: true``, no ``structuredContent``); ``"atlantis"`` answers
+                      ``isError: true`` with ``structuredContent`` ``{"error": {...}}`` (not the schema)
+    bad_weather(missing=False)
+                      advertises the same ``outputSchema`` but answers ``structuredContent``
+                      ``{"temp_c": "warm"}``, or none with ``missing`` (server bugs the client must catch)
+    notes_bundle()    an embedded text resource, an embedded PNG blob resource, a resource link
 """
 
 from __future__ import annotations
@@ -34,17 +65,30 @@ import argparse
 import asyncio
 import base64
 import collections
+import json
 import threading
 import warnings
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import anyio
 import mcp_types
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import CallToolResult, ImageContent
+from mcp_types import (
+    BlobResourceContents,
+    CallToolResult,
+    Completion,
+    EmbeddedResource,
+    Icon,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
+from pydantic import BaseModel, Field
 
 # A 1x1 transparent PNG.
 TINY_PNG_BASE64 = (
@@ -141,8 +185,43 @@ def tiny_image() -> ImageContent:
 async def announce_change(ctx: Context) -> str:
     """Send ``notifications/tools/list_changed`` on the standalone stream (not this call's stream)."""
     _ran("announce_change")
-    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()  # 2026-07-28: the subscriptions/listen streams
+    try:
+        await ctx.session.send_tool_list_changed()  # handshake era: the standalone GET stream
+    except Exception:  # the 2026-07-28 era has no such channel
+        pass
     return "announced"
+
+
+class _Name(BaseModel):
+    name: str
+
+
+def _ask_for_name() -> Elicit[_Name]:
+    return Elicit("What is your name?", _Name)
+
+
+@server.tool()
+async def ask_name(answer: Annotated[ElicitationResult[_Name], Resolve(_ask_for_name)]) -> str:
+    """Ask the client for a name (elicitation, the SDK's resolver: MRTR in 2026-07-28), then greet it."""
+    _ran("ask_name")
+    if isinstance(answer, AcceptedElicitation):
+        return f"hello {answer.data.name}"
+    return f"no name ({answer.action})"
+
+
+@server.tool()
+def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], query: str) -> str:
+    """A tool whose ``region`` is mirrored into ``Mcp-Param-Region`` (2026-07-28); the SDK checks the header."""
+    _ran("regional")
+    return f"{query} in {region}"
+
+
+@server.tool(name="météo")
+def meteo(city: str) -> str:
+    """A tool whose name is not header-safe ASCII (2026-07-28: ``Mcp-Name`` goes Base64)."""
+    _ran("météo")
+    return f"sunny in {city}"
 
 
 @server.tool()
@@ -152,14 +231,190 @@ def call_counts() -> dict[str, Any]:
         return dict(_counts)
 
 
+# ----------------------------------------------------------------- resources, prompts, completion, metadata
+
+NOTES = {"readme": "Read me first.", "todo": "1. write tests"}
+LANGUAGES = ["python", "pyret", "perl", "rust"]
+
+
+@server.resource("notes://readme", name="readme", title="Read me", mime_type="text/plain")
+def readme() -> str:
+    """The read-me note."""
+    return NOTES["readme"]
+
+
+@server.resource("notes://logo.png", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    """A 1x1 PNG logo."""
+    return base64.b64decode(TINY_PNG_BASE64)
+
+
+@server.resource("notes://data.bin", name="data", mime_type="application/octet-stream")
+def data_bin() -> bytes:
+    """Five binary bytes."""
+    return b"\x00\x01\x02\x03\x04"
+
+
+@server.resource("notes://{name}", name="note", mime_type="text/plain")
+def note(name: str) -> str:
+    """One note by name."""
+    return NOTES.get(name, f"no note {name}")
+
+
+@server.prompt(title="Code review")
+def code_review(code: str, language: str = "python") -> str:
+    """Ask for a review of ``code``."""
+    return f"Please review this {language} code:\n{code}"
+
+
+@server.completion()
+async def complete(ref: Any, argument: Any, context: Any) -> Completion | None:
+    if getattr(ref, "type", None) == "ref/prompt" and argument.name == "language":
+        values = [lang for lang in LANGUAGES if lang.startswith(argument.value)]
+        return Completion(values=values, total=len(values), has_more=False)
+    if getattr(ref, "type", None) == "ref/resource" and argument.name == "name":
+        return Completion(values=[n for n in NOTES if n.startswith(argument.value)])
+    return None
+
+
+_subscriptions: set[str] = set()  # per server, not per session: tests subscribe to URIs of their own
+
+
+async def _subscribe(ctx: Any, params: mcp_types.SubscribeRequestParams) -> mcp_types.EmptyResult:
+    _subscriptions.add(str(params.uri))
+    return mcp_types.EmptyResult()
+
+
+async def _unsubscribe(ctx: Any, params: mcp_types.UnsubscribeRequestParams) -> mcp_types.EmptyResult:
+    _subscriptions.discard(str(params.uri))
+    return mcp_types.EmptyResult()
+
+
+server._lowlevel_server.add_request_handler("resources/subscribe", mcp_types.SubscribeRequestParams, _subscribe)
+server._lowlevel_server.add_request_handler("resources/unsubscribe", mcp_types.UnsubscribeRequestParams,
+                                            _unsubscribe)
+
+
+@server.tool()
+async def touch_note(uri: str, ctx: Context) -> str:
+    """Send ``notifications/resources/updated`` for ``uri`` to whoever subscribed to it."""
+    _ran("touch_note")
+    await ctx.notify_resource_updated(uri)  # 2026-07-28: the listen streams whose resourceSubscriptions name it
+    if uri not in _subscriptions:  # handshake era: resources/subscribe, then the standalone GET stream
+        return "not subscribed"
+    await ctx.session.send_resource_updated(uri)
+    return "updated"
+
+
+@server.tool(title="Read the notes", annotations=ToolAnnotations(read_only_hint=True),
+             icons=[Icon(src="https://example.com/notes.png", mime_type="image/png")])
+def read_notes() -> str:
+    """List the note names."""
+    _ran("read_notes")
+    return ", ".join(NOTES)
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, title="Delete a note"))
+def delete_note(name: str) -> str:
+    """Delete one note (it does not really)."""
+    _ran("delete_note")
+    return f"deleted {name}"
+
+
+class Weather(TypedDict):
+    temp_c: float
+    sky: str
+
+
+@server.tool()
+def weather(city: str) -> Weather:
+    """The weather of ``city`` as structured content; ``nowhere`` and ``atlantis`` fail."""
+    _ran("weather")
+    if city == "nowhere":
+        raise ToolError(f"unknown city {city}")
+    if city == "atlantis":  # an error envelope in structuredContent, as mcp-ts-core servers send
+        return CallToolResult(  # type: ignore[return-value]
+            content=[TextContent(type="text", text="city under water")], is_error=True,
+            structured_content={"error": {"code": "NOT_FOUND", "message": "city under water"}})
+    return {"temp_c": 21.5, "sky": "clear"}
+
+
+@server.tool()
+def bad_weather(missing: bool = False) -> CallToolResult:
+    """Breaks its outputSchema: ``{"temp_c": "warm"}``, or no structuredContent at all with ``missing``."""
+    _ran("bad_weather")
+    if missing:
+        return CallToolResult(content=[TextContent(type="text", text="warm")])
+    return CallToolResult(content=[TextContent(type="text", text='{"temp_c": "warm"}')],
+                          structured_content={"temp_c": "warm"})
+
+
+# A schema published without a model is advertised but not validated by the SDK (func_metadata.convert_result).
+server._tool_manager.get_tool("bad_weather").fn_metadata.output_schema = (  # type: ignore[union-attr]
+    server._tool_manager.get_tool("weather").output_schema)  # type: ignore[union-attr]
+
+
+@server.tool(structured_output=False)
+def notes_bundle() -> list[Any]:
+    """An embedded text resource, an embedded PNG blob and a resource link."""
+    _ran("notes_bundle")
+    return [
+        EmbeddedResource(type="resource", resource=TextResourceContents(
+            uri="notes://readme", mime_type="text/plain", text=NOTES["readme"])),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="notes://logo.png", mime_type="image/png", blob=TINY_PNG_BASE64)),
+        ResourceLink(type="resource_link", uri="notes://todo", name="todo", mime_type="text/plain",
+                     description="The to-do list."),
+    ]
+
+
+def modern_only(app: Any) -> Any:
+    """ASGI middleware: only 2026-07-28 requests reach ``app`` (see the module docstring)."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if scope["method"] in ("GET", "DELETE"):
+            await _answer(send, 405, b"")
+            return
+        if scope["method"] == "POST" and headers.get(b"mcp-protocol-version") != b"2026-07-28":
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32022, "message": "Unsupported protocol version: this server speaks 2026-07-28 only",
+                "data": {"supported": ["2026-07-28"],
+                         "requested": headers.get(b"mcp-protocol-version", b"").decode("latin-1")}}})
+            await _answer(send, 400, body.encode(), b"application/json")
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def _answer(send: Any, status: int, body: bytes, content_type: bytes = b"text/plain") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def main() -> None:
     warnings.simplefilter("ignore", MCPDeprecationWarning)  # ctx.info: logging is deprecated in 2026-07-28
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--stdio", action="store_true", help="serve over stdio instead (both eras)")
     parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--modern-only", action="store_true")
     args = parser.parse_args()
     assert base64.b64decode(TINY_PNG_BASE64)[:4] == b"\x89PNG"
+    if args.stdio:
+        server.run("stdio")
+        return
+    if args.modern_only:
+        import uvicorn
+
+        app = server.streamable_http_app(json_response=args.json_response, stateless_http=True)
+        uvicorn.run(modern_only(app), host="127.0.0.1", port=args.port, log_level="warning")
+        return
     server.run(
         "streamable-http",
         host="127.0.0.1",

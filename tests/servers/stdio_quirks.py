@@ -7,6 +7,8 @@ Each test that uses it says why a real server cannot show the behaviour. Flags:
                     ends its lines with CRLF
     --ignore-eof    keeps running after stdin closes (a server that never notices EOF)
     --ignore-term   ignores SIGTERM as well (only SIGKILL stops it)
+    --silent-unknown  never answers a request for a method it does not know (e.g. ``server/discover``),
+                    as some handshake-era servers do before ``initialize`` (MCP spec PR #2844)
 
 Tools (``tools/call``):
 
@@ -166,7 +168,7 @@ def main() -> None:
                 out.flush()
             else:
                 write({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
-        elif request_id is not None:
+        elif request_id is not None and "--silent-unknown" not in sys.argv:
             write({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"no method {method}"}})
     if "--ignore-eof" in sys.argv or "--ignore-term" in sys.argv:
         while True:

@@ -12,12 +12,16 @@ from .bridge import (
 )
 from .callbacks import ClientCallbacks, roots_result
 from .client import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, MCPClient
-from .http import HTTPTransport
 from .elicitation import answer_elicitation, coerce_field, elicitation_errors, form_fields
+from .http import HTTPTransport
 from .limits import MCPLimits
+from .prompts import prompt_messages
+from .resource_tools import attach_resource, read_resource_tool
+from .results import content_part, resource_part
 from .sampling import LLMSampler, sampling_request_to_chat, sampling_result_from_reply
 from .server_messages import RequestRefused
 from .stdio import StdioTransport
+from .tool_listing import Listing
 from .transport import Transport
 
 __all__ = [
@@ -27,6 +31,7 @@ __all__ = [
     "ClientCallbacks",
     "HTTPTransport",
     "LLMSampler",
+    "Listing",
     "MCPClient",
     "MCPLimits",
     "MCPToolExecutor",
@@ -40,8 +45,13 @@ __all__ = [
     "elicitation_errors",
     "form_fields",
     "Transport",
+    "attach_resource",
+    "content_part",
     "mcp_tool",
     "normalize_input_schema",
+    "prompt_messages",
+    "read_resource_tool",
+    "resource_part",
     "result_to_tool_result",
     "roots_result",
     "sampling_request_to_chat",

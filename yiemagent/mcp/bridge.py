@@ -26,6 +26,7 @@ from .client import MCPClient
 from .limits import MCPLimits, truncate_text
 from .results import DEFAULT_MAX_RESULT_CHARS, result_to_tool_result
 from .schema import normalize_input_schema, schema_problem
+from .tool_metadata import OutputCheck, tool_annotations, tool_icons, tool_problem
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -69,6 +70,11 @@ class MCPToolExecutor:
         max_result_chars: cap of the result the model sees (see
             ``result_to_tool_result``); None: no cap.
         limits: caps of what a result's ``details`` keeps; None: ``MCPLimits()``.
+        output_schema: the tool's ``outputSchema`` (checked by ``tool_problem``),
+            or None. A result that is not ``isError`` must then carry
+            ``structuredContent`` conforming to it; one that does not becomes
+            an error result naming the schema errors (logged at WARNING; the
+            server's result is kept in ``details["original_result"]``).
     """
 
     def __init__(
@@ -79,12 +85,14 @@ class MCPToolExecutor:
         *,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         limits: MCPLimits | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.tool_name = tool_name
         self.timeout_seconds = timeout_seconds
         self.max_result_chars = max_result_chars
         self.limits = limits
+        self.output_check = OutputCheck(tool_name, output_schema) if output_schema is not None else None
 
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
         """Send ``tools/call``; MCP errors become error results (never raised)."""
@@ -104,7 +112,14 @@ class MCPToolExecutor:
             )
         except MCPError as exc:
             return AgentToolResult.error(f"MCP tool {self.tool_name!r} failed: {exc}", details={"error": exc})
-        return result_to_tool_result(result, max_chars=self.max_result_chars, limits=self.limits)
+        converted = result_to_tool_result(result, max_chars=self.max_result_chars, limits=self.limits)
+        problem = self.output_check.problem(result) if self.output_check is not None else None
+        if problem is None:
+            return converted
+        logger.warning("%s: tool %r: %s", self.client.name, self.tool_name, problem)
+        return AgentToolResult.error(
+            f"MCP tool {self.tool_name!r} answered a result that breaks its outputSchema, so it is not used: "
+            f"{problem}", details={"output_schema_error": problem, "original_result": converted})
 
     def __repr__(self) -> str:
         return f"MCPToolExecutor(server={self.client.name!r}, tool={self.tool_name!r})"
@@ -116,6 +131,8 @@ class MCPToolExecutor:
             and other.tool_name == self.tool_name
             and other.timeout_seconds == self.timeout_seconds
             and other.max_result_chars == self.max_result_chars
+            and (other.output_check and other.output_check.output_schema) ==
+            (self.output_check and self.output_check.output_schema)
         )
 
     def __hash__(self) -> int:
@@ -136,8 +153,11 @@ def mcp_tool(
     Args:
         client: the server's client.
         spec: a ``tools/list`` entry, ``{"name", "description"?, "title"?, "inputSchema"?,
-            "annotations"?}``; annotations ``readOnlyHint`` or ``idempotentHint``
-            true make the tool ``idempotent`` (run again after a crash).
+            "outputSchema"?, "annotations"?, "icons"?}``; annotations ``readOnlyHint``
+            or ``idempotentHint`` true make the tool ``idempotent`` (run again
+            after a crash); annotations, ``title`` and ``icons`` are kept on the
+            ``AgentTool`` (``annotations`` is ``{}`` when the server sent none);
+            ``outputSchema`` validates each result (``MCPToolExecutor``).
         name: the name the model sees; None sanitises ``spec["name"]``.
         timeout_seconds: seconds each call may take; None: the client's default.
         max_result_chars: cap of each result (see ``result_to_tool_result``).
@@ -152,12 +172,16 @@ def mcp_tool(
     Raises:
         ConfigError: the tool is over a limit that cannot be cut (name
             longer than ``max_tool_name_chars``, ``inputSchema`` over
-            ``max_schema_chars`` or ``max_schema_depth``).
+            ``max_schema_chars`` or ``max_schema_depth``), or its definition
+            is malformed (``tool_metadata.tool_problem``: no name, a
+            non-object ``inputSchema``, bad ``annotations`` or ``outputSchema``).
     """
     limits = limits or MCPLimits()
+    malformed = tool_problem(spec, limits)
+    if malformed is not None:
+        raise ConfigError(malformed)
     original = str(spec["name"])
-    annotations = spec.get("annotations")
-    hints = annotations if isinstance(annotations, dict) else {}
+    hints = tool_annotations(spec)
     if len(original) > limits.max_tool_name_chars:
         raise ConfigError(f"tool name of {len(original):,} characters, over {limits.max_tool_name_chars}")
     problem = schema_problem(spec.get("inputSchema"), limits)
@@ -169,8 +193,11 @@ def mcp_tool(
         description=truncate_text(str(description), limits.max_description_chars),
         input_schema=normalize_input_schema(spec.get("inputSchema")),
         execute=MCPToolExecutor(client, original, timeout_seconds, max_result_chars=max_result_chars,
-                                limits=limits),
+                                limits=limits, output_schema=spec.get("outputSchema")),
         idempotent=hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True,
+        annotations=hints,
+        title=spec["title"] if isinstance(spec.get("title"), str) else None,
+        icons=tool_icons(spec) or None,
     )
 
 
@@ -195,8 +222,10 @@ class MCPToolset:
             ``result_to_tool_result``); None: no cap.
         limits: caps on tools and results (``yiemagent.mcp.limits``); None:
             ``MCPLimits()``. A tool over a cap that cannot be cut (name,
-            schema) and the tools past ``max_tools`` of one server are not
-            registered: each is logged at WARNING and listed in ``skipped``.
+            schema), a malformed tool definition (no name, a non-object
+            ``inputSchema``, bad ``annotations`` or ``outputSchema``) and the
+            tools past ``max_tools`` of one server are not registered: each is
+            logged at WARNING and listed in ``skipped``; the others are usable.
 
     Attributes:
         skipped: ``[{"server": name, "tool": original name (first 100
@@ -322,6 +351,8 @@ class MCPToolset:
                     self.registry.remove(name)
                 names: list[str] = []
                 self._skipped[id(client)] = []
+                for entry in getattr(specs, "skipped", []):  # items the listing could not even name
+                    self._skip(client, entry["item"], entry["reason"])
                 for spec in specs:
                     if len(names) >= self.limits.max_tools:
                         self._skip(client, spec, f"over max_tools={self.limits.max_tools} for one server")
@@ -370,6 +401,19 @@ class MCPToolset:
             input_schema={"type": "object", "properties": {}},
             execute=execute,
         )
+
+    def read_resource_tool(self, *, timeout_seconds: float | None = None) -> AgentTool:
+        """The builtin ``read_resource(uri, server?)`` tool over this toolset's servers (opt-in).
+
+        ``agent.tools.add(agent.mcp.read_resource_tool())`` lets the model read
+        a resource it was told about (a resource link, a URI the user gave);
+        see ``yiemagent.mcp.resource_tools.read_resource_tool``. Results are
+        capped at ``max_result_chars`` like tool results.
+        """
+        from .resource_tools import read_resource_tool
+
+        return read_resource_tool(lambda: self.clients, max_chars=self.max_result_chars,
+                                  timeout_seconds=timeout_seconds)
 
 
 @boundary("mcp_unavailable", "display")

@@ -18,7 +18,7 @@ its ``request_handlers`` the matching methods, each a
 answer server requests (2025-11-25 and older) and ``inputRequests``
 (2026-07-28). A handler already in ``request_handlers`` is kept (it wins).
 Time spent in a callback never counts against a request's timeout
-(``server_messages.answer_request``).
+(``server_messages.answer_server_request``).
 
 Roots: each path (``str`` or ``os.PathLike``) is made absolute and written
 with ``pathlib.Path.as_uri()`` (percent-encoded: spaces, ``#``, non-ASCII;

@@ -15,10 +15,15 @@ first request. Requests that are safe to repeat (``initialize``,
 reached the server. When the server forgets the session (HTTP 404, or 400
 naming the session), the client initializes again once and repeats the request.
 
-Spec: MCP 2025-11-25 (also 2025-06-18 and 2025-03-26), "Lifecycle", "Tools",
-"Transports".
+Spec: MCP 2026-07-28 ("Versioning and Compatibility", "Discovery", "Multi
+Round-Trip Requests", "Tools", "Transports") and MCP 2025-11-25 (also
+2025-06-18 and 2025-03-26), "Lifecycle", "Tools", "Transports". The era is
+negotiated at the first request (``yiemagent.mcp.era``): a 2026-07-28 server
+gets per-request ``_meta`` and no handshake; others the handshake below.
 
-Split out: ``in_flight`` (tracked sends, retry waits, ``cancel_in_flight``),
+Split out: ``era`` (negotiation, the request path), ``mrtr`` (``input_required``),
+``listening`` (server messages, ``listen_for``),
+``in_flight`` (tracked sends, retry waits, ``cancel_in_flight``),
 ``tool_listing`` (paging), ``server_messages``, ``server_names``, ``client_arguments``.
 """
 
@@ -31,15 +36,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..__version__ import __version__
-from .._retry import never_sent
-from ..exceptions import ConfigError, MCPProtocolError, MCPSessionExpiredError, MCPTransportError
+from ..exceptions import ConfigError
 from ..textpolicy import display_text
 from .callbacks import ClientCallbacks
 from .client_arguments import check_client_arguments
+from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
 from .http import HTTPTransport
-from .in_flight import InFlightRequests, safe_to_repeat
-from .server_messages import ProgressCallback, handle_server_message
+from .http_headers import header_paths, tool_header_problem
+from .listening import Listening
+from .prompts import PromptsMixin
+from .resources import ResourcesMixin
+from .server_messages import ProgressCallback
 from .server_names import default_server_name, server_info_name
 from .tool_listing import list_all_tools
 from .transport import Transport
@@ -54,11 +61,12 @@ __all__ = [
 
 logger = logging.getLogger("yiemagent.mcp")
 
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+SUPPORTED_PROTOCOL_VERSIONS = MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS
+"""Every version this client speaks: the 2026-07-28 era first, then the handshake era."""
 LATEST_PROTOCOL_VERSION = SUPPORTED_PROTOCOL_VERSIONS[0]
 
 
-class MCPClient(InFlightRequests):
+class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
     """A synchronous MCP client over one transport.
 
     Args:
@@ -89,11 +97,12 @@ class MCPClient(InFlightRequests):
             the server sends (``elicitation/create``, ``sampling/createMessage``,
             ``roots/list``); a handler that raises answers JSON-RPC error
             -32603. ``ping`` is always answered; other methods get -32601.
-        listen: after each handshake, also open the transport's standalone
-            stream (HTTP: a ``GET`` SSE stream on a daemon thread) so that
-            server messages tied to no request arrive: ``tools/list_changed``
-            and server requests such as ``elicitation/create``. Off by default
-            (it costs a thread and a connection per client).
+        listen: after connecting, also open the transport's stream of server
+            messages tied to no request, on a daemon thread (HTTP handshake
+            era: the ``GET`` SSE stream, with ``tools/list_changed`` and server
+            requests such as ``elicitation/create``; 2026-07-28:
+            ``subscriptions/listen`` for ``tools/list_changed``, see
+            ``listen_for``). Off by default (a thread and a connection per client).
         callbacks: sampling, elicitation and roots as plain sync callbacks
             (``ClientCallbacks``, ``yiemagent.mcp.callbacks``): their
             capabilities and handlers are added to ``capabilities`` and
@@ -104,6 +113,16 @@ class MCPClient(InFlightRequests):
             ``tools/call``); False (default) refuses it with
             ``MCPTransportError`` naming both origins. Same-origin redirects
             are always followed.
+        protocol_version: None (default): negotiate the era at the first
+            request (``server/discover``; a legacy server gets
+            ``initialize``, see ``yiemagent.mcp.era``). ``"2026-07-28"``:
+            modern only (no fallback). ``"2025-11-25"``, ``"2025-06-18"`` or
+            ``"2025-03-26"``: the ``initialize`` handshake offering that version.
+        probe_timeout_seconds: stdio: seconds the ``server/discover`` probe
+            waits before taking the server for a legacy one (default 5).
+        max_input_rounds: 2026-07-28 ``input_required`` retries of one
+            ``tools/call``/``prompts/get``/``resources/read`` at most
+            (default 8); past it ``MCPProtocolError``.
 
     Thread safety: safe to call from several threads; the handshake runs once,
     and an expired session is re-initialized once however many threads meet it.
@@ -129,6 +148,9 @@ class MCPClient(InFlightRequests):
         listen: bool = False,
         follow_cross_origin_redirects: bool = False,
         callbacks: ClientCallbacks | None = None,
+        protocol_version: str | None = None,
+        probe_timeout_seconds: float = 5.0,
+        max_input_rounds: int = 8,
     ) -> None:
         check_client_arguments(locals())
         super().__init__()
@@ -153,12 +175,25 @@ class MCPClient(InFlightRequests):
         if callbacks is not None:
             callbacks.install(self)
         self.listen = listen
+        self.requested_protocol_version = protocol_version
+        self.probe_timeout_seconds = probe_timeout_seconds
+        self.max_input_rounds = max_input_rounds
+        self.era: str | None = None
+        """``"modern"`` (2026-07-28), ``"legacy"`` (``initialize``), or None before connecting."""
+        self._modern_version: str | None = None
+        self.discover_result: dict[str, Any] | None = None
+        """The raw ``server/discover`` result in the modern era (``supportedVersions``, ``ttlMs``...), else None."""
         self.initialize_result: dict[str, Any] | None = None
-        """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``)."""
+        """The server's ``initialize`` result (``protocolVersion``, ``capabilities``, ``serverInfo``); in the
+        modern era the same keys taken from ``server/discover`` (``yiemagent.mcp.era``)."""
         self.tools_changed = threading.Event()
         """Set when the server sends ``notifications/tools/list_changed``; clear it after re-listing."""
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
+        self._listen_filter: dict[str, Any] = {}
+        self._on_notification: Callable[[dict[str, Any]], None] | None = None
+        self.subscription_acknowledged: dict[str, Any] | None = None
+        """The ``notifications`` filter the server agreed to on ``subscriptions/listen`` (2026-07-28), or None."""
         self._closed = False
 
     @classmethod
@@ -172,6 +207,7 @@ class MCPClient(InFlightRequests):
         timeout_seconds: float = 30.0,
         name: str | None = None,
         callbacks: ClientCallbacks | None = None,
+        protocol_version: str | None = None,
     ) -> MCPClient:
         """A client of a server run as a subprocess over stdio (``StdioTransport``).
 
@@ -190,6 +226,8 @@ class MCPClient(InFlightRequests):
             name: a short name for the server; None uses the command line
                 until the handshake, then the server's ``serverInfo.name``.
             callbacks: sampling, elicitation, roots (``ClientCallbacks``).
+            protocol_version: as for ``MCPClient`` (None: probe with
+                ``server/discover``, fall back to ``initialize``).
 
         Returns:
             An unconnected ``MCPClient``; ``close()`` stops the process
@@ -208,7 +246,8 @@ class MCPClient(InFlightRequests):
         from .stdio import StdioTransport
 
         transport = StdioTransport(command, args, env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name or "")
-        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, callbacks=callbacks)
+        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, callbacks=callbacks,
+                   protocol_version=protocol_version)
 
     def __repr__(self) -> str:
         return display_text(f"MCPClient(name={self.name!r}, transport={self.transport!r})")
@@ -242,109 +281,17 @@ class MCPClient(InFlightRequests):
         """``serverInfo`` of the handshake (``{"name", "version"}``), or ``{}``."""
         return dict((self.initialize_result or {}).get("serverInfo") or {})
 
-    # ------------------------------------------------------------------ server messages
-
-    def _on_message(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """Answer a server request or act on a notification (see ``server_messages``)."""
-        return handle_server_message(self, self._progress, message)
-
     # ------------------------------------------------------------------ requests
 
-    def _request(
-        self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
-    ) -> dict[str, Any]:
-        if self._closed:
-            raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
-        generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
-        self._connect(generation)
-        base = safe_to_repeat if safe else never_sent
-
-        def retry_if(exc: BaseException) -> bool:  # a request cut by cancel_in_flight() is never repeated
-            return generation == self._cancel_generation and base(exc)
-
-        for attempt in self._retrying(retry_if):
-            with attempt:
-                try:
-                    return self._send(method, params, timeout_seconds, generation)
-                except MCPSessionExpiredError as exc:
-                    # The server rejected the session before processing the request (HTTP 404, or 400
-                    # naming the session), so even tools/call did not run: initialize again, repeat
-                    # once. A second rejection is raised (no loop); a cancelled request is not repeated.
-                    if generation != self._cancel_generation:
-                        raise
-                    expired = exc.data.get("session_id") if isinstance(exc.data, dict) else None
-                    self._reinitialize(expired, generation)
-                    return self._send(method, params, timeout_seconds, generation)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _reinitialize(self, expired_session: str | None, generation: int) -> None:
-        """Initialize again unless another thread already replaced ``expired_session``."""
-        with self._lock:
-            current = getattr(self.transport, "session_id", None)
-            if self.initialize_result is not None and expired_session is not None and current != expired_session:
-                return  # another thread met the same expiry and initialized already
-            logger.info("%s: the server forgot session %r; initializing again", self.name, expired_session)
-            self._initialize(force=True, generation=generation)
-
     def connect(self) -> dict[str, Any]:
-        """Run the handshake if it has not run; return the ``initialize`` result.
+        """Negotiate the era and connect if not done yet; return ``initialize_result``.
 
         Raises:
-            MCPProtocolError: the server chose a protocol version this client
-                does not support (the session is closed first).
-            MCPTransportError, MCPTimeoutError, MCPRPCError: the handshake failed.
+            MCPProtocolError: the server speaks no protocol version this client
+                supports (the session is closed first).
+            MCPTransportError, MCPTimeoutError, MCPRPCError: connecting failed.
         """
         return self._connect(self._cancel_generation)
-
-    def _connect(self, generation: int) -> dict[str, Any]:
-        if self.initialize_result is not None:
-            return self.initialize_result
-        return self._initialize(force=False, generation=generation)
-
-    def _initialize(self, *, force: bool, generation: int) -> dict[str, Any]:
-        with self._lock:
-            if self.initialize_result is not None and not force:
-                return self.initialize_result
-            if generation != self._cancel_generation:  # cancel_in_flight() ran while this thread waited
-                raise MCPTransportError(f"initialize to {self.name}: cancelled before it was sent", server=self.name)
-            self.initialize_result = None
-            self.transport.reset_session()
-            params = {
-                "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": dict(self.capabilities),
-                "clientInfo": {"name": "yiemagent", "version": __version__},
-            }
-            def retry_if(exc: BaseException) -> bool:  # a handshake cut by cancel_in_flight() is not repeated
-                return generation == self._cancel_generation and safe_to_repeat(exc)
-
-            for attempt in self._retrying(retry_if):
-                with attempt:
-                    result = self._send("initialize", params, None, generation)
-            version = result.get("protocolVersion")
-            if version not in SUPPORTED_PROTOCOL_VERSIONS:
-                # C15: never talk a version we do not know; end the session the server opened
-                try:
-                    self.transport.close()
-                except Exception as exc:  # closing is best effort; the version error is what matters
-                    logger.debug("%s: close after a version mismatch failed: %s", self.name, exc)
-                raise MCPProtocolError(
-                    f"{self.name} answered unsupported protocol version {version!r}; "
-                    f"yiemagent supports {', '.join(SUPPORTED_PROTOCOL_VERSIONS)}",
-                    server=self.name,
-                    body=str(version)[:200],
-                )
-            self.transport.set_protocol_version(version)
-            self._notify("notifications/initialized", generation)
-            self.initialize_result = result
-            start_listening = getattr(self.transport, "listen", None)
-            if self.listen and callable(start_listening):
-                start_listening(self._on_message)
-            info = result.get("serverInfo") or {}
-            if self._name_from_server:
-                self._name = server_info_name(info) or self._name
-            logger.info("%s: connected to %s %s (protocol %s)", self.name, info.get("name"), info.get("version"),
-                        version)
-            return result
 
     def list_tools(self, *, timeout_seconds: float | None = None) -> list[dict[str, Any]]:
         """Return every tool of the server, following ``nextCursor`` through all pages.
@@ -380,7 +327,19 @@ class MCPClient(InFlightRequests):
             params = {"cursor": cursor} if cursor is not None else None
             return self._request("tools/list", params, safe=True, timeout_seconds=timeout)
 
-        return list_all_tools(self, fetch_page, per_page)
+        tools = list_all_tools(self, fetch_page, per_page)
+        paths = getattr(self.transport, "tool_header_paths", None)
+        if self.era != "modern" or not isinstance(paths, dict):
+            return tools
+        kept = []
+        for tool in tools:  # MCP 2026-07-28 over HTTP: a tool with an invalid x-mcp-header is left out
+            problem = tool_header_problem(tool.get("inputSchema"))
+            if problem is not None:
+                logger.warning("%s: tool %r left out: %s", self.name, tool.get("name"), problem)
+                continue
+            paths[str(tool.get("name"))] = header_paths(tool.get("inputSchema"))
+            kept.append(tool)
+        return kept
 
     def call_tool(
         self,
@@ -431,8 +390,10 @@ class MCPClient(InFlightRequests):
         return result
 
     def ping(self, *, timeout_seconds: float | None = None) -> None:
-        """Send ``ping``; raise ``MCPError`` if the server does not answer."""
-        self._request("ping", None, safe=True, timeout_seconds=timeout_seconds)
+        """Send ``ping`` (2026-07-28 era: ``server/discover``); raise ``MCPError`` if the server does not answer."""
+        self._connect(self._cancel_generation)
+        method = "server/discover" if self.era == "modern" else "ping"
+        self._request(method, None, safe=True, timeout_seconds=timeout_seconds)
 
     def close(self) -> None:
         """Cut the requests in flight, end the session and release the transport. Safe to call twice.

@@ -48,3 +48,11 @@ def check_client_arguments(args: dict[str, Any]) -> None:
     callbacks = args.get("callbacks")
     if callbacks is not None and not callable(getattr(callbacks, "install", None)):
         raise ConfigError(f"callbacks must be a ClientCallbacks, not {type(callbacks).__name__}")
+    from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+    version = args.get("protocol_version")
+    if version is not None and version not in MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS:
+        raise ConfigError(f"protocol_version must be None (negotiate) or one of "
+                          f"{', '.join(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)}, not {version!r:.40}")
+    check_number("probe_timeout_seconds", args.get("probe_timeout_seconds", 5.0))
+    check_int("max_input_rounds", args.get("max_input_rounds", 8), minimum=0)

@@ -17,8 +17,15 @@ twice); a request cut by ``cancel()`` is never resumed. ``listen()`` opens the
 standalone ``GET`` stream (``http_listen``). Header values and URL secrets are
 ``***`` in every message, chained exception and log line.
 
+In the 2026-07-28 era (``set_protocol_version("2026-07-28")``) there is no
+session and no resumption: every POST carries ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` (``http_headers``), and a
+stream that ends before its response is ``MCPTransportError`` (the client
+re-issues a safe request as a new one; never a ``tools/call``).
+
 Spec: MCP 2025-11-25 (also 2025-06-18, 2025-03-26), "Transports",
-"Streamable HTTP" (incl. "Resumability and Redelivery").
+"Streamable HTTP" (incl. "Resumability and Redelivery"); MCP 2026-07-28,
+"Streamable HTTP" ("Request Metadata", "Backward Compatibility").
 
 Split out: resuming an SSE stream that ended before its response (``http_resume``).
 """
@@ -39,27 +46,32 @@ from .._deadlines import PausableClock
 from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
-from ..textpolicy import boundary, display_text, strict_json_text
 from . import jsonrpc
 from .http_body import (
     Cancelled,
     body_text,
     check_accepted,
+    encode_http_body,
+    http_transport_repr,
     is_read_timeout,
     redirect_error,
     session_id_of,
     status_error,
     timed_chunks,
 )
+from .http_headers import param_headers, request_headers
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .http_resume import StreamResumption
+from .http_subscriptions import SubscriptionListener
 from .transport import MessageHandler, Transport
 
 __all__ = ["HTTPTransport"]
 
 logger = logging.getLogger("yiemagent.mcp.http")
 
+MODERN_SINCE = "2026-07-28"
+"""Protocol versions from this one on are the modern era (no ``initialize``, per-request metadata)."""
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 _CLOSE_SECONDS = 2.0
@@ -139,6 +151,11 @@ class HTTPTransport(StreamResumption, Transport):
         """The ``Mcp-Session-Id`` the server gave, or None (stateless server)."""
         self.protocol_version: str | None = None
         """The negotiated version sent as ``MCP-Protocol-Version``; None before the handshake."""
+        self.modern = False
+        """True in the 2026-07-28 era (``set_protocol_version`` of a modern version): every POST carries
+        ``Mcp-Method`` (and ``Mcp-Name``, ``Mcp-Param-*``), no session, no ``Last-Event-ID`` resumption."""
+        self.tool_header_paths: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        """Tool name -> its ``x-mcp-header`` declarations (``http_headers.header_paths``), set by ``list_tools``."""
 
     def __repr__(self) -> str:
         return http_transport_repr(self.display_url, sorted(self._static_headers))
@@ -157,8 +174,26 @@ class HTTPTransport(StreamResumption, Transport):
         self.protocol_version = None
 
     def set_protocol_version(self, version: str | None) -> None:
-        """Send ``MCP-Protocol-Version: <version>`` on every later request."""
+        """Send ``MCP-Protocol-Version: <version>`` on every later request (a 2026-07-28+ version: modern era)."""
         self.protocol_version = version
+        self.modern = version is not None and version >= MODERN_SINCE
+
+    @property
+    def cancels_by_closing(self) -> bool:
+        """True in the modern era: closing the response stream cancels; no ``notifications/cancelled``."""
+        return self.modern
+
+    def _message_headers(self, message: dict[str, Any]) -> dict[str, str]:
+        """The modern era's ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers of ``message``."""
+        if not self.modern or "method" not in message:
+            return {}
+        method = str(message["method"])
+        params = message.get("params") if isinstance(message.get("params"), dict) else None
+        headers = request_headers(method, params)
+        if method == "tools/call" and params is not None:
+            headers.update(param_headers(self.tool_header_paths.get(str(params.get("name")), []),
+                                         params.get("arguments")))
+        return headers
 
     def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
         headers = {
@@ -279,7 +314,7 @@ class HTTPTransport(StreamResumption, Transport):
         sent_session = self.session_id
         try:
             response = self._session.post(
-                self.url, data=body, headers=self._headers(), stream=True,
+                self.url, data=body, headers=self.post_headers(message), stream=True,
                 timeout=(min(self.connect_timeout_seconds, timeout), timeout), **self._redirect_kwargs(method),
             )
         except requests.RequestException as exc:
@@ -401,6 +436,29 @@ class HTTPTransport(StreamResumption, Transport):
         self._listener = Listener(self, on_message, self.listening)
         self._listener.start(min(self.timeout_seconds, 5.0))
 
+    def subscribe(self, on_message: MessageHandler, request: Callable[[], dict[str, Any]]) -> None:
+        """Open a ``subscriptions/listen`` stream (2026-07-28) on a daemon thread, replacing any listener.
+
+        Args:
+            on_message: receives each message of the stream (the acknowledgment, then the notifications).
+            request: ``request() -> message``: a new ``subscriptions/listen`` request for each opening.
+
+        Returns once the server answered (at most ``timeout_seconds``, 5 s at most); ``close()`` stops it.
+
+        Spec: MCP 2026-07-28, "Subscriptions".
+        """
+        self._stop_listening()
+        self._listener = SubscriptionListener(self, on_message, self.listening, request)
+        self._listener.start(min(self.timeout_seconds, 5.0))
+
+    def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
+        """The headers of a POST of ``message`` (static, session or era headers)."""
+        return {**self._headers(), **self._message_headers(message)}
+
+    def encode(self, message: dict[str, Any]) -> bytes:
+        """``message`` as the UTF-8 JSON body of a POST (``MCPProtocolError`` if it cannot be)."""
+        return self._encode(message, f"{message.get('method')} to {self.name}")
+
     def _stop_listening(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
@@ -447,30 +505,3 @@ class HTTPTransport(StreamResumption, Transport):
                 logger.debug("DELETE %s failed: %s", self.display_url, self.scrub(str(exc)))
         self.reset_session()
         self._session.close()
-
-
-@boundary("mcp_request_http", "mcp")
-def encode_http_body(message: dict[str, Any], *, what: str = "a message", server: str = "") -> bytes:
-    """The UTF-8 JSON body of a POST to a Streamable HTTP server (the ``mcp_request_http`` boundary).
-
-    The outbound text policy's ``mcp`` rule (``yiemagent.textpolicy``).
-
-    Raises:
-        MCPProtocolError: a lone surrogate, NaN/Infinity or a value that is not JSON; nothing was sent.
-    """
-    try:
-        return strict_json_text(message).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
-                               f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=server) from None
-    except (ValueError, TypeError) as exc:
-        raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
-                               server=server) from None
-
-
-@boundary("repr_http_transport", "display")
-def http_transport_repr(url: str, header_names: list[str] | None = None) -> str:
-    """``HTTPTransport(url=..., headers=[names])``: no password, query value or known secret (a path token)."""
-    headers = f", headers={header_names!r}" if header_names else ""
-    return display_text(f"HTTPTransport(url={url!r}{headers})")
-

@@ -18,13 +18,22 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import requests
 import urllib3.exceptions
 
 from .._http import body_chunks, origin_of
 from .._retry import retry_after_seconds
-from ..exceptions import MCPError, MCPProtocolError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from ..exceptions import (
+    MCPError,
+    MCPProtocolError,
+    MCPRPCError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+)
+from ..textpolicy import boundary, display_text, strict_json_text
 from . import jsonrpc
 
 __all__ = [
@@ -33,11 +42,12 @@ __all__ = [
     "Cancelled",
     "body_text",
     "check_accepted",
+    "encode_http_body",
+    "http_transport_repr",
     "is_read_timeout",
     "redirect_error",
     "session_id_of",
     "set_read_timeout",
-    "status_error",
     "timed_chunks",
 ]
 
@@ -151,7 +161,10 @@ def status_error(
 
     Returns:
         ``MCPSessionExpiredError`` for a 404 (or a 400 naming the session)
-        to a request that carried ``Mcp-Session-Id``; else
+        to a request that carried ``Mcp-Session-Id``; ``MCPRPCError`` for a
+        400 or 404 whose body is a JSON-RPC error with a code only modern
+        (2026-07-28) servers send (-32020, -32021, -32022), or a 404 with
+        -32601 (method not found); else
         ``MCPTransportError`` with ``status_code``, ``body`` and
         ``retry_after`` (seconds, from ``Retry-After``).
     """
@@ -164,6 +177,12 @@ def status_error(
             -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
             {"session_id": sent_session, "status_code": status}, server=server,
         )
+    error = jsonrpc.error_in_body(body) if status in (400, 404) else None
+    modern = error is not None and error["code"] in jsonrpc.MODERN_ERROR_CODES
+    if error is not None and (modern or (status == 404 and error["code"] == -32601)):
+        # MCP 2026-07-28: a modern server rejects with 400 (or 404 for an unknown method) and a JSON-RPC error
+        # body; the error is the answer (e.g. -32022 UnsupportedProtocolVersion with data.supported)
+        return MCPRPCError.from_error(error, server=server)
     reason = f" {response.reason}" if response.reason else ""
     return MCPTransportError(
         f"{what} answered HTTP {status}{reason}: {body[:500]}", server=server, status_code=status, body=body,
@@ -228,3 +247,30 @@ def session_id_of(response: requests.Response, *, what: str, server: str, url: s
     if not session_id or not all(0x21 <= ord(c) <= 0x7E for c in session_id):
         raise MCPProtocolError(f"{what}: the Mcp-Session-Id is not visible ASCII: {session_id!r:.80}", server=server)
     return session_id
+
+
+@boundary("mcp_request_http", "mcp")
+def encode_http_body(message: dict[str, Any], *, what: str = "a message", server: str = "") -> bytes:
+    """The UTF-8 JSON body of a POST to a Streamable HTTP server (the ``mcp_request_http`` boundary).
+
+    The outbound text policy's ``mcp`` rule (``yiemagent.textpolicy``).
+
+    Raises:
+        MCPProtocolError: a lone surrogate, NaN/Infinity or a value that is not JSON; nothing was sent.
+    """
+    try:
+        return strict_json_text(message).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MCPProtocolError(f"{what}: cannot be sent: a string is not valid Unicode ({exc.reason}: "
+                               f"{exc.object[exc.start:exc.end]!r}); nothing was sent", server=server) from None
+    except (ValueError, TypeError) as exc:
+        raise MCPProtocolError(f"{what}: cannot be sent as JSON ({type(exc).__name__}: {exc}); nothing was sent",
+                               server=server) from None
+
+
+@boundary("repr_http_transport", "display")
+def http_transport_repr(url: str, header_names: list[str] | None = None) -> str:
+    """``HTTPTransport(url=..., headers=[names])``: no password, query value or known secret (a path token)."""
+    headers = f", headers={header_names!r}" if header_names else ""
+    return display_text(f"HTTPTransport(url={url!r}{headers})")
+

@@ -72,6 +72,9 @@ class Listener:
         self._session = CancellableSession(follow_cross_origin_redirects=owner.follow_cross_origin_redirects)
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"yiemagent-mcp-listen-{owner.name}")
 
+    kind = "standalone SSE stream"
+    """What the stream is called in the log."""
+
     def start(self, settle_seconds: float) -> None:
         """Start the thread; return once the server answered the ``GET`` (at most ``settle_seconds``)."""
         self._thread.start()
@@ -108,11 +111,10 @@ class Listener:
                                  max_event_bytes=owner.max_event_bytes, max_messages=2**62, scrub=owner.scrub)
             parser = reader.parser()
             try:
-                with self._session.get(owner.url, headers=owner.stream_headers(last_id), stream=True,
-                                       timeout=(owner.connect_timeout_seconds, None)) as response:
+                with self._open(last_id) as response:
                     if response.status_code >= 400:
                         level = logging.DEBUG if response.status_code == 405 else logging.INFO
-                        logger.log(level, "%s: no standalone SSE stream (HTTP %d)", owner.name, response.status_code)
+                        logger.log(level, "%s: no %s (HTTP %d)", owner.name, self.kind, response.status_code)
                         return
                     content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
                     if content_type != "text/event-stream":
@@ -135,6 +137,11 @@ class Listener:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else wait
             failures += 1
             self._stop.wait(wait)
+
+    def _open(self, last_id: str | None) -> requests.Response:
+        """The stream's HTTP response (legacy: ``GET`` with ``Last-Event-ID``; see ``SubscriptionListener``)."""
+        return self._session.get(self.owner.url, headers=self.owner.stream_headers(last_id), stream=True,
+                                 timeout=(self.owner.connect_timeout_seconds, None))
 
     def _read(self, response: requests.Response, reader: ReplyReader, parser: SSEParser) -> bool:
         """Read events until the stream ends; True if at least one arrived. Bad events are logged and skipped."""

@@ -55,6 +55,7 @@ class StreamResumption:
     url: str
     name: str
     session_id: str | None
+    modern: bool
     connect_timeout_seconds: float
     _session: requests.Session
     _sleep: Callable[[float], None]
@@ -99,7 +100,7 @@ class StreamResumption:
                 self._check(generation)  # a cut stream is not an early end: never resume it
                 last_id = parser.last_event_id or last_id
                 retry_ms = parser.retry_ms if parser.retry_ms is not None else retry_ms
-                if last_id is None or resumes >= _MAX_RESUMES:
+                if last_id is None or resumes >= _MAX_RESUMES or self.modern:  # 2026-07-28: no resumption
                     if ended.cause is not None:
                         raise self._transport_error(f"{what}: the SSE stream broke", ended.cause, timeout) \
                             from ended.cause

@@ -134,6 +134,8 @@ class InFlightRequests:
     # ------------------------------------------------------------------ cancelling
 
     def _cancel(self, request_id: int, reason: str, timeout_seconds: float = 2.0) -> None:
+        if getattr(self.transport, "cancels_by_closing", False):
+            return  # MCP 2026-07-28 over HTTP: the closed response stream is the cancellation
         try:
             self.transport.send(
                 jsonrpc.make_notification("notifications/cancelled", {"requestId": request_id, "reason": reason}),

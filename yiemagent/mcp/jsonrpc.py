@@ -13,13 +13,19 @@ Spec: JSON-RPC 2.0; MCP 2025-11-25 "Base Protocol".
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from typing import Any
 
 from ..exceptions import MCPProtocolError, MCPRPCError
 
 __all__ = [
+    "HEADER_MISMATCH",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "MODERN_ERROR_CODES",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "IdCounter",
+    "error_in_body",
     "is_notification",
     "is_request",
     "is_response",
@@ -28,6 +34,28 @@ __all__ = [
     "make_response",
     "result_of",
 ]
+
+
+HEADER_MISMATCH = -32020
+"""MCP 2026-07-28: the HTTP headers do not match the body, or a required header is missing."""
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+"""MCP 2026-07-28: the request needs a client capability the client did not declare."""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""MCP 2026-07-28: the server does not speak the requested version; ``data`` is ``{"supported", "requested"}``."""
+MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+"""The error codes only a 2026-07-28 (modern) server sends: one of them identifies a modern server."""
+
+
+def error_in_body(text: str) -> dict[str, Any] | None:
+    """The ``error`` object of an HTTP error body that is a JSON-RPC error response, or None."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" else None
+    if isinstance(error, dict) and isinstance(error.get("code"), int) and not isinstance(error.get("code"), bool):
+        return error
+    return None
 
 
 class IdCounter:

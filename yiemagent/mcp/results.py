@@ -1,7 +1,9 @@
 """Results: an MCP ``tools/call`` result as an ``AgentToolResult`` the model can read.
 
 ``isError`` -> ``is_error``; text -> text; images -> image parts; embedded
-resources, resource links, audio and blobs -> readable text or short
+resources -> their text (text, or a text-type blob) or an image part (an
+image blob) under a line naming their URI; resource links -> a line naming
+URI, type, title and description; audio and other blobs -> short
 placeholders (never base64 inlined as text); ``structuredContent`` alone ->
 its JSON text; a size cap with a visible truncation note. What is kept in
 ``details`` is capped too (``MCPLimits.max_structured_chars``,
@@ -23,7 +25,7 @@ from ..messages import ImageContent, TextContent
 from ..tools import AgentToolResult, cap_result
 from .limits import MCPLimits, truncate_text
 
-__all__ = ["DEFAULT_MAX_RESULT_CHARS", "result_to_tool_result"]
+__all__ = ["DEFAULT_MAX_RESULT_CHARS", "content_part", "resource_link_text", "resource_part", "result_to_tool_result"]
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
 """Characters of a tool result the model sees by default (text plus image data)."""
@@ -87,8 +89,63 @@ def _image_part(data: str, mime: Any) -> TextContent | ImageContent:
     return ImageContent.from_base64(data, mime)
 
 
-def _content_part(block: Any) -> TextContent | ImageContent:
-    """One MCP content block as text or image (C18: no base64 inlined as text)."""
+_TEXT_MIME = re.compile(r"text/|application/([\w.+-]*\+)?(json|xml|yaml|x-yaml|javascript|ecmascript|toml|"
+                        r"x-sh|x-python|sql|graphql|csv|markdown)\b", re.ASCII | re.IGNORECASE)
+
+
+def _decoded_text(blob: str) -> str | None:
+    """The UTF-8 text of base64 ``blob``, or None when it is not base64 or not UTF-8."""
+    try:
+        return base64.b64decode("".join(blob.split()), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+def resource_part(resource: Any) -> TextContent | ImageContent:
+    """One resource's contents (``resources/read`` item, or the ``resource`` of an embedded resource) as a part.
+
+    ``{"uri", "mimeType"?, "text"}`` -> its text under a ``[resource <uri>
+    <mimeType>]`` line; ``{"uri", "mimeType"?, "blob"}`` (base64) by
+    ``mimeType``: an image type -> an ``ImageContent`` (normalised as tool
+    images are), a text type (``text/*``, JSON, XML, YAML...) that decodes as
+    UTF-8 -> its text under the same line, anything else -> ``[resource <uri>
+    <mimeType>, N bytes]`` (binary data is never inlined as text).
+
+    Spec: MCP 2025-11-25, "Resources" (Resource Contents), "Tools" (Embedded Resources).
+    """
+    if not isinstance(resource, dict):
+        return TextContent(f"[unsupported resource contents {type(resource).__name__}]")
+    uri, mime = resource.get("uri", ""), resource.get("mimeType", "")
+    label = _label("resource", uri, mime)
+    if isinstance(resource.get("text"), str):
+        return TextContent(f"[{label}]\n{resource['text']}")
+    blob = resource.get("blob")
+    if isinstance(blob, str) and isinstance(mime, str) and mime.lower().startswith("image/"):
+        return _image_part(blob, mime)
+    if isinstance(blob, str) and isinstance(mime, str) and _TEXT_MIME.match(mime):
+        text = _decoded_text(blob)
+        if text is not None:
+            return TextContent(f"[{label}]\n{text}")
+    return TextContent(f"[{label}, {_size_of(blob)} bytes]")
+
+
+def resource_link_text(block: dict[str, Any]) -> str:
+    """The line a ``resource_link`` becomes: ``[resource link <uri> <mimeType> <title or name>] <description>``."""
+    title = block.get("title") or block.get("name") or ""
+    text = f"[{_label('resource link', block.get('uri', ''), block.get('mimeType'), title)}]"
+    description = block.get("description")
+    return f"{text} {description}" if isinstance(description, str) and description else text
+
+
+def content_part(block: Any) -> TextContent | ImageContent:
+    """One MCP content block (``text``, ``image``, ``audio``, ``resource``, ``resource_link``) as text or image.
+
+    No base64 is ever inlined as text (C18); embedded resources go through
+    ``resource_part``, resource links become ``resource_link_text``; unknown
+    types become ``[unsupported content type '<type>']``.
+
+    Spec: MCP 2025-11-25, "Tools" (Tool Result content), "Prompts" (PromptMessage content).
+    """
     if not isinstance(block, dict):
         return TextContent(f"[unsupported content {type(block).__name__}]")
     kind = block.get("type")
@@ -100,16 +157,9 @@ def _content_part(block: Any) -> TextContent | ImageContent:
         mime = block.get("mimeType") or "unknown"
         return TextContent(f"[{_label('audio', mime)}, {_size_of(block.get('data'))} bytes]")
     if kind == "resource" and isinstance(block.get("resource"), dict):
-        resource = block["resource"]
-        uri, mime = resource.get("uri", ""), resource.get("mimeType", "")
-        if isinstance(resource.get("text"), str):
-            return TextContent(f"[{_label('resource', uri, mime)}]\n{resource['text']}")
-        return TextContent(f"[{_label('resource', uri, mime)}, {_size_of(resource.get('blob'))} bytes]")
+        return resource_part(block["resource"])
     if kind == "resource_link":
-        title = block.get("title") or block.get("name") or ""
-        text = f"[{_label('resource link', block.get('uri', ''), block.get('mimeType'), title)}]"
-        description = block.get("description")
-        return TextContent(f"{text} {description}" if isinstance(description, str) and description else text)
+        return TextContent(resource_link_text(block))
     return TextContent(f"[unsupported content type {kind!r}]")
 
 
@@ -119,9 +169,10 @@ def result_to_tool_result(
     """Turn an MCP ``tools/call`` result into an ``AgentToolResult``.
 
     ``isError`` -> ``is_error`` (C16); text blocks -> text; images -> image
-    parts (a short placeholder in ``.text``); embedded text resources -> their
-    text under a ``[resource <uri> <mime>]`` line; blobs, audio and resource
-    links -> short placeholders naming URI, type and size (C18); an empty
+    parts (a short placeholder in ``.text``); embedded resources ->
+    ``resource_part`` (text under a ``[resource <uri> <mime>]`` line, image
+    blobs as images); resource links -> ``resource_link_text``; audio and
+    binary blobs -> short placeholders naming URI, type and size (C18); an empty
     ``content`` with ``structuredContent`` -> its JSON text (C17).
 
     Args:
@@ -146,7 +197,7 @@ def result_to_tool_result(
     limits = limits or _DEFAULT_LIMITS
     content = result.get("content")
     blocks: list[Any] = content if isinstance(content, list) else []
-    parts = [_content_part(b) for b in blocks]
+    parts = [content_part(b) for b in blocks]
     details: dict[str, Any] = {}
     if "structuredContent" in result:
         structured = result["structuredContent"]

@@ -2,11 +2,13 @@
 
 Server requests (``{"jsonrpc", "id", "method", "params"?}``):
 ``elicitation/create``, ``sampling/createMessage``, ``roots/list`` go to the
-client's ``request_handlers`` (``handler(params) -> result``); the reply is
-``{"jsonrpc", "id", "result"}``; a handler that raises ``RequestRefused``
-answers its ``code``/``message``/``data`` (e.g. -1 "User rejected sampling
-request"), any other exception error -32603. ``ping`` without a handler is
-answered ``{}``; any other method gets -32601.
+client's ``request_handlers`` (``handler(params) -> result``) through
+``answer_server_request``, the one dispatcher both eras use (the 2026-07-28
+``inputRequests`` of a multi round-trip request go there too, see ``mrtr``);
+the reply is ``{"jsonrpc", "id", "result"}``; a handler that raises
+``RequestRefused`` answers its ``code``/``message``/``data`` (e.g. -1 "User
+rejected sampling request"), any other exception error -32603. ``ping``
+without a handler is answered ``{}``; any other method gets -32601.
 
 While a handler runs, the clock of the transport's request deadlines
 (``transport.clock``, a ``yiemagent._deadlines.PausableClock``) stands still:
@@ -17,6 +19,8 @@ is waiting (nor of any other request of the client in flight meanwhile).
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
 ``progress_callback`` of the ``tools/call`` whose ``progressToken`` it names;
+``notifications/resources/updated`` goes to the callback of the subscribed
+resource (``resources.ResourcesMixin.subscribe_resource``);
 ``notifications/message`` (server logging) is logged at INFO, at most 500
 characters; anything else is ignored.
 
@@ -35,7 +39,8 @@ from typing import Any, Protocol
 from ..exceptions import MCPError
 from . import jsonrpc
 
-__all__ = ["ProgressCallback", "RequestRefused", "answer_request", "handle_server_message"]
+__all__ = ["ProgressCallback", "RequestRefused", "UnansweredRequest", "answer_server_request",
+           "handle_server_message"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -87,27 +92,45 @@ def _paused(client: _Client) -> AbstractContextManager[None]:
     return pause() if callable(pause) else nullcontext()
 
 
-def answer_request(client: _Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Run the client's handler of ``method``; ``{"result": ...}`` or ``{"error": {"code", "message", "data"?}}``.
+class UnansweredRequest(Exception):
+    """``answer_server_request`` has no handler for the method (JSON-RPC -32601 in the old era)."""
 
-    The one place a server request (old era) or an input request (2026-07-28
-    ``inputRequests``) meets a handler: the transport's deadline clock is
-    paused meanwhile; ``RequestRefused`` becomes its error; any other
-    exception is logged and becomes -32603; a method without a handler is
-    -32601. Never raises (``KeyboardInterrupt`` and ``SystemExit`` pass).
+    def __init__(self, method: str) -> None:
+        super().__init__(f"method not supported by yiemagent: {method}")
+        self.method = method
+
+
+def answer_server_request(client: _Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The result of the server request ``method``, from ``client.request_handlers`` (``ping``: ``{}``).
+
+    The one dispatcher of server-to-client requests: old-era requests on a
+    stream (``handle_server_message``) and 2026-07-28 ``inputRequests``
+    (``mrtr``) both come here.
+
+    Args:
+        client: its ``request_handlers`` (``{method: handler(params) -> result}``).
+        method: e.g. ``"elicitation/create"``, ``"sampling/createMessage"``, ``"roots/list"``.
+        params: the request's params (``{}`` when it had none).
+
+    Returns:
+        The handler's result (a JSON object).
+
+    The transport's deadline clock (``transport.clock``) is paused while the
+    handler runs (see the module).
+
+    Raises:
+        UnansweredRequest: no handler for ``method`` (and it is not ``ping``).
+        RequestRefused: the handler refused (its JSON-RPC error; in
+            2026-07-28 it ends the request that asked).
+        Exception: whatever else the handler raises, unchanged.
     """
     handler = client.request_handlers.get(method)
-    if handler is None:
-        return {"error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
-    try:
-        with _paused(client):
-            return {"result": handler(params)}
-    except RequestRefused as exc:
-        logger.info("%s: %s refused: %s", client.name, method, exc.message)
-        return {"error": exc.error()}
-    except Exception as exc:
-        logger.exception("%s: the handler of %s raised", client.name, method)
-        return {"error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
+    if handler is not None:
+        with _paused(client):  # a callback's time does not count against the request's timeout
+            return handler(params)
+    if method == "ping":
+        return {}
+    raise UnansweredRequest(method)
 
 
 def handle_server_message(
@@ -129,15 +152,16 @@ def handle_server_message(
     method = message.get("method")
     params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
     if jsonrpc.is_request(message):
-        if str(method) in client.request_handlers:
-            outcome = answer_request(client, str(method), params)
-            if "error" in outcome:
-                return {"jsonrpc": "2.0", "id": message["id"], "error": outcome["error"]}
-            return jsonrpc.make_response(message["id"], outcome["result"])
-        if method == "ping":
-            return jsonrpc.make_response(message["id"], {})
-        return {"jsonrpc": "2.0", "id": message["id"],
-                "error": {"code": -32601, "message": f"method not supported by yiemagent: {method}"}}
+        try:
+            return jsonrpc.make_response(message["id"], answer_server_request(client, str(method), params))
+        except UnansweredRequest as exc:
+            return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": str(exc)}}
+        except RequestRefused as exc:
+            return {"jsonrpc": "2.0", "id": message["id"], "error": exc.error()}
+        except Exception as exc:
+            logger.exception("%s: the handler of %s raised", client.name, method)
+            return {"jsonrpc": "2.0", "id": message["id"],
+                    "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
     if method == "notifications/tools/list_changed":
         logger.info("%s: tools changed", client.name)
         client.tools_changed.set()
@@ -148,6 +172,10 @@ def handle_server_message(
                 callback(params)
             except Exception:
                 logger.exception("progress callback raised; ignored")
+    elif method == "notifications/resources/updated":
+        deliver = getattr(client, "_on_resource_updated", None)  # ResourcesMixin: the subscribed callbacks
+        if callable(deliver):
+            deliver(params)
     elif method == "notifications/message":
         logger.info("%s log [%s]: %.500s", client.name, params.get("level"), params.get("data"))
     return None

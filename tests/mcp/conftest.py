@@ -1,0 +1,38 @@
+"""The tests of this folder written for the handshake era speak it.
+
+They test 2025-11-25 mechanics (sessions, ``initialize``, the GET stream,
+``Last-Event-ID`` resumption, server requests on a stream) against servers
+that speak both eras (the ``mcp`` 2.3 SDK) or raw peers written for the
+handshake. ``MCPClient`` negotiates the 2026-07-28 era by default
+(``protocol_version=None``); here the default is the handshake
+(``"2025-11-25"``), except in the modules named ``test_modern*`` and
+``test_conformance`` and in tests marked ``@pytest.mark.negotiate``, which
+test negotiation and the new era.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from yiemagent.mcp import MCPClient
+
+_NEGOTIATING = ("test_modern", "test_conformance")
+
+
+@pytest.fixture(autouse=True)
+def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``MCPClient(protocol_version=...)`` defaults to ``"2025-11-25"`` for the handshake-era tests."""
+    if request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING) or \
+            request.node.get_closest_marker("negotiate") is not None:
+        yield
+        return
+    defaults = MCPClient.__init__.__kwdefaults__
+    stdio_defaults = MCPClient.stdio.__func__.__kwdefaults__  # type: ignore[attr-defined]
+    saved = defaults["protocol_version"], stdio_defaults["protocol_version"]
+    defaults["protocol_version"] = stdio_defaults["protocol_version"] = "2025-11-25"
+    try:
+        yield
+    finally:
+        defaults["protocol_version"], stdio_defaults["protocol_version"] = saved

@@ -1,0 +1,114 @@
+"""Multi round-trip requests (MRTR, SEP-2322): answering ``resultType: "input_required"`` and retrying.
+
+A 2026-07-28 server that needs something of the client while serving
+``tools/call``, ``prompts/get`` or ``resources/read`` does not send its own
+request: it answers::
+
+    {"resultType": "input_required",
+     "inputRequests": {"<key>": {"method": "elicitation/create", "params": {...}}, ...},
+     "requestState": "<opaque>"}
+
+``run_rounds`` answers each input request through
+``server_messages.answer_server_request`` (the client's
+``request_handlers``, the same dispatcher as the old era's server requests),
+then sends the original request again, as a new request with a new
+JSON-RPC id, with ``inputResponses`` (``{"<key>": result}``) and the exact
+``requestState`` (none when the server gave none); round after round until
+a result that is not ``input_required`` (``resultType`` absent means
+complete), at most ``max_rounds`` retries. Each round is one request with its
+own timeout: the time handlers take (a person answering) never counts
+against it. The responses and state belong to this request only: other
+requests in flight never carry them.
+
+Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import MCPProtocolError
+from .server_messages import UnansweredRequest, _Client, answer_server_request
+
+__all__ = ["INPUT_METHODS", "run_rounds"]
+
+logger = logging.getLogger("yiemagent.mcp")
+
+INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""The client requests a server may answer with ``input_required``."""
+
+
+def _answers(client: _Client, server: str, method: str, requests: Any) -> dict[str, Any]:
+    if requests is None:
+        return {}
+    if not isinstance(requests, dict):
+        raise MCPProtocolError(f"{method} to {server}: inputRequests is not an object: {requests!r:.200}",
+                               server=server)
+    answers: dict[str, Any] = {}
+    for key, request in requests.items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise MCPProtocolError(f"{method} to {server}: input request {key!r} has no method: {request!r:.200}",
+                                   server=server)
+        given = request.get("params")
+        params: dict[str, Any] = given if isinstance(given, dict) else {}
+        try:
+            answers[key] = answer_server_request(client, request["method"], params)
+        except UnansweredRequest:
+            # spec: the client MUST construct every requested input before retrying; it cannot, so it stops
+            raise MCPProtocolError(
+                f"{method} to {server}: the server asks for {request['method']!r} ({key!r}), which this client "
+                f"does not answer (no request_handlers entry; declare the capability and give a handler)",
+                server=server,
+            ) from None
+    return answers
+
+
+def run_rounds(
+    client: _Client,
+    method: str,
+    params: dict[str, Any] | None,
+    send: Callable[[dict[str, Any] | None], dict[str, Any]],
+    *,
+    max_rounds: int,
+) -> dict[str, Any]:
+    """Send ``method`` with ``send(params)``, answering ``input_required`` results; return the final result.
+
+    Args:
+        client: its ``request_handlers`` answer the input requests; ``name`` names the server in errors.
+        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
+        params: the original params (never changed; each retry is a copy plus
+            ``inputResponses`` and ``requestState``).
+        send: sends one request (a new JSON-RPC id each time) and returns its result.
+        max_rounds: retries at most.
+
+    Returns:
+        The first result whose ``resultType`` is not ``"input_required"``.
+
+    Raises:
+        MCPProtocolError: still ``input_required`` after ``max_rounds`` retries;
+            an input request this client cannot answer (no handler); a
+            malformed ``inputRequests``.
+        Exception: what a request handler raises, unchanged (the call stops).
+        MCPError: what ``send`` raises.
+    """
+    server = client.name
+    current = params
+    for round_number in range(max_rounds + 1):
+        result = send(current)
+        if result.get("resultType") != "input_required":
+            return result
+        if round_number == max_rounds:
+            raise MCPProtocolError(
+                f"{method} to {server}: still input_required after {max_rounds} rounds (max_input_rounds)",
+                server=server, body=str(result)[:500],
+            )
+        answers = _answers(client, server, method, result.get("inputRequests"))
+        logger.debug("%s: %s needs input (%s); retrying with the answers", server, method, sorted(answers))
+        current = {k: v for k, v in (params or {}).items() if k not in ("inputResponses", "requestState")}
+        if answers:
+            current["inputResponses"] = answers
+        if "requestState" in result:
+            current["requestState"] = result["requestState"]
+    raise AssertionError("unreachable")  # pragma: no cover
