@@ -34,7 +34,8 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
         tmp_path, scripted_model, callbacks_config):  # noqa: F811
     """Source: modelcontextprotocol/inspector #1691 (titled enums rendered raw values): the person sees
     Red/Green/Blue and the server gets the ``const``. Enter keeps the default (SEP-1034); a wrong answer is
-    asked again with the reason; then /decline on the next question declines."""
+    asked again with the reason; then /decline on the next question declines.
+    """
     base_url, _ = scripted_model
     with chat_terminal(tmp_path, "--config", str(callbacks_config), base_url=base_url) as term:
         term.wait_for(PROMPT, 60)
@@ -74,7 +75,8 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
 def test_chat_asks_before_a_server_samples_its_model_and_a_no_is_the_spec_error(
         tmp_path, scripted_model, callbacks_config):  # noqa: F811
     """The spec's human in the loop: the request (its system prompt, messages, token cap) is shown; "no"
-    answers -1 "User rejected sampling request", "yes" lets the chat's own model answer the server."""
+    answers -1 "User rejected sampling request", "yes" lets the chat's own model answer the server.
+    """
     data = json.loads(callbacks_config.read_text(encoding="utf-8"))
     data["mcpServers"]["profile"]["args"].append("--sampling-weather")
     callbacks_config.write_text(json.dumps(data), encoding="utf-8")

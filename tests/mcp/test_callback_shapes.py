@@ -1,5 +1,6 @@
 """Shapes of the callbacks without a server: sampling conversion and its spec errors, form fields, the
-pausable deadline clock. (Pure functions: the round trips with real servers are in test_callbacks.py.)"""
+pausable deadline clock. (Pure functions: the round trips with real servers are in test_callbacks.py.)
+"""
 
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def test_a_paused_clock_holds_waiters_and_the_watchdog() -> None:
 
 def test_python_sdk_1285_an_accept_without_fields_is_an_accept() -> None:
     """Source: modelcontextprotocol/python-sdk #1285 (elicitations accepted without content were refused):
-    a confirmation with an empty schema is answered ``accept`` with empty content."""
+    a confirmation with an empty schema is answered ``accept`` with empty content.
+    """
     request = {"message": "Delete the draft?", "requestedSchema": {"type": "object", "properties": {}}}
     assert answer_elicitation({"form": lambda s, r: {"action": "accept"}}, "docs", request) == {
         "action": "accept", "content": {}}

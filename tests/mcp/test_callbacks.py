@@ -115,7 +115,8 @@ def test_form_elicitation_answer_reaches_the_sdk_server(callbacks_server: str, c
 def test_conformance_19_sep1034_defaults_fill_what_the_person_left_empty(callbacks_server: str,
                                                                         clients: list[MCPClient]) -> None:
     """Source: modelcontextprotocol/conformance #19 (client-side SEP-1034 defaults): fields the user omits
-    take the schema's ``default``. Here the person typed nothing for name and age and left color out."""
+    take the schema's ``default``. Here the person typed nothing for name and age and left color out.
+    """
     answer = {"action": "accept", "content": {"name": "", "age": None, "newsletter": False, "tags": ["a", "c"]}}
     client = http_client(clients, callbacks_server, callbacks=ClientCallbacks(elicitation=lambda s, r: answer))
     got = json.loads(text_of(client.call_tool("ask_profile", {})))
@@ -136,7 +137,8 @@ def test_answer_that_breaks_the_requested_schema_is_never_sent(callbacks_server:
 def test_go_sdk_758_decline_and_cancel_are_not_validated_and_send_no_content(
         callbacks_server: str, clients: list[MCPClient], action: str) -> None:
     """Source: modelcontextprotocol/go-sdk #758 ("content validation should be done only for accept"): a
-    cancel carrying content that breaks the schema failed there. Here it goes as a plain cancel."""
+    cancel carrying content that breaks the schema failed there. Here it goes as a plain cancel.
+    """
     answer = {"action": action, "content": {"name": "leaked", "age": -4}}
     client = http_client(clients, callbacks_server, callbacks=ClientCallbacks(elicitation=lambda s, r: answer))
     assert json.loads(text_of(client.call_tool("ask_profile", {}))) == {"action": action, "content": None}
@@ -164,7 +166,8 @@ def test_typescript_sdk_903_elicitation_slower_than_the_call_timeout_still_answe
         callbacks_server: str, clients: list[MCPClient], transport: str) -> None:
     """Source: modelcontextprotocol/typescript-sdk #903 "Elicitation Timeout" (-32001 when the user takes
     a second or two); also MCPJam inspector #1603 and openai/codex #17566 (pause the timer while eliciting).
-    The person takes 2.5 s; the call's timeout is 1 s; the answer still arrives."""
+    The person takes 2.5 s; the call's timeout is 1 s; the answer still arrives.
+    """
 
     def slow_person(server: str, request: dict[str, Any]) -> dict[str, Any]:
         time.sleep(2.5)
@@ -221,7 +224,8 @@ def test_sampling_by_llm_call_with_system_prompt_and_request_fields(callbacks_se
 
 def test_sampling_with_tools_round_trip(callbacks_server: str, clients: list[MCPClient]) -> None:
     """SEP-1577: the model's tool call goes back as tool_use (stopReason toolUse); the server's tool_result
-    comes in as a ``tool`` message with the call's id; ``toolChoice`` none reaches the model."""
+    comes in as a ``tool`` message with the call's id; ``toolChoice`` none reaches the model.
+    """
     scripted_llm.seen.clear()  # type: ignore[attr-defined]
     client = http_client(clients, callbacks_server, callbacks=ClientCallbacks(sampling=LLMSampler(scripted_llm)))
     got = json.loads(text_of(client.call_tool("sample_with_tools", {"prompt": "weather in Paris?"})))
@@ -238,7 +242,8 @@ def test_sampling_with_tools_round_trip(callbacks_server: str, clients: list[MCP
 def test_pydantic_ai_3822_sampling_with_a_thinking_model_answers_the_text(callbacks_server: str,
                                                                           clients: list[MCPClient]) -> None:
     """Source: pydantic/pydantic-ai #3822 "MCP Sampling is not working with thinking models" (a reply with
-    thinking parts raised). Reasoning (``reasoning_content`` and ``<think>``) never reaches the server."""
+    thinking parts raised). Reasoning (``reasoning_content`` and ``<think>``) never reaches the server.
+    """
 
     def thinking_llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         message = {"role": "assistant", "reasoning_content": "the user wants a city",
@@ -275,7 +280,8 @@ def test_an_approver_may_change_the_request(callbacks_server: str, clients: list
 def test_perl_lsp_4887_root_paths_with_spaces_and_hash_are_percent_encoded(
         callbacks_server: str, clients: list[MCPClient], tmp_path: Any, transport: str) -> None:
     """Source: EffortlessMetrics/perl-lsp #4887 (raw-space ``file:///`` URIs broke URI consumers) and
-    microsoft/vscode #29691. The SDK server parses each root as a URL: it must get them encoded."""
+    microsoft/vscode #29691. The SDK server parses each root as a URL: it must get them encoded.
+    """
     odd = tmp_path / "my project #2 é"
     odd.mkdir()
     callbacks = ClientCallbacks(roots=[odd, str(tmp_path)])
@@ -311,7 +317,8 @@ def test_set_roots_tells_the_connected_server_and_it_reads_the_new_roots(
 
 def test_go_sdk_601_an_agent_answers_sampling_with_its_own_model(callbacks_server: str) -> None:
     """Source: modelcontextprotocol/go-sdk #601 "Sampling within a tool request": the client answered
-    ``Method not found``. An ``Agent`` given a server URL answers with its own ``llm_call``."""
+    ``Method not found``. An ``Agent`` given a server URL answers with its own ``llm_call``.
+    """
     from yiemagent.agent import Agent
 
     tool_results: list[str] = []

@@ -1,7 +1,8 @@
 """The same ``ClientCallbacks`` answer in both eras: the SDK server's resolver tools ask by server requests in
 2025-11-25 and by ``input_required`` results (MRTR, answered by retrying) in 2026-07-28.
 
-Runs once the 2026-07-28 era is in the client (``yiemagent.mcp.mrtr``, issue 16 point 1)."""
+Runs once the 2026-07-28 era is in the client (``yiemagent.mcp.mrtr``, issue 16 point 1).
+"""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def test_callbacks_answer_in_both_eras(callbacks_server: str, tmp_path: Any, era
 @pytest.mark.parametrize("era", ERAS)
 def test_a_refused_sampling_ends_the_call_with_code_minus_one_in_both_eras(callbacks_server: str, era: str) -> None:
     """Handshake era: the server gets error -1 and passes it on as the call's error. 2026-07-28: an input
-    request has no error answer, so the client ends the call itself with the same code."""
+    request has no error answer, so the client ends the call itself with the same code.
+    """
     sampler = LLMSampler(llm_call, approve=lambda server, params: False)
     with make(callbacks_server, era, ClientCallbacks(sampling=sampler)) as client:
         with pytest.raises(MCPError) as caught:

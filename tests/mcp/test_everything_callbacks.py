@@ -1,5 +1,6 @@
 """Callbacks against npm ``@modelcontextprotocol/server-everything`` (Node SDK, Streamable HTTP): it offers
-its sampling, elicitation and roots tools only to a client that declares those capabilities."""
+its sampling, elicitation and roots tools only to a client that declares those capabilities.
+"""
 
 from __future__ import annotations
 

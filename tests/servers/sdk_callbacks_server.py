@@ -37,7 +37,6 @@ import warnings
 from typing import Annotated, Any
 
 import anyio
-
 import mcp_types as types
 from mcp.server.mcpserver import (
     AcceptedElicitation,
@@ -102,7 +101,8 @@ async def ask_profile(ctx: Context) -> str:
 
 class ProfileForm(BaseModel):
     """``PROFILE_SCHEMA`` as the SDK's resolvers want it (a model): the titled enum and the multi select
-    are kept by rendering the raw schema."""
+    are kept by rendering the raw schema.
+    """
 
     name: str = "Ada"
     age: int = 36
@@ -126,7 +126,8 @@ def _describe(city: str) -> Sample:
 
 async def get_weather(city: str, answer: Annotated[ElicitationResult[ProfileForm], Resolve(_weather_profile)]) -> str:
     """Weather of a city, after asking the profile (the chat test's scripted model calls this name). Through
-    the SDK's resolvers, so it asks in both eras (2026-07-28: MRTR)."""
+    the SDK's resolvers, so it asks in both eras (2026-07-28: MRTR).
+    """
     if isinstance(answer, AcceptedElicitation):
         return json.dumps({"action": "accept", "content": answer.data.model_dump()}, sort_keys=True)
     return json.dumps({"action": answer.action, "content": None})

@@ -102,7 +102,7 @@ def _choices(spec: dict[str, Any]) -> list[tuple[Any, str]]:
     if isinstance(spec.get("enum"), list):
         names = spec.get("enumNames") if isinstance(spec.get("enumNames"), list) else None
         if names is not None and len(names) == len(spec["enum"]):
-            return [(value, str(title)) for value, title in zip(spec["enum"], names)]
+            return [(value, str(title)) for value, title in zip(spec["enum"], names, strict=True)]
         return [(value, str(value)) for value in spec["enum"]]
     return []
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -49,15 +49,12 @@ from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTranspo
 from . import jsonrpc
 from .http_body import (
     Cancelled,
-    body_text,
     check_accepted,
     encode_http_body,
     http_transport_repr,
     is_read_timeout,
     redirect_error,
     session_id_of,
-    status_error,
-    timed_chunks,
 )
 from .http_headers import param_headers, request_headers
 from .http_listen import Listener
@@ -217,12 +214,9 @@ class HTTPTransport(StreamResumption, Transport):
             headers["Last-Event-ID"] = last_event_id.encode("utf-8").decode("latin-1")
         return headers
 
-    def _deadline(self, at: float, clock: PausableClock | None = None) -> AbstractContextManager[None]:
-        deadline = getattr(self._session, "deadline", None)
-        if not callable(deadline):
-            return nullcontext()
-        context: AbstractContextManager[None] = deadline(at, clock) if clock is not None else deadline(at)
-        return context
+    def _deadline(self, at: float) -> AbstractContextManager[None]:
+        deadline = getattr(self._session, "deadline", None)  # a CancellableSession's, on the pausable clock
+        return deadline(at, self.clock) if callable(deadline) else nullcontext()
 
     def _redirect_kwargs(self, method: str) -> dict[str, Any]:
         if not isinstance(self._session, CancellableSession):
@@ -287,7 +281,7 @@ class HTTPTransport(StreamResumption, Transport):
         deadline = self.clock.now() + timeout  # a client callback's time (clock paused) does not count
         try:
             try:
-                with self._deadline(deadline, self.clock):
+                with self._deadline(deadline):
                     return self._send(message, method, what, timeout, deadline, generation, on_message)
             except Cancelled:
                 raise self._cancelled_error(what) from None
@@ -363,26 +357,6 @@ class HTTPTransport(StreamResumption, Transport):
         session_id = session_id_of(response, what=what, server=self.name, url=self.url)
         if session_id is not None:
             self.session_id = session_id
-
-    # ------------------------------------------------------------------ reading
-
-    def _chunks(
-        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
-    ) -> Iterator[bytes]:
-        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
-        check = (lambda: self._check(generation)) if generation is not None else None
-        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check,
-                            now=self.clock.now)
-
-    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
-        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub,
-                         now=self.clock.now)
-
-    def _raise_for_status(
-        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
-    ) -> None:
-        raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
-                           scrub=self.scrub, now=self.clock.now)
 
     def answer(self, item: dict[str, Any], on_message: MessageHandler | None) -> None:
         """Hand a server message to ``on_message``; POST the reply to a server request (``ping`` always)."""

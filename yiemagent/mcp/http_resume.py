@@ -30,7 +30,7 @@ import requests
 
 from .._deadlines import PausableClock
 from ..exceptions import MCPProtocolError, MCPTimeoutError, MCPTransportError
-from .http_body import Cancelled
+from .http_body import Cancelled, body_text, status_error, timed_chunks
 from .http_reply import ReplyReader
 
 __all__ = ["StreamResumption"]
@@ -71,16 +71,30 @@ class StreamResumption:
 
         def _check(self, generation: int) -> None: ...
 
-        def _chunks(
-            self, response: requests.Response, deadline: float, what: str, timeout: float,
-            generation: int | None = None,
-        ) -> Iterator[bytes]: ...
-
         def _transport_error(self, what: str, exc: BaseException, timeout: float) -> MCPTransportError: ...
 
-        def _raise_for_status(
-            self, response: requests.Response, what: str, sent_session: str | None, deadline: float
-        ) -> None: ...
+        def scrub(self, text: str) -> str:
+            """``text`` with the transport's secrets replaced by ``***``."""
+
+    # ------------------------------------------------------------------ reading (deadlines on ``clock``)
+
+    def _chunks(
+        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
+    ) -> Iterator[bytes]:
+        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
+        check = (lambda: self._check(generation)) if generation is not None else None
+        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check,
+                            now=self.clock.now)
+
+    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
+        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub,
+                         now=self.clock.now)
+
+    def _raise_for_status(
+        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
+    ) -> None:
+        raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
+                           scrub=self.scrub, now=self.clock.now)
 
     def _read_sse(
         self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,
