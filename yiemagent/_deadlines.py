@@ -7,6 +7,12 @@ line, the headers or the body alike. ``WATCHDOG.arm(at, action)`` runs
 reaches ``at``, unless ``disarm`` came first. The thread starts on the first
 ``arm`` and ends as soon as nothing is armed, so an idle process has no
 watchdog thread.
+
+A deadline may be kept on a ``PausableClock`` (``arm(at, action, clock=c)``):
+time spent inside ``c.pause()`` does not count towards it. The MCP client
+pauses its transport's clock while a callback (elicitation, sampling) answers
+a server request, so that the time a person takes is not charged to the tool
+call that is waiting.
 """
 
 from __future__ import annotations
@@ -16,22 +22,102 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from ._fork import on_fork_in_child
 
-__all__ = ["WATCHDOG", "Watchdog"]
+__all__ = ["PAUSED_POLL_SECONDS", "WATCHDOG", "PausableClock", "Watchdog", "wait_until"]
 
 logger = logging.getLogger("yiemagent.http")
 
 
-class _Handle:
-    __slots__ = ("action", "at", "done")
+PAUSED_POLL_SECONDS = 0.25
+"""While a clock is paused, waiters and the watchdog look again this often (at least)."""
 
-    def __init__(self, at: float, action: Callable[[], object]) -> None:
+
+class PausableClock:
+    """``time.monotonic()`` that stands still while any thread is inside ``pause()``.
+
+    ``now()`` is monotonic seconds minus the time during which at least one
+    ``pause()`` block was open (pauses of several threads that overlap count
+    once). A deadline ``clock.now() + timeout`` compared with ``clock.now()``
+    is thus pushed back by every pause.
+
+    Thread safety: every method may be called from any thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = 0
+        self._since = 0.0
+        self._paused_seconds = 0.0
+
+    def now(self) -> float:
+        """Monotonic seconds minus the seconds spent paused (so far, including an open pause)."""
+        with self._lock:
+            now = time.monotonic()
+            return now - self._paused_seconds - (now - self._since if self._open else 0.0)
+
+    @property
+    def paused(self) -> bool:
+        """True while a ``pause()`` block is open on some thread."""
+        with self._lock:
+            return self._open > 0
+
+    @property
+    def paused_seconds(self) -> float:
+        """Seconds this clock has stood still so far (for logs and tests)."""
+        with self._lock:
+            return self._paused_seconds + (time.monotonic() - self._since if self._open else 0.0)
+
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        """Stop the clock for the block (nested and concurrent blocks allowed)."""
+        with self._lock:
+            if self._open == 0:
+                self._since = time.monotonic()
+            self._open += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open -= 1
+                if self._open == 0:
+                    self._paused_seconds += time.monotonic() - self._since
+
+
+def wait_until(event: threading.Event, deadline: float, clock: PausableClock) -> bool:
+    """Wait for ``event`` until ``clock.now()`` reaches ``deadline``; True if it was set.
+
+    While the clock is paused the wait goes on (checking every
+    ``PAUSED_POLL_SECONDS`` at least), however long the pause lasts.
+    """
+    while True:
+        remaining = deadline - clock.now()
+        if remaining <= 0:
+            return event.is_set()
+        if clock.paused:
+            remaining = max(remaining, PAUSED_POLL_SECONDS)
+        if event.wait(remaining):
+            return True
+
+
+class _Handle:
+    __slots__ = ("action", "at", "clock", "done")
+
+    def __init__(self, at: float, action: Callable[[], object], clock: PausableClock | None) -> None:
         self.at = at
         self.action = action
+        self.clock = clock
         self.done = False
+
+    def due_in(self) -> float:
+        """Seconds until the action is due by its clock (<= 0: due); a paused clock waits at least a poll."""
+        if self.clock is None:
+            return self.at - time.monotonic()
+        remaining = self.at - self.clock.now()
+        return max(remaining, PAUSED_POLL_SECONDS) if remaining > 0 and self.clock.paused else remaining
 
 
 class Watchdog:
@@ -52,11 +138,15 @@ class Watchdog:
         """In a forked child: the parent's thread is gone and its deadlines are not ours."""
         self._heap, self._cond, self._thread = [], threading.Condition(), None
 
-    def arm(self, at: float, action: Callable[[], object]) -> _Handle:
-        """Run ``action()`` on the watchdog thread at monotonic time ``at``; returns the handle for ``disarm``."""
-        handle = _Handle(at, action)
+    def arm(self, at: float, action: Callable[[], object], clock: PausableClock | None = None) -> _Handle:
+        """Run ``action()`` on the watchdog thread at time ``at``; returns the handle for ``disarm``.
+
+        ``at`` is ``time.monotonic()`` seconds, or ``clock.now()`` seconds
+        with a ``clock`` (then a pause of the clock delays the action).
+        """
+        handle = _Handle(at, action, clock)
         with self._cond:
-            heapq.heappush(self._heap, (at, next(self._seq), handle))
+            heapq.heappush(self._heap, (time.monotonic() + handle.due_in(), next(self._seq), handle))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="yiemagent-http-deadlines", daemon=True)
                 self._thread.start()
@@ -91,6 +181,10 @@ class Watchdog:
                     self._cond.wait(wait)
                     continue
                 heapq.heappop(self._heap)
+                later = handle.due_in()
+                if later > 0:  # its clock was paused meanwhile: due later
+                    heapq.heappush(self._heap, (time.monotonic() + later, next(self._seq), handle))
+                    continue
                 handle.done = True
             try:
                 handle.action()

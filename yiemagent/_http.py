@@ -45,7 +45,7 @@ import urllib3.connection
 import urllib3.connectionpool
 import urllib3.exceptions
 
-from ._deadlines import WATCHDOG
+from ._deadlines import WATCHDOG, PausableClock
 from ._fork import on_fork_in_child
 
 __all__ = ["CancellableSession", "CrossOriginRedirect", "body_chunks", "connection_problem", "origin_of"]
@@ -155,7 +155,7 @@ class _Tracker:
         """Arm the watchdog for ``connection`` if the sending thread is inside ``deadline()``."""
         at = getattr(self.local, "deadline", None)
         if at is not None:
-            handle = WATCHDOG.arm(at, lambda: _shut(connection))
+            handle = WATCHDOG.arm(at, lambda: _shut(connection), getattr(self.local, "clock", None))
             self.local.armed.append(handle)
 
 
@@ -253,21 +253,24 @@ class CancellableSession(requests.Session):
         return cut
 
     @contextmanager
-    def deadline(self, at: float | None) -> Iterator[None]:
+    def deadline(self, at: float | None, clock: PausableClock | None = None) -> Iterator[None]:
         """Cut the socket of every request this thread sends in the block once ``time.monotonic()`` reaches ``at``.
 
-        ``at`` None sets no deadline. The cut shows as a broken connection
-        (``requests.ConnectionError``) or an early end of the body; callers
-        compare the clock with ``at`` to report it as a timeout.
+        ``at`` None sets no deadline. With a ``clock``, ``at`` is
+        ``clock.now()`` seconds and a pause of the clock delays the cut. The
+        cut shows as a broken connection (``requests.ConnectionError``) or an
+        early end of the body; callers compare the clock with ``at`` to report
+        it as a timeout.
         """
-        previous = getattr(self._local, "deadline", None), getattr(self._local, "armed", None)
-        self._local.deadline, self._local.armed = at, []
+        local = self._local
+        previous = (getattr(local, "deadline", None), getattr(local, "armed", None), getattr(local, "clock", None))
+        local.deadline, local.armed, local.clock = at, [], clock
         try:
             yield
         finally:
-            for handle in self._local.armed:
+            for handle in local.armed:
                 WATCHDOG.disarm(handle)
-            self._local.deadline, self._local.armed = previous
+            local.deadline, local.armed, local.clock = previous
 
     def request(  # type: ignore[override]
         self, method: str | bytes, url: str | bytes, *, cross_origin: bool | None = None, **kwargs: Any

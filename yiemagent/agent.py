@@ -88,7 +88,7 @@ class Agent(Serving):
             server's), or servers as data: ``{"mcpServers": {name: {"command",
             "args", "env", "cwd"} | {"url", "headers"}}}`` (Claude Desktop,
             Cursor; VS Code's ``{"servers": ...}`` too) or a ``pathlib.Path``
-            of such a file, ``${VAR}`` expanded (see ``yiemagent.mcp.config``).
+            of such a file, ``${VAR}`` expanded; servers sample with ``llm_call`` (``yiemagent.mcp.config``).
             Every entry is checked here (``ConfigError`` naming it; a plain
             string is an error). Their tools are listed before the first model
             call and re-listed after ``notifications/tools/list_changed``.
@@ -198,7 +198,7 @@ class Agent(Serving):
         """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
         self.tools = ToolRegistry(tools)
         self.event_sink = event_sink
-        clients, self._own_clients = mcp_clients(mcp_servers)
+        clients, self._own_clients = mcp_clients(mcp_servers, sampling_llm_call=llm_call)  # MCP sampling
         if close_mcp_clients:  # the caller hands its clients over: the agent closes them all
             self._own_clients = list(clients)
         self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error,

@@ -55,6 +55,7 @@ from ..messages import AssistantMessage
 from ..models.openai_chat import openai_chat
 from ..textpolicy import boundary, terminal_text
 from ._errortext import error_text
+from .elicit_prompt import TerminalElicitation
 
 __all__ = ["ChatSession", "ChatView", "history_path", "run_chat"]
 
@@ -214,6 +215,8 @@ class ChatSession:
         self.view = ChatView(out or sys.stdout)
         self.agent_options = agent_options
         self.events: queue.Queue[ev.Event] = queue.Queue()
+        self.asker: TerminalElicitation | None = None
+        """Asks the servers' elicitations in the terminal while a run is drained (``yiemagent.cli.elicit_prompt``)."""
         self.agent = self._new_agent()
 
     def _new_agent(self, state: str | None = None) -> Agent:
@@ -351,6 +354,8 @@ class ChatSession:
             if aborting_since is not None and time.monotonic() - aborting_since > ABORT_WAIT_SECONDS:
                 self.view.line("  [the run did not stop in time; the prompt is back]")
                 return
+            if self.asker is not None:
+                self.asker.serve_pending()  # a server's question, asked on this (the terminal's) thread
             try:
                 event = self.events.get(timeout=0.1)
             except queue.Empty:
@@ -358,9 +363,13 @@ class ChatSession:
             self.view.show(event)
 
 
-def _connect(configs: Sequence[MCPServerConfig], view: ChatView) -> tuple[list[MCPClient], dict[str, str]]:
+def _connect(configs: Sequence[MCPServerConfig], view: ChatView, asker: TerminalElicitation | None = None,
+             ) -> tuple[list[MCPClient], dict[str, str]]:
     """Make and connect each server's client (in parallel); ``(reachable, {name: reason})``."""
     clients = [config.client() for config in configs]
+    for client in clients:
+        if asker is not None:
+            asker.callbacks().install(client)  # elicitation asked in the terminal
     if not clients:
         return [], {}
     view.line(f"connecting to {len(clients)} MCP server{'s' if len(clients) != 1 else ''}...")
@@ -446,16 +455,18 @@ def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, ou
     session: ChatSession | None = None
     save_history: Callable[[], None] = lambda: None  # noqa: E731
     try:
-        clients, unreachable = _connect(configs, view)
+        asker = TerminalElicitation(view.out)
+        clients, unreachable = _connect(configs, view, asker)
         llm_call, model, description = _model(args, view, tools=bool(clients))
         view.line(f"model: {description}")
+        asker.use_model(llm_call)  # servers may sample the chat's model, once the person allows each request
         options: dict[str, Any] = {"max_turns": args.max_turns}
         if args.system:
             options["system_prompt"] = args.system
         if model is not None and model.model == "smollm2-135m":
             options["builtin_list_tools"] = False  # a 135M model picks it instead of the tool it needs
         session = ChatSession(llm_call, clients, unreachable=unreachable, out=view.out, **options)
-        session.view = view
+        session.view, session.asker = view, asker
         session.agent.mcp.refresh()  # the first listing is the banner's, not news
         while not session.events.empty():
             session.events.get_nowait()

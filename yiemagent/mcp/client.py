@@ -38,6 +38,7 @@ from typing import Any
 
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
+from .callbacks import ClientCallbacks
 from .client_arguments import check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
 from .http import HTTPTransport
@@ -102,6 +103,11 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             requests such as ``elicitation/create``; 2026-07-28:
             ``subscriptions/listen`` for ``tools/list_changed``, see
             ``listen_for``). Off by default (a thread and a connection per client).
+        callbacks: sampling, elicitation and roots as plain sync callbacks
+            (``ClientCallbacks``, ``yiemagent.mcp.callbacks``): their
+            capabilities and handlers are added to ``capabilities`` and
+            ``request_handlers`` (a handler given there wins). ``Agent``
+            gives a client without callbacks its own ``llm_call`` as sampler.
         follow_cross_origin_redirects: HTTP: follow a redirect to another
             origin without ``headers`` and ``Mcp-Session-Id`` (never for
             ``tools/call``); False (default) refuses it with
@@ -141,6 +147,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         request_handlers: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         listen: bool = False,
         follow_cross_origin_redirects: bool = False,
+        callbacks: ClientCallbacks | None = None,
         protocol_version: str | None = None,
         probe_timeout_seconds: float = 5.0,
         max_input_rounds: int = 8,
@@ -164,6 +171,9 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         self.retry_sleep = retry_sleep
         self.capabilities = dict(capabilities or {})
         self.request_handlers = dict(request_handlers or {})
+        self.callbacks = callbacks
+        if callbacks is not None:
+            callbacks.install(self)
         self.listen = listen
         self.requested_protocol_version = protocol_version
         self.probe_timeout_seconds = probe_timeout_seconds
@@ -196,6 +206,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         cwd: str | None = None,
         timeout_seconds: float = 30.0,
         name: str | None = None,
+        callbacks: ClientCallbacks | None = None,
         protocol_version: str | None = None,
     ) -> MCPClient:
         """A client of a server run as a subprocess over stdio (``StdioTransport``).
@@ -214,6 +225,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             timeout_seconds: default seconds to wait for each response.
             name: a short name for the server; None uses the command line
                 until the handshake, then the server's ``serverInfo.name``.
+            callbacks: sampling, elicitation, roots (``ClientCallbacks``).
             protocol_version: as for ``MCPClient`` (None: probe with
                 ``server/discover``, fall back to ``initialize``).
 
@@ -234,7 +246,8 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         from .stdio import StdioTransport
 
         transport = StdioTransport(command, args, env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name or "")
-        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, protocol_version=protocol_version)
+        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, callbacks=callbacks,
+                   protocol_version=protocol_version)
 
     def __repr__(self) -> str:
         return display_text(f"MCPClient(name={self.name!r}, transport={self.transport!r})")

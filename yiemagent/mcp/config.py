@@ -55,15 +55,17 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
+from .callbacks import ClientCallbacks
 from .client import MCPClient
 from .config_dialects import canonical_entry, load_document, servers_in
+from .sampling import LLMSampler
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
@@ -266,12 +268,19 @@ def load_mcp_config(
 
 
 def mcp_clients(
-    servers: Any, *, environ: Mapping[str, str] | None = None,
+    servers: Any, *, environ: Mapping[str, str] | None = None, sampling_llm_call: Callable[..., Any] | None = None,
 ) -> tuple[list[MCPClient], list[MCPClient]]:
     """``(clients, made_here)``: one ``MCPClient`` per server of ``servers``; the caller closes ``made_here``.
 
     ``servers`` is any form ``parse_mcp_servers`` reads; every entry is
     checked before any client is made. Raises ``ConfigError`` as it does.
+    With ``sampling_llm_call`` (``Agent`` passes its ``llm_call``), every
+    client made here, and every given client that has no ``callbacks``, no
+    ``sampling/createMessage`` handler and has not connected yet, answers
+    sampling with ``LLMSampler(sampling_llm_call)`` (approves every request;
+    see ``yiemagent.mcp.sampling``). Give a client
+    ``callbacks=ClientCallbacks()`` to keep sampling off, or your own
+    ``LLMSampler(..., approve=...)`` to ask first.
     """
     clients: list[MCPClient] = []
     made: list[MCPClient] = []
@@ -282,6 +291,11 @@ def mcp_clients(
             client = entry.client()
             clients.append(client)
             made.append(client)
+    if sampling_llm_call is not None:
+        for client in clients:
+            if client in made or (client.callbacks is None and client.initialize_result is None
+                                  and "sampling/createMessage" not in client.request_handlers):
+                ClientCallbacks(sampling=LLMSampler(sampling_llm_call)).install(client)
     return clients, made
 
 

@@ -35,28 +35,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import requests
 
 from ..__version__ import __version__
+from .._deadlines import PausableClock
 from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .http_body import (
     Cancelled,
-    body_text,
     check_accepted,
     encode_http_body,
     http_transport_repr,
     is_read_timeout,
     redirect_error,
     session_id_of,
-    status_error,
-    timed_chunks,
 )
 from .http_headers import param_headers, request_headers
 from .http_listen import Listener
@@ -142,6 +140,8 @@ class HTTPTransport(StreamResumption, Transport):
         self._cancel_generation = 0
         self._cancelled = threading.Condition()
         """Notified by ``cancel()``: wakes a request waiting to resume its SSE stream."""
+        self.clock = PausableClock()
+        """The clock of request deadlines; the client pauses it while a callback answers a server request."""
         self.listening = threading.Event()
         """Set while the standalone GET stream of ``listen()`` is open (the server answered 200)."""
         self.session_id: str | None = None
@@ -215,8 +215,8 @@ class HTTPTransport(StreamResumption, Transport):
         return headers
 
     def _deadline(self, at: float) -> AbstractContextManager[None]:
-        deadline = getattr(self._session, "deadline", None)
-        return deadline(at) if callable(deadline) else nullcontext()
+        deadline = getattr(self._session, "deadline", None)  # a CancellableSession's, on the pausable clock
+        return deadline(at, self.clock) if callable(deadline) else nullcontext()
 
     def _redirect_kwargs(self, method: str) -> dict[str, Any]:
         if not isinstance(self._session, CancellableSession):
@@ -278,7 +278,7 @@ class HTTPTransport(StreamResumption, Transport):
         method = str(message.get("method") or ("response" if "id" in message else "message"))
         what = f"{method} to {self.name}"
         generation = self._cancel_generation
-        deadline = time.monotonic() + timeout
+        deadline = self.clock.now() + timeout  # a client callback's time (clock paused) does not count
         try:
             try:
                 with self._deadline(deadline):
@@ -289,7 +289,7 @@ class HTTPTransport(StreamResumption, Transport):
                 if self._cancel_generation != generation:
                     # the cut showed as a broken stream, a parse error, a timeout or a rejected session: say so
                     raise self._cancelled_error(what) from exc
-                if not isinstance(exc, MCPTimeoutError) and time.monotonic() >= deadline:
+                if not isinstance(exc, MCPTimeoutError) and self.clock.now() >= deadline:
                     raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s",
                                           server=self.name) from exc  # the watchdog cut the socket
                 raise
@@ -357,24 +357,6 @@ class HTTPTransport(StreamResumption, Transport):
         session_id = session_id_of(response, what=what, server=self.name, url=self.url)
         if session_id is not None:
             self.session_id = session_id
-
-    # ------------------------------------------------------------------ reading
-
-    def _chunks(
-        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
-    ) -> Iterator[bytes]:
-        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
-        check = (lambda: self._check(generation)) if generation is not None else None
-        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check)
-
-    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
-        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub)
-
-    def _raise_for_status(
-        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
-    ) -> None:
-        raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
-                           scrub=self.scrub)
 
     def answer(self, item: dict[str, Any], on_message: MessageHandler | None) -> None:
         """Hand a server message to ``on_message``; POST the reply to a server request (``ping`` always)."""

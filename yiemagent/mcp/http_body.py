@@ -92,18 +92,21 @@ def set_read_timeout(response: requests.Response, seconds: float) -> None:
 
 def timed_chunks(
     response: requests.Response, *, deadline: float, what: str, timeout: float, server: str,
-    check: Callable[[], None] | None = None,
+    check: Callable[[], None] | None = None, now: Callable[[], float] = time.monotonic,
 ) -> Iterator[bytes]:
-    """The body's chunks as they arrive; the whole read ends at ``deadline`` (monotonic seconds).
+    """The body's chunks as they arrive; the whole read ends at ``deadline`` (``now()`` seconds).
 
     Args:
         response: a ``stream=True`` response.
-        deadline: ``time.monotonic()`` value when the request must be done.
+        deadline: ``now()`` value when the request must be done.
         what: ``"tools/call to <server>"``, the start of error messages.
         timeout: the request's timeout in seconds (for the message).
         server: the server name carried by errors.
         check: called before each read and at the end; it raises to stop
             (the transport's cancel check).
+        now: the clock of ``deadline``: ``time.monotonic``, or a transport's
+            ``PausableClock.now`` (time spent in a client callback between
+            two chunks then does not count).
 
     Raises:
         MCPTimeoutError: the deadline passed (also when the body ended at it).
@@ -113,7 +116,7 @@ def timed_chunks(
     while True:
         if check is not None:
             check()
-        remaining = deadline - time.monotonic()
+        remaining = deadline - now()
         if remaining <= 0:
             raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server)
         set_read_timeout(response, remaining)
@@ -122,13 +125,13 @@ def timed_chunks(
         except StopIteration:
             if check is not None:
                 check()
-            if time.monotonic() >= deadline:
+            if now() >= deadline:
                 raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server) from None
             return
         except requests.exceptions.ConnectionError as exc:
             if check is not None:
                 check()
-            if is_read_timeout(exc) or time.monotonic() >= deadline:
+            if is_read_timeout(exc) or now() >= deadline:
                 raise MCPTimeoutError(f"{what}: no complete answer within {timeout:g}s", server=server) from exc
             raise
         yield chunk
@@ -136,12 +139,12 @@ def timed_chunks(
 
 def body_text(
     response: requests.Response, *, deadline: float, what: str, timeout: float, server: str,
-    scrub: Callable[[str], str], limit: int = ERROR_BODY_CHARS,
+    scrub: Callable[[str], str], limit: int = ERROR_BODY_CHARS, now: Callable[[], float] = time.monotonic,
 ) -> str:
     """Up to ``limit`` characters of the body (scrubbed, invalid UTF-8 replaced); never waits past ``deadline``."""
     data = b""
     try:
-        for chunk in timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=server):
+        for chunk in timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=server, now=now):
             data += chunk
             if len(data) >= limit * 4:
                 break
@@ -152,7 +155,7 @@ def body_text(
 
 def status_error(
     response: requests.Response, *, what: str, sent_session: str | None, deadline: float, server: str,
-    scrub: Callable[[str], str],
+    scrub: Callable[[str], str], now: Callable[[], float] = time.monotonic,
 ) -> MCPError:
     """The error for an HTTP status >= 400.
 
@@ -166,8 +169,8 @@ def status_error(
         ``retry_after`` (seconds, from ``Retry-After``).
     """
     status = response.status_code
-    body = body_text(response, deadline=min(deadline, time.monotonic() + 5.0), what=what, timeout=5.0, server=server,
-                     scrub=scrub)
+    body = body_text(response, deadline=min(deadline, now() + 5.0), what=what, timeout=5.0, server=server,
+                     scrub=scrub, now=now)
     if sent_session and (status == 404 or (status == 400 and "session" in body.lower())):
         # Python SDK: 404 for an unknown session; Node SDK: 400 "No valid session ID provided"
         return MCPSessionExpiredError(

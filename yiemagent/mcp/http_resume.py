@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from .._deadlines import PausableClock
 from ..exceptions import MCPProtocolError, MCPTimeoutError, MCPTransportError
-from .http_body import Cancelled
+from .http_body import Cancelled, body_text, status_error, timed_chunks
 from .http_reply import ReplyReader
 
 __all__ = ["StreamResumption"]
@@ -60,6 +61,7 @@ class StreamResumption:
     _sleep: Callable[[float], None]
     _cancel_generation: int
     _cancelled: threading.Condition
+    clock: PausableClock
 
     if TYPE_CHECKING:  # defined by HTTPTransport
         def stream_headers(self, last_event_id: str | None = None) -> dict[str, str]:
@@ -69,16 +71,30 @@ class StreamResumption:
 
         def _check(self, generation: int) -> None: ...
 
-        def _chunks(
-            self, response: requests.Response, deadline: float, what: str, timeout: float,
-            generation: int | None = None,
-        ) -> Iterator[bytes]: ...
-
         def _transport_error(self, what: str, exc: BaseException, timeout: float) -> MCPTransportError: ...
 
-        def _raise_for_status(
-            self, response: requests.Response, what: str, sent_session: str | None, deadline: float
-        ) -> None: ...
+        def scrub(self, text: str) -> str:
+            """``text`` with the transport's secrets replaced by ``***``."""
+
+    # ------------------------------------------------------------------ reading (deadlines on ``clock``)
+
+    def _chunks(
+        self, response: requests.Response, deadline: float, what: str, timeout: float, generation: int | None = None
+    ) -> Iterator[bytes]:
+        """``http_body.timed_chunks``; with ``generation``, a ``cancel()`` since then raises ``Cancelled``."""
+        check = (lambda: self._check(generation)) if generation is not None else None
+        return timed_chunks(response, deadline=deadline, what=what, timeout=timeout, server=self.name, check=check,
+                            now=self.clock.now)
+
+    def _body_text(self, response: requests.Response, deadline: float, what: str, timeout: float) -> str:
+        return body_text(response, deadline=deadline, what=what, timeout=timeout, server=self.name, scrub=self.scrub,
+                         now=self.clock.now)
+
+    def _raise_for_status(
+        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
+    ) -> None:
+        raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
+                           scrub=self.scrub, now=self.clock.now)
 
     def _read_sse(
         self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,
@@ -108,7 +124,7 @@ class StreamResumption:
                 response.close()
             resumes += 1
             wait = retry_ms / 1000 if retry_ms is not None else _DEFAULT_RETRY_SECONDS
-            if time.monotonic() + wait >= deadline:
+            if self.clock.now() + wait >= deadline:
                 raise MCPTimeoutError(f"{what}: no response within {timeout:g}s (the stream ended; resuming "
                                       f"after {wait:g}s would pass the deadline)", server=self.name)
             logger.debug("%s: SSE stream ended before the response; resuming after event %r in %gs",
@@ -137,7 +153,7 @@ class StreamResumption:
         self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
     ) -> requests.Response:
         """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
-        remaining = max(deadline - time.monotonic(), 0.001)
+        remaining = max(deadline - self.clock.now(), 0.001)
         try:
             response = self._session.get(
                 self.url, headers=self.stream_headers(last_event_id), stream=True,

@@ -5,9 +5,16 @@ Server requests (``{"jsonrpc", "id", "method", "params"?}``):
 client's ``request_handlers`` (``handler(params) -> result``) through
 ``answer_server_request``, the one dispatcher both eras use (the 2026-07-28
 ``inputRequests`` of a multi round-trip request go there too, see ``mrtr``);
-the reply is ``{"jsonrpc", "id", "result"}``, or error -32603 when the
-handler raises. ``ping`` without a handler is answered ``{}``; any other
-method gets -32601.
+the reply is ``{"jsonrpc", "id", "result"}``; a handler that raises
+``RequestRefused`` answers its ``code``/``message``/``data`` (e.g. -1 "User
+rejected sampling request"), any other exception error -32603. ``ping``
+without a handler is answered ``{}``; any other method gets -32601.
+
+While a handler runs, the clock of the transport's request deadlines
+(``transport.clock``, a ``yiemagent._deadlines.PausableClock``) stands still:
+the time a person takes to answer an elicitation, or a sampling approval and
+the model call, never counts against the timeout of the ``tools/call`` that
+is waiting (nor of any other request of the client in flight meanwhile).
 
 Notifications (no ``id``): ``notifications/tools/list_changed`` sets the
 client's ``tools_changed`` event; ``notifications/progress`` goes to the
@@ -26,16 +33,46 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
+from ..exceptions import MCPError
 from . import jsonrpc
 
-__all__ = ["ProgressCallback", "UnansweredRequest", "answer_server_request", "handle_server_message"]
+__all__ = ["ProgressCallback", "RequestRefused", "UnansweredRequest", "answer_server_request",
+           "handle_server_message"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 """Receives the params of each ``notifications/progress`` (``{"progressToken", "progress", "total"?, "message"?}``)."""
+
+
+class RequestRefused(MCPError):
+    """Raise it in a request handler to answer the server a JSON-RPC error instead of a result.
+
+    An ``MCPError``: in the 2026-07-28 era, where an input request has no
+    error answer, it ends the request that asked (``call_tool`` raises it).
+
+    Args:
+        code: the JSON-RPC error code, e.g. -1 (the spec's "User rejected
+            sampling request") or -32602 (invalid params).
+        message: a short text for the server.
+        data: optional ``data`` member.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, server: str = "") -> None:
+        super().__init__(message, server=server)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: ``{"code", "message", "data"?}``."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
 
 
 class _Client(Protocol):
@@ -46,6 +83,13 @@ class _Client(Protocol):
 
     @property
     def name(self) -> str: ...
+
+
+def _paused(client: _Client) -> AbstractContextManager[None]:
+    """The transport's deadline clock paused, when it has one."""
+    clock = getattr(getattr(client, "transport", None), "clock", None)
+    pause = getattr(clock, "pause", None)
+    return pause() if callable(pause) else nullcontext()
 
 
 class UnansweredRequest(Exception):
@@ -71,13 +115,19 @@ def answer_server_request(client: _Client, method: str, params: dict[str, Any]) 
     Returns:
         The handler's result (a JSON object).
 
+    The transport's deadline clock (``transport.clock``) is paused while the
+    handler runs (see the module).
+
     Raises:
         UnansweredRequest: no handler for ``method`` (and it is not ``ping``).
-        Exception: whatever the handler raises, unchanged.
+        RequestRefused: the handler refused (its JSON-RPC error; in
+            2026-07-28 it ends the request that asked).
+        Exception: whatever else the handler raises, unchanged.
     """
     handler = client.request_handlers.get(method)
     if handler is not None:
-        return handler(params)
+        with _paused(client):  # a callback's time does not count against the request's timeout
+            return handler(params)
     if method == "ping":
         return {}
     raise UnansweredRequest(method)
@@ -106,6 +156,8 @@ def handle_server_message(
             return jsonrpc.make_response(message["id"], answer_server_request(client, str(method), params))
         except UnansweredRequest as exc:
             return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": str(exc)}}
+        except RequestRefused as exc:
+            return {"jsonrpc": "2.0", "id": message["id"], "error": exc.error()}
         except Exception as exc:
             logger.exception("%s: the handler of %s raised", client.name, method)
             return {"jsonrpc": "2.0", "id": message["id"],

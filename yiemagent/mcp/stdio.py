@@ -47,6 +47,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._deadlines import PausableClock, wait_until
 from .._fork import fork_note, on_fork_in_child
 from ..exceptions import ConfigError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
@@ -157,6 +158,8 @@ class StdioTransport(StdoutReader, Transport):
         self._failure: Failure | None = None  # set once the connection is gone for good
         self._closed = False
         self._handler: MessageHandler | None = None
+        self.clock = PausableClock()
+        """The clock of response deadlines; the client pauses it while a callback answers a server request."""
         self._early: list[dict[str, Any]] = []
         self._stderr: StderrTail | None = None
         self._threads: list[threading.Thread] = []
@@ -357,7 +360,7 @@ class StdioTransport(StdoutReader, Transport):
             raise
         if slot is None:
             return None
-        if not slot.event.wait(timeout):
+        if not wait_until(slot.event, self.clock.now() + timeout, self.clock):  # a callback's time does not count
             with self._lock:
                 timed_out = self._pending.get(request_id) is slot
                 if timed_out:

@@ -222,6 +222,7 @@ class OpenAIChat:
     def __call__(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, on_delta: OnDelta | None = None,
         response_format: dict[str, Any] | None = None, abort_event: threading.Event | None = None,
+        request_fields: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """POST one chat completion; return the reply dict (raises ``LLMError``).
 
@@ -235,8 +236,16 @@ class OpenAIChat:
         (``LLMError``), so a request that raced ``Agent.abort()`` does not keep
         the server generating (``cancel()`` alone cuts only requests already
         connected).
+        ``request_fields`` (e.g. ``{"max_tokens": 100, "temperature": 0.2,
+        "stop": ["END"], "tool_choice": "required"}``) are top-level fields
+        for this request only, over the ones given at construction (MCP
+        sampling passes the server's ``maxTokens`` and the rest this way).
         """
         body = self.request_body(messages, tools)
+        if request_fields:
+            body.update(request_fields)
+            if not tools:
+                body.pop("tool_choice", None)
         if response_format is not None:
             body["response_format"] = response_format
         logger.debug("POST %s: %d messages, %d tools", self.url, len(messages), len(tools))
