@@ -1,0 +1,35 @@
+"""The README's "MCP client features against peers" table: every yiemagent row names tests that exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def feature_rows() -> dict[str, str]:
+    """``{feature: yiemagent cell}`` of the table (an RST list-table)."""
+    text = (ROOT / "README.rst").read_text(encoding="utf-8")
+    section = text.split("MCP client features against peers", 1)[1].split("\nServers as data", 1)[0]
+    rows = {}
+    for row in section.split("   * - ")[2:]:  # [0] is the preamble, [1] the header row
+        cells = [cell.strip() for cell in row.split("\n     - ")]
+        rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_every_yiemagent_row_of_the_mcp_table_names_tests_that_exist():
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
+    defined = set(re.findall(r"^def (test_\w+)", sources, re.M))
+    files = {p.name for p in (ROOT / "tests").rglob("test_*.py")}
+    rows = feature_rows()
+    assert {"Revisions", "Sampling", "Elicitation", "Roots", "Resources", "Prompts, completion", "Tasks",
+            "Annotations", "outputSchema", "Auth"} <= set(rows)
+    missing = []
+    for feature, cell in rows.items():
+        names = re.findall(r"``(test_\w+?)(?:\.py)?``", cell)
+        if feature not in ("Tasks", "Auth"):
+            assert names, f"the {feature!r} row names no test"
+        missing += [n for n in names if n not in defined and f"{n}.py" not in files]
+    assert missing == []
