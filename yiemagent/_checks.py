@@ -12,7 +12,7 @@ from typing import Any
 
 from .exceptions import ConfigError
 
-__all__ = ["check_bool", "check_callable", "check_choice", "check_int", "check_number", "check_str"]
+__all__ = ["check_bool", "check_callable", "check_choice", "check_int", "check_number", "check_str", "check_timeout"]
 
 
 def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
@@ -37,6 +37,11 @@ def check_number(name: str, value: Any, *, positive: bool = True, optional: bool
         raise ConfigError(f"{name} must be greater than 0, not {value}")
     if value < 0:
         raise ConfigError(f"{name} must be 0 or more, not {value}")
+
+
+def check_timeout(value: Any, name: str = "timeout_seconds") -> None:
+    """A per-call timeout: None (the default applies) or a finite number of seconds > 0, as constructors require."""
+    check_number(name, value, optional=True)
 
 
 def check_str(name: str, value: Any, *, optional: bool = False, empty: bool = True) -> None:

@@ -32,6 +32,7 @@ from .jsonsafe import dumps_strict
 __all__ = [
     "AssistantMessage",
     "Content",
+    "MODEL_IMAGE_TYPES",
     "ImageContent",
     "Message",
     "ReasoningContent",
@@ -40,6 +41,7 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "UserMessage",
+    "is_model_image_type",
 ]
 
 
@@ -49,6 +51,21 @@ class TextContent(DataClassJsonMixin):
 
     text: str
     type: Literal["text"] = "text"
+
+
+MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types a model request may carry as an image part: what the OpenAI Chat Completions API accepts
+("Images and vision": PNG, JPEG, WEBP, non-animated GIF); other ``image/*`` (SVG, TIFF, BMP, HEIC...) make the
+whole request fail there, so MCP results, resources and sampling messages turn them into a described line
+(``is_model_image_type``)."""
+
+
+def is_model_image_type(mime: object) -> bool:
+    """True when ``mime`` (``"image/png"``, ``"IMAGE/JPEG; q=1"``, ``"image/jpg"``) is in ``MODEL_IMAGE_TYPES``."""
+    if not isinstance(mime, str):
+        return False
+    base = mime.split(";", 1)[0].strip().lower()
+    return (base if base != "image/jpg" else "image/jpeg") in MODEL_IMAGE_TYPES
 
 
 @dataclass

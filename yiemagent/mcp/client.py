@@ -29,6 +29,7 @@ Split out: ``era`` (negotiation, the request path), ``mrtr`` (``input_required``
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -36,10 +37,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._checks import check_callable, check_str
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
 from .callbacks import ClientCallbacks
-from .client_arguments import check_client_arguments
+from .client_arguments import HTTP_ONLY_KEYWORDS, check_call_arguments, check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
 from .http import HTTPTransport
 from .http_headers import header_paths, tool_header_problem
@@ -70,7 +72,9 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
     """A synchronous MCP client over one transport.
 
     Args:
-        url: Streamable HTTP endpoint, e.g. ``"http://127.0.0.1:3001/mcp"``.
+        url: Streamable HTTP endpoint, e.g. ``"http://127.0.0.1:3001/mcp"``:
+            ``http://`` or ``https://`` with a host, else ``ConfigError``
+            (the check of server configurations, ``client_arguments.check_http_url``).
             Leave None and pass ``transport`` for another transport.
         headers: static HTTP headers (e.g. ``{"Authorization": "Bearer ..."}``);
             never logged, never in ``repr`` or events.
@@ -204,10 +208,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         *,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
-        timeout_seconds: float = 30.0,
-        name: str | None = None,
-        callbacks: ClientCallbacks | None = None,
-        protocol_version: str | None = None,
+        **options: Any,
     ) -> MCPClient:
         """A client of a server run as a subprocess over stdio (``StdioTransport``).
 
@@ -222,12 +223,16 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
                 nothing else of this process's environment reaches it.
             cwd: the server's working directory (a ``pathlib.Path`` works too);
                 None inherits ours.
-            timeout_seconds: default seconds to wait for each response.
-            name: a short name for the server; None uses the command line
-                until the handshake, then the server's ``serverInfo.name``.
-            callbacks: sampling, elicitation, roots (``ClientCallbacks``).
-            protocol_version: as for ``MCPClient`` (None: probe with
-                ``server/discover``, fall back to ``initialize``).
+            **options: every keyword of ``MCPClient()`` except the HTTP ones
+                (``url``, ``headers``, ``transport``, ``connect_timeout_seconds``,
+                ``follow_cross_origin_redirects``; ``client_arguments.HTTP_ONLY_KEYWORDS``),
+                checked alike: ``timeout_seconds`` (default seconds to wait for each
+                response, 30), ``name`` (None: the command line until the handshake,
+                then the server's ``serverInfo.name``), ``callbacks``,
+                ``protocol_version``, ``probe_timeout_seconds`` (the
+                ``server/discover`` probe, 5), ``max_input_rounds``, ``listen``,
+                ``capabilities``, ``request_handlers``, ``max_pages``,
+                ``list_deadline_seconds``, ``retry_attempts``, ``retry_sleep``.
 
         Returns:
             An unconnected ``MCPClient``; ``close()`` stops the process
@@ -235,6 +240,9 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             that exits is not restarted: every later request raises
             ``MCPTransportError`` (``exit_code``, ``stderr_tail``) and is not
             retried; make a new client to start the server again.
+
+        Raises:
+            ConfigError: an HTTP-only or unknown keyword, or a value of the wrong type or range.
 
         Example::
 
@@ -245,9 +253,18 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         """
         from .stdio import StdioTransport
 
+        accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self" and p not in
+                    HTTP_ONLY_KEYWORDS]
+        wrong = sorted(set(options) - set(accepted))
+        if wrong:
+            why = "HTTP only" if set(wrong) <= HTTP_ONLY_KEYWORDS else "not a keyword of MCPClient"
+            raise ConfigError(f"MCPClient.stdio() does not take {', '.join(wrong)} ({why}); it takes "
+                              f"env, cwd, {', '.join(accepted)}")
+        timeout_seconds = options.get("timeout_seconds", 30.0)
+        name = options.get("name")
+        check_client_arguments({**_DEFAULTS, **options, "url": None, "transport": None})
         transport = StdioTransport(command, args, env=env, cwd=cwd, timeout_seconds=timeout_seconds, name=name or "")
-        return cls(transport=transport, timeout_seconds=timeout_seconds, name=name, callbacks=callbacks,
-                   protocol_version=protocol_version)
+        return cls(transport=transport, **options)
 
     def __repr__(self) -> str:
         return display_text(f"MCPClient(name={self.name!r}, transport={self.transport!r})")
@@ -289,7 +306,8 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         Raises:
             MCPProtocolError: the server speaks no protocol version this client
                 supports (the session is closed first).
-            MCPTransportError, MCPTimeoutError, MCPRPCError: connecting failed.
+            MCPTransportError, MCPTimeoutError, MCPRPCError: connecting failed,
+                or the client is closed (``"... is closed"``; ``with client:`` too).
         """
         return self._connect(self._cancel_generation)
 
@@ -370,11 +388,18 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             failure is reported here (``isError: true``), not raised.
 
         Raises:
-            MCPRPCError: the server answered a JSON-RPC error (``.code``, e.g. -32602).
+            ConfigError: ``name`` is not a non-empty str, ``arguments`` not a
+                dict with str keys, ``timeout_seconds`` not a number > 0;
+                nothing was sent.
+            MCPRPCError: the server answered a JSON-RPC error (``.code``, e.g. -32602),
+                in the body of an HTTP 4xx too.
             MCPTimeoutError: no result within ``timeout_seconds``.
-            MCPTransportError: the server could not be reached.
+            MCPTransportError: the server could not be reached, or the client is closed.
         """
-        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        check_str("name", name, empty=False)
+        check_call_arguments("arguments", arguments)
+        check_callable("progress_callback", progress_callback)
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         token = None
         if progress_callback is not None:
             token = uuid.uuid4().hex
@@ -416,3 +441,8 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             self.transport.close()
         except Exception as exc:  # closing must not raise
             logger.debug("%s: close failed: %s", self.name, exc)
+
+
+_DEFAULTS = {name: parameter.default for name, parameter in inspect.signature(MCPClient.__init__).parameters.items()
+             if parameter.default is not inspect.Parameter.empty}
+"""``MCPClient()``'s keyword defaults (``stdio()`` checks its options against them before starting anything)."""

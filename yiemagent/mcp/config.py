@@ -64,6 +64,7 @@ from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
 from .callbacks import ClientCallbacks
 from .client import MCPClient
+from .client_arguments import check_http_url
 from .config_dialects import canonical_entry, load_document, servers_in
 from .sampling import LLMSampler
 
@@ -388,7 +389,7 @@ def _url(value: Any, where: str, environ: Mapping[str, str] | None) -> str:
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}: {value!r:.100} is not an http(s):// URL; a stdio server is "
                           "{\"command\": ..., \"args\": [...]}")
-    return url
+    return check_http_url(url, where)  # the one URL check of MCPClient too (a host is needed)
 
 
 def _command(value: Any, where: str, environ: Mapping[str, str] | None) -> str:

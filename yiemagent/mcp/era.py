@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..__version__ import __version__
+from .._checks import check_timeout
 from .._retry import never_sent
 from ..exceptions import MCPProtocolError, MCPRPCError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
@@ -114,8 +115,7 @@ class Eras(InFlightRequests):
     def _request(
         self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
     ) -> dict[str, Any]:
-        if self._closed:
-            raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
+        check_timeout(timeout_seconds)
         generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
         self._connect(generation)
         if method in INPUT_METHODS:
@@ -200,7 +200,13 @@ class Eras(InFlightRequests):
 
     # ------------------------------------------------------------------ negotiation
 
+    def _check_open(self) -> None:
+        """``MCPTransportError`` ("... is closed") once ``close()`` ran: the one check of every public method."""
+        if self._closed:
+            raise MCPTransportError(f"the client of {self.name} is closed", server=self.name)
+
     def _connect(self, generation: int) -> dict[str, Any]:
+        self._check_open()  # every public method connects first (or sends through _request, which does)
         if self.initialize_result is not None:
             return self.initialize_result
         return self._negotiate(generation)

@@ -321,7 +321,8 @@ class HTTPTransport(StreamResumption, Transport):
         with response:
             self._check(generation)  # cut while connecting: the new connection escaped the cut
             if response.status_code >= 400:
-                self._raise_for_status(response, what, sent_session, deadline)
+                self._raise_for_status(response, what, sent_session, deadline,
+                                       message.get("id") if jsonrpc.is_request(message) else None)
             if 300 <= response.status_code < 400:
                 raise redirect_error(response, what=what, server=self.name)
             if method == "initialize":
@@ -410,7 +411,7 @@ class HTTPTransport(StreamResumption, Transport):
         self._listener = Listener(self, on_message, self.listening)
         self._listener.start(min(self.timeout_seconds, 5.0))
 
-    def subscribe(self, on_message: MessageHandler, request: Callable[[], dict[str, Any]]) -> None:
+    def subscribe(self, on_message: MessageHandler, request: Callable[[], dict[str, Any]]) -> str | None:
         """Open a ``subscriptions/listen`` stream (2026-07-28) on a daemon thread, replacing any listener.
 
         Args:
@@ -419,11 +420,17 @@ class HTTPTransport(StreamResumption, Transport):
 
         Returns once the server answered (at most ``timeout_seconds``, 5 s at most); ``close()`` stops it.
 
+        Returns:
+            None, or why the server refused the stream (``"POST
+            subscriptions/listen answered HTTP 400: ..."``; also logged at WARNING).
+
         Spec: MCP 2026-07-28, "Subscriptions".
         """
         self._stop_listening()
-        self._listener = SubscriptionListener(self, on_message, self.listening, request)
-        self._listener.start(min(self.timeout_seconds, 5.0))
+        listener = SubscriptionListener(self, on_message, self.listening, request)
+        self._listener = listener
+        listener.start(min(self.timeout_seconds, 5.0))
+        return listener.refusal
 
     def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
         """The headers of a POST of ``message`` (static, session or era headers)."""

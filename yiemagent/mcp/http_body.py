@@ -155,18 +155,31 @@ def body_text(
 
 def status_error(
     response: requests.Response, *, what: str, sent_session: str | None, deadline: float, server: str,
-    scrub: Callable[[str], str], now: Callable[[], float] = time.monotonic,
+    scrub: Callable[[str], str], now: Callable[[], float] = time.monotonic, request_id: Any = None,
 ) -> MCPError:
     """The error for an HTTP status >= 400.
 
+    Args:
+        request_id: the JSON-RPC ``id`` of the request answered (None: a
+            notification, a response, or a ``GET``).
+
     Returns:
-        ``MCPSessionExpiredError`` for a 404 (or a 400 naming the session)
-        to a request that carried ``Mcp-Session-Id``; ``MCPRPCError`` for a
-        400 or 404 whose body is a JSON-RPC error with a code only modern
+        ``MCPSessionExpiredError`` for a 404 (or a 400 naming the session) to
+        a request that carried ``Mcp-Session-Id`` (handshake era); else
+        ``MCPRPCError`` (``.code``, ``.message``, ``.data``) for any 4xx whose
+        body is a JSON-RPC error response to ``request_id`` (both eras: e.g.
+        a 2026-07-28 server's HTTP 400 with -32602 for an unknown resource),
+        or a 400/404 whose body is a JSON-RPC error with a code only modern
         (2026-07-28) servers send (-32020, -32021, -32022), or a 404 with
-        -32601 (method not found); else
-        ``MCPTransportError`` with ``status_code``, ``body`` and
-        ``retry_after`` (seconds, from ``Retry-After``).
+        -32601 (method not found); else ``MCPTransportError`` with
+        ``status_code``, ``body`` and ``retry_after`` (seconds, from
+        ``Retry-After``). A JSON-RPC error with another id (``null``,
+        ``"server-error"``: a handshake-era server refusing a request it
+        cannot place) stays ``MCPTransportError``, which the era
+        negotiation reads as "a legacy server".
+
+    Spec: JSON-RPC 2.0 ("Response object": ``id`` of the request); MCP
+    2026-07-28, "Streamable HTTP" (errors as HTTP 4xx with a JSON-RPC body).
     """
     status = response.status_code
     body = body_text(response, deadline=min(deadline, now() + 5.0), what=what, timeout=5.0, server=server,
@@ -177,17 +190,29 @@ def status_error(
             -32001, f"session {sent_session!r} is not known to the server (HTTP {status}): {body[:200]}",
             {"session_id": sent_session, "status_code": status}, server=server,
         )
-    error = jsonrpc.error_in_body(body) if status in (400, 404) else None
-    modern = error is not None and error["code"] in jsonrpc.MODERN_ERROR_CODES
-    if error is not None and (modern or (status == 404 and error["code"] == -32601)):
-        # MCP 2026-07-28: a modern server rejects with 400 (or 404 for an unknown method) and a JSON-RPC error
-        # body; the error is the answer (e.g. -32022 UnsupportedProtocolVersion with data.supported)
+    error = jsonrpc.error_in_body(body) if 400 <= status < 500 else None
+    if error is not None and (_answers(body, request_id) or (status in (400, 404) and (
+            error["code"] in jsonrpc.MODERN_ERROR_CODES or (status == 404 and error["code"] == -32601)))):
+        # the JSON-RPC error is the answer to our request, whatever the HTTP status (MCP 2026-07-28 servers
+        # reject with 400, or 404 for an unknown method; e.g. -32022 UnsupportedProtocolVersion with data.supported)
         return MCPRPCError.from_error(error, server=server)
     reason = f" {response.reason}" if response.reason else ""
     return MCPTransportError(
         f"{what} answered HTTP {status}{reason}: {body[:500]}", server=server, status_code=status, body=body,
         retry_after=retry_after_seconds(response.headers.get("Retry-After")),
     )
+
+
+def _answers(body: str, request_id: Any) -> bool:
+    """True when ``body`` is a JSON-RPC response whose ``id`` is ``request_id`` (never for a None id)."""
+    if request_id is None or isinstance(request_id, bool):
+        return False
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return False
+    found = payload.get("id") if isinstance(payload, dict) else None
+    return type(found) is type(request_id) and found == request_id
 
 
 def check_accepted(text: str, *, what: str, server: str) -> None:

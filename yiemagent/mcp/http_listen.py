@@ -69,11 +69,18 @@ class Listener:
         self.listening = listening
         self._stop = threading.Event()
         self._settled = threading.Event()
+        self.refusal: str | None = None
+        """Set when the server refused the stream: ``"GET answered HTTP 405"``, ``"POST subscriptions/listen
+        answered HTTP 404"`` (the status, or the Content-Type of a 2xx that is not SSE)."""
         self._session = CancellableSession(follow_cross_origin_redirects=owner.follow_cross_origin_redirects)
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"yiemagent-mcp-listen-{owner.name}")
 
     kind = "standalone SSE stream"
     """What the stream is called in the log."""
+    request_line = "GET"
+    """The request that opens the stream, as the log and ``refusal`` name it."""
+    refused_level = logging.INFO
+    """Log level of a refused stream (the handshake era's ``GET`` stream is optional)."""
 
     def start(self, settle_seconds: float) -> None:
         """Start the thread; return once the server answered the ``GET`` (at most ``settle_seconds``)."""
@@ -112,15 +119,10 @@ class Listener:
             parser = reader.parser()
             try:
                 with self._open(last_id) as response:
-                    if response.status_code >= 400:
-                        level = logging.DEBUG if response.status_code == 405 else logging.INFO
-                        logger.log(level, "%s: no %s (HTTP %d)", owner.name, self.kind, response.status_code)
-                        return
                     content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-                    if content_type != "text/event-stream":
+                    if response.status_code >= 400 or content_type != "text/event-stream":
                         # spec: SSE or 405; a web page or JSON is not a stream to reopen forever
-                        logger.info("%s: no standalone SSE stream (GET answered HTTP %d with Content-Type %r)",
-                                    owner.name, response.status_code, content_type)
+                        self._refused(response, content_type)
                         return
                     self.listening.set()
                     self._settled.set()
@@ -137,6 +139,14 @@ class Listener:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else wait
             failures += 1
             self._stop.wait(wait)
+
+    def _refused(self, response: requests.Response, content_type: str) -> None:
+        """Record and log that the server has no such stream (an error status, or not ``text/event-stream``)."""
+        status = response.status_code
+        how = f"HTTP {status}" if status >= 400 else f"HTTP {status} with Content-Type {content_type!r}"
+        self.refusal = f"{self.request_line} answered {how}"  # the body is not read: this stream has no deadline
+        level = self.refused_level if status != 405 else logging.DEBUG
+        logger.log(level, "%s: no %s (%s)", self.owner.name, self.kind, self.refusal)
 
     def _open(self, last_id: str | None) -> requests.Response:
         """The stream's HTTP response (legacy: ``GET`` with ``Last-Event-ID``; see ``SubscriptionListener``)."""

@@ -91,10 +91,11 @@ class StreamResumption:
                          now=self.clock.now)
 
     def _raise_for_status(
-        self, response: requests.Response, what: str, sent_session: str | None, deadline: float
+        self, response: requests.Response, what: str, sent_session: str | None, deadline: float,
+        request_id: Any = None,
     ) -> None:
         raise status_error(response, what=what, sent_session=sent_session, deadline=deadline, server=self.name,
-                           scrub=self.scrub, now=self.clock.now)
+                           scrub=self.scrub, now=self.clock.now, request_id=request_id)
 
     def _read_sse(
         self, response: requests.Response, reader: ReplyReader, what: str, deadline: float, timeout: float,

@@ -11,13 +11,15 @@ skipping of bad events and reopening are ``http_listen.Listener``'s, except
 that a stream is never resumed (no ``Last-Event-ID`` in this era): a broken
 stream is reopened as a new ``subscriptions/listen`` request with a new id,
 at most 5 times in a row without an event; an HTTP error status (e.g. 404:
-the server has no subscriptions) stops it. ``stop()`` ends it within 2 s.
+the server has no subscriptions), or an answer that is not SSE, stops it
+with a WARNING naming ``POST subscriptions/listen`` (``refusal``). ``stop()`` ends it within 2 s.
 
 Spec: MCP 2026-07-28, "Subscriptions"; "Streamable HTTP" ("Receiving Messages").
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -62,6 +64,8 @@ class SubscriptionListener(Listener):
     """
 
     kind = "subscriptions/listen stream"
+    request_line = "POST subscriptions/listen"
+    refused_level = logging.WARNING
 
     def __init__(self, owner: _Owner, on_message: MessageHandler, listening: threading.Event,
                  request: Callable[[], dict[str, Any]]) -> None:

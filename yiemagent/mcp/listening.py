@@ -101,11 +101,25 @@ class Listening:
                 (``{"jsonrpc", "method", "params"?}``), on the reading thread;
                 replaces an earlier one; one that raises is logged.
 
+        A ``subscriptions/listen`` the server refuses (an HTTP error status, or
+        an answer that is not SSE) is logged at WARNING naming ``POST
+        subscriptions/listen`` and its status (``subscribe_resource`` raises
+        ``MCPProtocolError`` for it).
+
         Raises:
-            MCPError: connecting failed.
+            MCPError: connecting failed, or the client is closed (``MCPTransportError``).
 
         Spec: MCP 2026-07-28, "Subscriptions"; MCP 2025-11-25, "Streamable HTTP" (GET stream).
         """
+        self._listen_for(tools_list_changed=tools_list_changed, prompts_list_changed=prompts_list_changed,
+                         resources_list_changed=resources_list_changed, resource_uris=resource_uris,
+                         on_notification=on_notification)
+
+    def _listen_for(
+        self, *, tools_list_changed: bool, prompts_list_changed: bool = False, resources_list_changed: bool = False,
+        resource_uris: list[str] | tuple[str, ...] = (), on_notification: Callable[[dict[str, Any]], None] | None = None,
+    ) -> str | None:
+        """``listen_for``; returns why the server refused the ``subscriptions/listen`` stream, or None."""
         self._connect(self._cancel_generation)
         if on_notification is not None:
             self._on_notification = on_notification
@@ -122,12 +136,14 @@ class Listening:
         if self.era == "modern":
             subscribe = getattr(self.transport, "subscribe", None)
             if callable(subscribe):
-                subscribe(self._on_message, self._listen_request)
-            return
+                refusal = subscribe(self._on_message, self._listen_request)
+                return refusal if isinstance(refusal, str) else None
+            return None
         start = getattr(self.transport, "listen", None)
         listening = getattr(self.transport, "listening", None)
         if callable(start) and not (listening is not None and listening.is_set()):
             start(self._on_message)
+        return None
 
     def _listen_request(self) -> dict[str, Any]:
         """A new ``subscriptions/listen`` request with the current filter (a new id each time)."""

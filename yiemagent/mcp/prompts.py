@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..exceptions import MCPProtocolError
+from .._checks import check_str
+from ..exceptions import ConfigError, MCPProtocolError
 from ..messages import AssistantMessage, ImageContent, TextContent, UserMessage
+from .client_arguments import string_arguments
 from .results import content_part
 from .tool_listing import Listing, list_all
 
@@ -75,8 +77,9 @@ class PromptsMixin:
 
         Args:
             name: the prompt's name from ``list_prompts``.
-            arguments: ``{argument name: string value}``; values are sent as
-                strings (the spec's type), None sends none.
+            arguments: ``{argument name: string value}`` (the spec's type; an
+                int or float is sent as its text; None, bool, list or dict
+                values are refused); None sends none.
             timeout_seconds: seconds the request may take; None uses the client's default.
 
         Returns:
@@ -86,15 +89,20 @@ class PromptsMixin:
             messages of it.
 
         Raises:
-            MCPRPCError: e.g. ``code`` -32602 for an unknown prompt or a missing required argument.
+            ConfigError: ``name`` is not a non-empty str, ``arguments`` not a
+                dict of str to str (e.g. a list of pairs, or a None value);
+                nothing is sent.
+            MCPRPCError: e.g. ``code`` -32602 for an unknown prompt or a missing required argument
+                (also in the body of an HTTP 4xx).
             MCPProtocolError: the result has no ``messages`` list.
             MCPTimeoutError, MCPTransportError: as for every request.
 
         Spec: MCP 2025-11-25, "Prompts" (Getting a Prompt).
         """
+        check_str("name", name, empty=False)
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
-            params["arguments"] = {str(key): str(value) for key, value in arguments.items()}
+            params["arguments"] = string_arguments("arguments", arguments)
         result = self._request("prompts/get", params, safe=True, timeout_seconds=timeout_seconds)
         if not isinstance(result.get("messages"), list):
             raise MCPProtocolError(f"{self.name}: prompts/get {name!r} answered no 'messages' list",
@@ -117,22 +125,25 @@ class PromptsMixin:
             ``{"values": [str, ...] (at most 100), "total"?: int, "hasMore"?: bool}``.
 
         Raises:
-            ValueError: ``ref`` is neither kind, or ``argument`` lacks ``name``/``value``.
+            ConfigError (a ValueError): ``ref`` is neither kind, ``argument``
+                lacks ``name``/``value``, or ``context`` is not a dict of str to str.
             MCPRPCError: e.g. -32601 when the server has no ``completions`` capability.
             MCPProtocolError: the result has no ``completion.values`` list.
 
         Spec: MCP 2025-11-25, "Utilities" / "Completion".
         """
-        kind = ref.get("type")
+        kind = ref.get("type") if isinstance(ref, Mapping) else None
+        if not isinstance(argument, Mapping):
+            raise ConfigError(f"argument must be {{'name': str, 'value': str}}, not {type(argument).__name__}")
         if not ((kind == "ref/prompt" and isinstance(ref.get("name"), str))
                 or (kind == "ref/resource" and isinstance(ref.get("uri"), str))):
-            raise ValueError(f"ref must be {{'type': 'ref/prompt', 'name'}} or {{'type': 'ref/resource', 'uri'}}: "
-                             f"{dict(ref)!r:.200}")
+            raise ConfigError(f"ref must be {{'type': 'ref/prompt', 'name'}} or {{'type': 'ref/resource', 'uri'}}: "
+                             f"{ref!r:.200}")
         if not (isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)):
-            raise ValueError(f"argument must be {{'name': str, 'value': str}}: {dict(argument)!r:.200}")
+            raise ConfigError(f"argument must be {{'name': str, 'value': str}}: {dict(argument)!r:.200}")
         params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument["name"], "value": argument["value"]}}
         if context:
-            params["context"] = {"arguments": {str(k): str(v) for k, v in context.items()}}
+            params["context"] = {"arguments": string_arguments("context", context)}
         result = self._request("completion/complete", params, safe=True, timeout_seconds=timeout_seconds)
         completion = result.get("completion")
         if not (isinstance(completion, dict) and isinstance(completion.get("values"), list)):

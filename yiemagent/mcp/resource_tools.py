@@ -30,7 +30,9 @@ from ..exceptions import MCPError, MCPRPCError
 from ..messages import ImageContent, TextContent
 from ..tools import AgentTool, AgentToolResult, cap_result
 from .client import MCPClient
-from .results import DEFAULT_MAX_RESULT_CHARS, resource_part
+from .._checks import check_int, check_timeout
+from ..exceptions import ConfigError
+from .results import DEFAULT_MAX_RESULT_CHARS, header_field, resource_part
 
 __all__ = ["attach_resource", "read_resource_tool"]
 
@@ -52,9 +54,12 @@ def attach_resource(
         One part per content item (``TextContent`` or ``ImageContent``), in order.
 
     Raises:
+        ConfigError: ``uri`` is not a non-empty str, ``max_chars`` is not None
+            or an int >= 1, ``timeout_seconds`` is not None or a number > 0.
         MCPRPCError: the server refused (e.g. an unknown URI, -32602 / -32002).
         MCPError: the server could not be reached or answered no contents.
     """
+    check_int("max_chars", max_chars, minimum=1, optional=True)
     contents = client.read_resource(uri, timeout_seconds=timeout_seconds)
     capped = cap_result(AgentToolResult([resource_part(item) for item in contents]), max_chars)
     return list(capped.content)
@@ -85,7 +90,16 @@ def read_resource_tool(
         read-only (``annotations`` ``readOnlyHint``, ``idempotent``). A failed
         read (unknown server or URI, unreachable server) is an error result
         the model can read, never an exception.
+
+    Raises:
+        ConfigError: ``max_chars`` is not None or an int >= 1,
+            ``timeout_seconds`` not None or a number > 0, ``clients`` neither
+            a list nor a function.
     """
+    check_int("max_chars", max_chars, minimum=1, optional=True)
+    check_timeout(timeout_seconds)
+    if not isinstance(clients, Sequence) and not callable(clients):
+        raise ConfigError(f"clients must be a list of MCPClient or a function giving one, not {type(clients).__name__}")
 
     def servers() -> Sequence[MCPClient]:
         return clients() if callable(clients) else clients
@@ -100,12 +114,14 @@ def read_resource_tool(
             return AgentToolResult.error(f"read_resource: {why}; servers: {names}.")
         try:
             parts = attach_resource(found[0], uri, max_chars=max_chars, timeout_seconds=timeout_seconds)
+        except ConfigError as exc:  # e.g. an empty uri from the model: nothing was sent
+            return AgentToolResult.error(f"read_resource: {exc}")
         except MCPRPCError as exc:
             return AgentToolResult.error(f"read_resource {uri!r} on {found[0].name}: JSON-RPC error {exc.code}: "
                                          f"{exc.message}")
         except MCPError as exc:
             return AgentToolResult.error(f"read_resource {uri!r} on {found[0].name} failed: {exc}")
-        return AgentToolResult(parts or [TextContent(f"[resource {uri}: no contents]")])
+        return AgentToolResult(parts or [TextContent(f"[resource {header_field(uri)}: no contents]")])
 
     return AgentTool(
         name=name,

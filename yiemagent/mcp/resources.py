@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .._checks import check_callable, check_str, check_timeout
 from ..exceptions import MCPProtocolError
 from .tool_listing import Listing, list_all
 
@@ -61,6 +62,8 @@ class ResourcesMixin:
     name: str
     connect: Callable[[], dict[str, Any]]
     listen_for: Callable[..., None]
+    _listen_for: Callable[..., str | None]
+    _check_open: Callable[[], None]
     _lock: Any
     _listen_filter: dict[str, Any]
 
@@ -124,12 +127,15 @@ class ResourcesMixin:
             into a part the model can read.
 
         Raises:
-            MCPRPCError: e.g. ``code`` -32602 (or -32002 on older servers) for an unknown URI.
+            ConfigError: ``uri`` is not a non-empty str (nothing is sent).
+            MCPRPCError: e.g. ``code`` -32602 (or -32002 on older servers) for an unknown URI
+                (also when a 2026-07-28 server sends it in the body of an HTTP 400).
             MCPProtocolError: the result has no ``contents`` list.
             MCPTimeoutError, MCPTransportError: as for every request.
 
         Spec: MCP 2025-11-25, "Resources" (Reading Resources, Resource Contents).
         """
+        check_str("uri", uri, empty=False)
         result = self._request("resources/read", {"uri": uri}, safe=True, timeout_seconds=timeout_seconds)
         contents = result.get("contents")
         if not isinstance(contents, list):
@@ -159,8 +165,9 @@ class ResourcesMixin:
                            timeout_seconds: float | None = None) -> None:
         """Ask to be told when ``uri`` changes; ``on_updated(params)`` receives each update.
 
-        The same call in both protocol eras. 2025 servers: the server must
-        announce ``capabilities.resources.subscribe``; ``resources/subscribe``
+        The same call in both protocol eras; the server must announce
+        ``capabilities.resources.subscribe`` (2026-07-28: in ``server/discover``).
+        2025 servers: ``resources/subscribe``
         is sent and the client's listen stream (HTTP: the ``GET`` stream) is
         opened if it is not open. 2026-07-28 servers: the URI is added to the
         ``resourceSubscriptions`` of the client's ``subscriptions/listen``
@@ -170,22 +177,41 @@ class ResourcesMixin:
         Subscribing again to the same ``uri`` replaces the callback.
 
         Raises:
-            MCPProtocolError: a 2025 server that does not announce resource subscriptions.
-            MCPRPCError, MCPTimeoutError, MCPTransportError: the request failed.
+            ConfigError: ``uri`` is not a non-empty str, ``on_updated`` not
+                callable, ``timeout_seconds`` not a number > 0.
+            MCPProtocolError: the server (either era) does not announce
+                ``capabilities.resources.subscribe``; or (2026-07-28) it refused
+                the ``subscriptions/listen`` stream (HTTP error status, or not
+                SSE): the callback is dropped again.
+            MCPRPCError, MCPTimeoutError, MCPTransportError: the request failed
+                (``MCPTransportError`` also once the client is closed).
 
         Spec: MCP 2025-11-25, "Resources" (Subscriptions); MCP 2026-07-28, "Subscriptions"
-        (``subscriptions/listen``, ``resourceSubscriptions``).
+        (``subscriptions/listen``, ``resourceSubscriptions``), "Discovery" (``capabilities``).
         """
+        check_str("uri", uri, empty=False)
+        check_callable("on_updated", on_updated, optional=False)
+        check_timeout(timeout_seconds)
         result = self.connect()
-        if self._modern():
-            self._subscriptions()[uri] = on_updated
-            self.listen_for(tools_list_changed=False, resource_uris=[uri])
-            return
         capabilities = result.get("capabilities") if isinstance(result, dict) else None
         resources = capabilities.get("resources") if isinstance(capabilities, dict) else None
         if not (isinstance(resources, dict) and resources.get("subscribe") is True):
             raise MCPProtocolError(f"{self.name} does not announce resource subscriptions "
                                    "(capabilities.resources.subscribe)", server=self.name)
+        if self._modern():
+            self._subscriptions()[uri] = on_updated
+            refusal = self._listen_for(tools_list_changed=False, resource_uris=[uri])
+            if refusal is not None:
+                self._subscriptions().pop(uri, None)
+                with self._lock:
+                    kept = [u for u in self._listen_filter.get("resourceSubscriptions", []) if u != uri]
+                    if kept:
+                        self._listen_filter["resourceSubscriptions"] = kept
+                    else:
+                        self._listen_filter.pop("resourceSubscriptions", None)
+                raise MCPProtocolError(f"{self.name}: subscribing to {uri!r:.200} failed: {refusal}",
+                                       server=self.name)
+            return
         self._subscriptions()[uri] = on_updated
         try:
             self._request("resources/subscribe", {"uri": uri}, safe=True, timeout_seconds=timeout_seconds)
@@ -203,11 +229,15 @@ class ResourcesMixin:
         reopened with the rest.
 
         Raises:
+            ConfigError: ``uri`` is not a str, ``timeout_seconds`` not a number > 0.
             MCPRPCError, MCPTimeoutError, MCPTransportError: the request failed
-            (the callback is dropped all the same).
+            (the callback is dropped all the same; ``MCPTransportError`` once the client is closed).
 
         Spec: MCP 2025-11-25, "Resources" (Subscriptions); MCP 2026-07-28, "Subscriptions".
         """
+        check_str("uri", uri)
+        check_timeout(timeout_seconds)
+        self._check_open()
         self._subscriptions().pop(uri, None)
         if not self._modern():
             self._request("resources/unsubscribe", {"uri": uri}, safe=True, timeout_seconds=timeout_seconds)

@@ -1,6 +1,8 @@
 """Results: an MCP ``tools/call`` result as an ``AgentToolResult`` the model can read.
 
-``isError`` -> ``is_error``; text -> text; images -> image parts; embedded
+``isError`` -> ``is_error``; text -> text; images of a type a model takes
+(``MODEL_IMAGE_TYPES``: png, jpeg, gif, webp) -> image parts, other image
+types (SVG, TIFF...) -> a line naming type and size; embedded
 resources -> their text (text, or a text-type blob) or an image part (an
 image blob) under a line naming their URI; resource links -> a line naming
 URI, type, title and description; audio and other blobs -> short
@@ -17,15 +19,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
+import email.message
 import json
 import re
 from typing import Any
 
+from ..message_types import MODEL_IMAGE_TYPES, is_model_image_type
 from ..messages import ImageContent, TextContent
 from ..tools import AgentToolResult, cap_result
 from .limits import MCPLimits, truncate_text
 
-__all__ = ["DEFAULT_MAX_RESULT_CHARS", "content_part", "resource_link_text", "resource_part", "result_to_tool_result"]
+__all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
+    "content_part",
+    "header_field",
+    "resource_link_text",
+    "resource_part",
+    "result_to_tool_result",
+]
 
 DEFAULT_MAX_RESULT_CHARS = 100_000
 """Characters of a tool result the model sees by default (text plus image data)."""
@@ -56,8 +68,23 @@ def _size_of(data: Any) -> int:
     return len(data) * 3 // 4 - (data.endswith("=") + data.endswith("==")) if isinstance(data, str) else 0
 
 
+_LINE_BREAKING = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def header_field(value: Any) -> str:
+    """``value`` as one field of a ``[resource ...]`` line: control characters and line breaks escaped.
+
+    A server's URI, name, title, mimeType or description with a newline (or
+    ``\\r``, U+2028...) could otherwise start a line of its own that looks like
+    one the client wrote (``[resource file:///etc/passwd]``); each such
+    character becomes its Python escape (``\\n``, ``\\x1b``, ``\\u2028``).
+    """
+    return _LINE_BREAKING.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(value))
+
+
 def _label(*parts: Any) -> str:
-    return " ".join(str(p) for p in parts if p not in (None, ""))
+    """The inside of a ``[...]`` line the client writes: the given fields, escaped (``header_field``)."""
+    return " ".join(header_field(p) for p in parts if p not in (None, ""))
 
 
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(?:;[\w=.+-]+)*;base64,", re.ASCII)
@@ -80,12 +107,16 @@ def _image_part(data: str, mime: Any) -> TextContent | ImageContent:
     mime = str(mime or "image/png")
     if any(space in data for space in (" ", "\n", "\r", "\t")):  # base64 wrapped at 76 columns (RFC 2045)
         data = "".join(data.split())
-    if not mime.startswith("image/"):
+    if not mime.lower().startswith("image/"):
         return TextContent(f"[image left out: mimeType {mime[:60]!r} is not an image type]")
+    if not is_model_image_type(mime):  # e.g. SVG: one would make every later model request fail
+        return TextContent(f"[image {header_field(mime[:60])}, {_size_of(data)} bytes, left out: the model takes "
+                           f"{', '.join(sorted(t[6:] for t in MODEL_IMAGE_TYPES))} images only]")
+    mime = mime.split(";", 1)[0].strip().lower().replace("image/jpg", "image/jpeg")
     try:
         base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
-        return TextContent(f"[image {mime[:60]} left out: its data ({len(data):,} characters) is not base64]")
+        return TextContent(f"[image {header_field(mime[:60])} left out: its data ({len(data):,} characters) is not base64]")
     return ImageContent.from_base64(data, mime)
 
 
@@ -93,10 +124,25 @@ _TEXT_MIME = re.compile(r"text/|application/([\w.+-]*\+)?(json|xml|yaml|x-yaml|j
                         r"x-sh|x-python|sql|graphql|csv|markdown)\b", re.ASCII | re.IGNORECASE)
 
 
-def _decoded_text(blob: str) -> str | None:
-    """The UTF-8 text of base64 ``blob``, or None when it is not base64 or not UTF-8."""
+def _charset(mime: str) -> str:
+    """The ``charset`` parameter of a Content-Type (``text/plain; charset=latin-1`` -> ``latin-1``), else UTF-8.
+
+    Parsed by the standard library's ``email.message`` (RFC 2045 parameters, quoting); an unknown charset
+    name gives UTF-8.
+    """
+    message = email.message.Message()
+    message["Content-Type"] = mime
+    charset = message.get_content_charset("utf-8") or "utf-8"
     try:
-        return base64.b64decode("".join(blob.split()), validate=True).decode("utf-8")
+        return codecs.lookup(charset).name
+    except LookupError:
+        return "utf-8"
+
+
+def _decoded_text(blob: str, mime: str = "") -> str | None:
+    """The text of base64 ``blob`` in ``mime``'s charset (default UTF-8), or None when it does not decode."""
+    try:
+        return base64.b64decode("".join(blob.split()), validate=True).decode(_charset(mime))
     except (binascii.Error, ValueError):  # UnicodeDecodeError is a ValueError
         return None
 
@@ -106,10 +152,13 @@ def resource_part(resource: Any) -> TextContent | ImageContent:
 
     ``{"uri", "mimeType"?, "text"}`` -> its text under a ``[resource <uri>
     <mimeType>]`` line; ``{"uri", "mimeType"?, "blob"}`` (base64) by
-    ``mimeType``: an image type -> an ``ImageContent`` (normalised as tool
-    images are), a text type (``text/*``, JSON, XML, YAML...) that decodes as
-    UTF-8 -> its text under the same line, anything else -> ``[resource <uri>
-    <mimeType>, N bytes]`` (binary data is never inlined as text).
+    ``mimeType``: a model image type (``MODEL_IMAGE_TYPES``: png, jpeg, gif,
+    webp) -> an ``ImageContent`` (normalised as tool images are), a text type
+    (``text/*``, JSON, XML, YAML...) that decodes in its ``charset`` parameter
+    (default UTF-8; ``text/plain; charset=latin-1`` is Latin-1) -> its text
+    under the same line, anything else (SVG and other ``image/*`` too) ->
+    ``[resource <uri> <mimeType>, N bytes]`` (binary data is never inlined as
+    text). URI and mimeType are escaped in the ``[...]`` line (``header_field``).
 
     Spec: MCP 2025-11-25, "Resources" (Resource Contents), "Tools" (Embedded Resources).
     """
@@ -120,21 +169,24 @@ def resource_part(resource: Any) -> TextContent | ImageContent:
     if isinstance(resource.get("text"), str):
         return TextContent(f"[{label}]\n{resource['text']}")
     blob = resource.get("blob")
-    if isinstance(blob, str) and isinstance(mime, str) and mime.lower().startswith("image/"):
+    if isinstance(blob, str) and is_model_image_type(mime):
         return _image_part(blob, mime)
     if isinstance(blob, str) and isinstance(mime, str) and _TEXT_MIME.match(mime):
-        text = _decoded_text(blob)
+        text = _decoded_text(blob, mime)
         if text is not None:
             return TextContent(f"[{label}]\n{text}")
     return TextContent(f"[{label}, {_size_of(blob)} bytes]")
 
 
 def resource_link_text(block: dict[str, Any]) -> str:
-    """The line a ``resource_link`` becomes: ``[resource link <uri> <mimeType> <title or name>] <description>``."""
+    """The line a ``resource_link`` becomes: ``[resource link <uri> <mimeType> <title or name>] <description>``.
+
+    One line whatever the server sent: every field is escaped (``header_field``).
+    """
     title = block.get("title") or block.get("name") or ""
     text = f"[{_label('resource link', block.get('uri', ''), block.get('mimeType'), title)}]"
     description = block.get("description")
-    return f"{text} {description}" if isinstance(description, str) and description else text
+    return f"{text} {header_field(description)}" if isinstance(description, str) and description else text
 
 
 def content_part(block: Any) -> TextContent | ImageContent:
