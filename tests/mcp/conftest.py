@@ -28,11 +28,10 @@ def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
             request.node.get_closest_marker("negotiate") is not None:
         yield
         return
-    defaults = MCPClient.__init__.__kwdefaults__
-    stdio_defaults = MCPClient.stdio.__func__.__kwdefaults__  # type: ignore[attr-defined]
-    saved = defaults["protocol_version"], stdio_defaults["protocol_version"]
-    defaults["protocol_version"] = stdio_defaults["protocol_version"] = "2025-11-25"
+    defaults = MCPClient.__init__.__kwdefaults__  # MCPClient.stdio() passes its options on: the same default
+    saved = defaults["protocol_version"]
+    defaults["protocol_version"] = "2025-11-25"
     try:
         yield
     finally:
-        defaults["protocol_version"], stdio_defaults["protocol_version"] = saved
+        defaults["protocol_version"] = saved

@@ -22,7 +22,8 @@ from yiemagent.mcp import SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 SDK_TOOLS = {"add", "echo", "fail", "crash", "slow", "progress", "ping_client", "structured", "tiny_image",
              "announce_change", "call_counts", "ask_name", "météo", "regional",
              # issue 16: annotations, outputSchema, embedded resources, resource subscriptions
-             "read_notes", "delete_note", "weather", "bad_weather", "notes_bundle", "touch_note"}
+             "read_notes", "delete_note", "weather", "bad_weather", "notes_bundle", "touch_note",
+             "odd_contents"}
 ALL_MODES = ["sdk_server", "sdk_server_json", "sdk_server_stateless"]
 SESSION_MODES = ["sdk_server", "sdk_server_json"]
 SSE_MODES = ["sdk_server", "sdk_server_stateless"]

@@ -50,8 +50,9 @@ class Reply:
     """Header values; a list sends the header once per item (only with ``framing``/``drip_seconds``)."""
     result: Any = None
     """A JSON-RPC ``result`` sent as ``{"jsonrpc", "id": <request id>, "result"}`` (application/json)."""
-    body: bytes | str | None = None
-    """A raw body (used as is; set ``Content-Type`` in ``headers`` if it matters)."""
+    body: bytes | str | dict[str, Any] | None = None
+    """A raw body (used as is; set ``Content-Type`` in ``headers`` if it matters); a dict is sent as JSON
+    (``application/json``) with ``REQUEST_ID`` resolved, e.g. a JSON-RPC error under any status."""
     sse: list[Any] | None = None
     """An SSE reply: each dict is sent as ``event: message`` + ``data: <json>``; each str as raw text."""
     crlf: bool = False
@@ -237,6 +238,8 @@ class _Handler(BaseHTTPRequestHandler):
             return json.dumps(message).encode("utf-8"), "application/json"
         if reply.body is None:
             return b"", None
+        if isinstance(reply.body, dict):
+            return json.dumps(_resolve(reply.body, request_id)).encode("utf-8"), "application/json"
         return (reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body), None
 
 
