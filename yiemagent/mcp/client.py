@@ -385,7 +385,9 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         Returns:
             The MCP result: ``{"content": [{"type": "text", "text": ...}, ...],
             "isError": bool, "structuredContent"?: {...}}``. A tool's own
-            failure is reported here (``isError: true``), not raised.
+            failure is reported here (``isError: true``), not raised. A
+            2026-07-28 server's result also has ``resultType``
+            (``"complete"``) and may have ``_meta``; they are kept.
 
         Raises:
             ConfigError: ``name`` is not a non-empty str, ``arguments`` not a

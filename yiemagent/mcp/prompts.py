@@ -86,7 +86,8 @@ class PromptsMixin:
             ``{"description"?: str, "messages": [{"role": "user" | "assistant",
             "content": {"type": "text" | "image" | "audio" | "resource" |
             "resource_link", ...}}]}``; ``prompt_messages(result)`` makes agent
-            messages of it.
+            messages of it. A 2026-07-28 server's result also has
+            ``resultType`` and may have ``_meta`` (kept as sent).
 
         Raises:
             ConfigError: ``name`` is not a non-empty str, ``arguments`` not a
