@@ -32,7 +32,8 @@ exception's type; ``MCPCallbackError`` (``__cause__`` = the exception) in
 2026-07-28 (``server_messages.answer_server_request``).
 
 Roots: a list of paths (a bare ``str``/``PathLike``/dict is refused with
-``ConfigError``: it would be read one character at a time); each path (``str`` or ``os.PathLike``) is made absolute and written
+``ConfigError``: it would be read one character at a time); each path
+(``str`` or ``os.PathLike``) is made absolute and written
 with ``pathlib.Path.as_uri()`` (percent-encoded: spaces, ``#``, non-ASCII;
 ``file:///C:/...`` on Windows), named after its last part; a dict
 ``{"uri", "name"?}`` is sent as it is; a callable returning such a list is

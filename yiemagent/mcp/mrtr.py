@@ -20,8 +20,9 @@ own timeout: the time handlers take (a person answering) never counts
 against it. A handler that raises ends the call with ``MCPCallbackError``
 (``__cause__`` = its exception); ``cancel_in_flight()``/``close()``/
 ``Agent.abort()`` while a handler runs end it at once with
-``MCPTransportError`` (the request had been sent: its effect is unknown). The responses and state belong to this request only: other
-requests in flight never carry them.
+``MCPTransportError`` (the request had been sent: its effect is unknown).
+The responses and state belong to this request only: other requests in
+flight never carry them.
 
 Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
 """
