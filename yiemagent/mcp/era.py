@@ -61,7 +61,7 @@ from ..exceptions import (
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
 from .mrtr import INPUT_METHODS, run_rounds
-from .server_messages import take_callback_failure
+from .server_messages import CallbackAborted, cut_while_answering, take_callback_failure
 from .server_names import server_info_name
 
 __all__ = [
@@ -138,6 +138,11 @@ class Eras(InFlightRequests):
             if failure is None or isinstance(exc, MCPCallbackError):
                 raise
             raise MCPCallbackError(exc.code, exc.message, exc.data, server=self.name) from failure
+        except MCPTransportError as exc:
+            failure = take_callback_failure()  # handshake era over HTTP: cut while our callback answered
+            if isinstance(failure, CallbackAborted):
+                raise cut_while_answering(self.name, method, failure.method) from exc
+            raise
 
     def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``); legacy: unchanged."""

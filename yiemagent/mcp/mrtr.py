@@ -35,7 +35,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import MCPProtocolError, MCPTransportError
-from .server_messages import CallbackAborted, UnansweredRequest, _Client, answer_server_request
+from .server_messages import (
+    CallbackAborted,
+    UnansweredRequest,
+    _Client,
+    answer_server_request,
+    cut_while_answering,
+    take_callback_failure,
+)
 
 __all__ = ["INPUT_METHODS", "run_rounds"]
 
@@ -46,11 +53,8 @@ INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 def _cut(server: str, method: str, input_method: str) -> MCPTransportError:
-    effect = " (the tool may have run)" if method == "tools/call" else ""
-    return MCPTransportError(
-        f"{method} to {server}: cut (cancel_in_flight, close or Agent.abort) while the client's {input_method} "
-        f"callback was answering the server's input request; the request had been sent, so its effect is "
-        f"unknown{effect}", server=server)
+    take_callback_failure()  # said here; the caller must not say it again
+    return cut_while_answering(server, method, input_method)
 
 
 def _answers(client: _Client, server: str, method: str, requests: Any,

@@ -56,7 +56,8 @@ from ..llm import accepts_keyword
 from . import jsonrpc
 
 __all__ = ["CALLBACK_POLL_SECONDS", "CallbackAborted", "ProgressCallback", "RequestRefused", "UnansweredRequest",
-           "answer_server_request", "call_with_abort", "handle_server_message", "take_callback_failure"]
+           "answer_server_request", "call_with_abort", "cut_while_answering", "handle_server_message",
+           "take_callback_failure"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -137,8 +138,21 @@ def call_with_abort(func: Callable[..., Any], *args: Any, abort_event: threading
     return func(*args)
 
 
+def cut_while_answering(server: str, method: str, input_method: str) -> MCPTransportError:
+    """The error of a request cut while the client's callback answered the server's request tied to it."""
+    effect = " (the tool may have run)" if method == "tools/call" else ""
+    return MCPTransportError(
+        f"{method} to {server}: cut (cancel_in_flight, close or Agent.abort) while the client's {input_method} "
+        f"callback was answering the server; the request had been sent, so its effect is unknown{effect}",
+        server=server)
+
+
 def take_callback_failure() -> BaseException | None:
-    """The exception of the last callback that failed on this thread since the last call (then forgotten)."""
+    """The exception of the last callback that failed (or ``CallbackAborted``) on this thread since the last call.
+
+    Then forgotten. The handshake era over HTTP answers server requests on the
+    calling thread, so the request's error can name its callback's failure.
+    """
     failure: BaseException | None = getattr(_failures, "exc", None)
     _failures.exc = None
     return failure
@@ -174,7 +188,8 @@ def _run_abortable(client: _Client, method: str, handler: Callable[..., Any], pa
         if abort.is_set():
             logger.info("%s: the %s callback is still running after the request was cut; not waiting for it",
                         client.name, method)
-            raise CallbackAborted(method, server=client.name)
+            _failures.exc = aborted = CallbackAborted(method, server=client.name)
+            raise aborted
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
