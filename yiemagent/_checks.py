@@ -8,11 +8,16 @@ construction, not later on a worker thread with a raw ``TypeError``.
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from .exceptions import ConfigError
 
-__all__ = ["check_bool", "check_callable", "check_choice", "check_int", "check_number", "check_str", "check_timeout"]
+__all__ = [
+    "check_bool", "check_callable", "check_choice", "check_int", "check_items", "check_number", "check_str",
+    "check_timeout",
+]
 
 
 def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
@@ -67,6 +72,22 @@ def check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
     """``value`` is one of ``choices``."""
     if not any(value is c or (type(value) is type(c) and value == c) for c in choices):
         raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r:.50}")
+
+
+def check_items(name: str, value: Any, *, what: str = "items") -> list[Any]:
+    """``value`` as a list: any iterable but one thing that only looks like a sequence of ``what``.
+
+    A ``str``, ``bytes`` or ``os.PathLike`` (one path: iterating it gives its
+    characters) and a ``Mapping`` (its keys) are refused with a
+    ``ConfigError`` that names the fix (``[value]``).
+    """
+    if isinstance(value, (str, bytes, os.PathLike, Mapping)):
+        raise ConfigError(f"{name} must be a list of {what}, e.g. [{value!r:.60}], not a single "
+                          f"{type(value).__name__} (it would be read one character or key at a time)")
+    try:
+        return list(value)
+    except TypeError:
+        raise ConfigError(f"{name} must be a list of {what}, not {type(value).__name__} {value!r:.50}") from None
 
 
 def check_bool(name: str, value: Any) -> None:

@@ -234,6 +234,21 @@ class MCPRPCError(MCPError):
         )
 
 
+class MCPCallbackError(MCPRPCError):
+    """A client callback (sampling, elicitation, roots, a ``request_handlers`` entry) raised.
+
+    ``__cause__`` is the callback's own exception; ``code`` is -32603 and
+    ``message`` names the method and the exception's type only (never its
+    text, which may hold URLs or secrets: that goes to the local log). In the
+    2026-07-28 era ``call_tool``/``read_resource``/``get_prompt`` raise it
+    when a callback answering an input request raises; in the handshake era
+    the server gets that -32603 error, and a request whose callback ran on
+    the calling thread's stream (HTTP) raises it when the server then fails
+    the request (``code``/``message`` are the server's then). An
+    ``MCPRPCError``: code that catches ``MCPRPCError`` handles both eras.
+    """
+
+
 class MCPSessionExpiredError(MCPRPCError):
     """The server no longer knows our ``Mcp-Session-Id`` (spec: re-initialize).
 

@@ -50,7 +50,8 @@ from .dialects import merge_field
 from .exceptions import FormatError
 from .harmony import split_harmony
 
-__all__ = ["INCOMPLETE", "ChunkDeltas", "LLMCall", "OnDelta", "StreamMerger", "accepts_on_delta", "merge_chunks"]
+__all__ = ["INCOMPLETE", "ChunkDeltas", "LLMCall", "OnDelta", "StreamMerger", "accepts_keyword", "accepts_on_delta",
+           "merge_chunks"]
 
 logger = logging.getLogger("yiemagent.llm")
 
@@ -183,19 +184,33 @@ class ChunkDeltas:
 _HARMONY_STARTS = ("<|channel|>", "<|start|>")
 
 
+def accepts_keyword(func: Any, name: str, *, var_keyword: bool = True) -> bool:
+    """True if ``func`` takes the keyword argument ``name`` (read from its signature).
+
+    The one signature check for optional keywords handed to user code
+    (``llm_call``'s ``on_delta``/``abort_event``/``request_fields``, MCP
+    callbacks' ``abort_event``). ``var_keyword``: a ``**kwargs`` parameter
+    counts too. A callable without a signature (some builtins) takes none.
+    """
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # no signature (some builtins and C callables)
+        return False
+    parameter = parameters.get(name)
+    if parameter is not None and parameter.kind in (
+            inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return True
+    return var_keyword and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
 def accepts_on_delta(llm_call: Any, name: str = "on_delta") -> bool:
-    """True if ``llm_call`` has a keyword parameter ``name`` (read from its signature).
+    """True if ``llm_call`` has a named keyword parameter ``name`` (``**kwargs`` does not count).
 
     ``on_delta``: a streaming ``llm_call``. ``abort_event``: the run's ``threading.Event``; an
     ``llm_call`` that takes it stops sending, and drops a reply that arrives, once the run is
     aborted (``openai_chat`` does).
     """
-    try:
-        parameter = inspect.signature(llm_call).parameters.get(name)
-    except (TypeError, ValueError):  # no signature (some builtins and C callables)
-        return False
-    return parameter is not None and parameter.kind in (
-        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return accepts_keyword(llm_call, name, var_keyword=False)
 
 
 

@@ -30,9 +30,9 @@ from .exceptions import FormatError
 from .jsonsafe import dumps_strict
 
 __all__ = [
+    "MODEL_IMAGE_TYPES",
     "AssistantMessage",
     "Content",
-    "MODEL_IMAGE_TYPES",
     "ImageContent",
     "Message",
     "ReasoningContent",

@@ -26,6 +26,18 @@ def test_image_audio_and_text_content_become_chat_parts() -> None:
     assert tools == [] and fields == {"max_tokens": 9}
 
 
+def test_opencode_12519_a_sampled_image_the_model_cannot_take_becomes_a_line() -> None:
+    """Opencode #12519: an SVG image sent on to the model broke every later request; sampling uses the same
+    ``MODEL_IMAGE_TYPES`` as tool results and resources (png, jpeg, gif, webp).
+    """
+    messages, _, _ = sampling_request_to_chat({"maxTokens": 9, "messages": [{"role": "user", "content": [
+        {"type": "image", "data": "PHN2Zz4=", "mimeType": "image/svg+xml"},
+        {"type": "image", "data": "/9j/", "mimeType": "image/JPEG"}]}]})
+    parts = messages[0]["content"]
+    assert parts[0]["type"] == "text" and "image/svg+xml" in parts[0]["text"] and "left out" in parts[0]["text"]
+    assert parts[1] == {"type": "image_url", "image_url": {"url": "data:image/JPEG;base64,/9j/"}}
+
+
 @pytest.mark.parametrize(("messages", "problem"), [
     ([{"role": "user", "content": [{"type": "text", "text": "x"},
                                    {"type": "tool_result", "toolUseId": "a", "content": []}]}],

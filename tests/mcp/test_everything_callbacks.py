@@ -61,3 +61,26 @@ def check(client: MCPClient, asked: list[dict[str, Any]], tmp_path: Any) -> None
 
     roots = client.call_tool("get-roots-list", {})
     assert (tmp_path / "a b").as_uri() in text_of(roots), text_of(roots)
+
+
+def test_playwright_42256_everything_gets_its_roots_and_an_agent_client_listens_without_listen(
+        everything_server, tmp_path):
+    """Source: microsoft/playwright #42256 (roots declared, GET stream never opened: roots/list dropped).
+    Without ``listen=True`` the client (and one an ``Agent`` builds from a URL, which samples with the
+    agent's model) opens the GET stream, where the Node SDK server sends its ``roots/list``.
+    """
+    from yiemagent import Agent
+    from yiemagent.testing import ScriptedLLM, text_reply
+
+    with MCPClient(everything_server, callbacks=ClientCallbacks(roots=[tmp_path / "a b"]),
+                   timeout_seconds=10) as client:
+        client.connect()
+        assert client.transport.listening.is_set()  # type: ignore[attr-defined]
+        assert (tmp_path / "a b").as_uri() in text_of(client.call_tool("get-roots-list", {}))
+    agent = Agent(ScriptedLLM([text_reply("ok")]), mcp_servers=[everything_server])
+    try:
+        built = agent.mcp.clients[0]
+        built.connect()
+        assert built.era == "legacy" and built.transport.listening.is_set()  # type: ignore[attr-defined]
+    finally:
+        agent.shutdown()

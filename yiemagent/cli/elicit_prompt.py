@@ -30,7 +30,9 @@ An answer that is not of the field's type, not one of the choices, or
 breaks the field's schema (``minimum``, ``pattern``, ``format``...) is
 asked again with the reason. Ctrl-C while asking cancels the elicitation
 (and then stops the answer, as everywhere in the chat). A question nobody
-serves within ``WAIT_SECONDS`` is cancelled.
+serves within ``WAIT_SECONDS`` is cancelled, and so is one whose request the
+client cut meanwhile (``abort_event``: Ctrl-C during the answer,
+``Agent.abort()``, ``close()``): it is not asked any more.
 
 Spec: MCP 2025-11-25 "Elicitation" (the client shows which server asks,
 offers decline and cancel, shows the URL's host and asks consent before
@@ -56,12 +58,17 @@ __all__ = ["WAIT_SECONDS", "TerminalElicitation"]
 WAIT_SECONDS = 3600.0
 """Seconds a server's question waits to be asked and answered before it is cancelled."""
 
+_ABORT_POLL_SECONDS = 0.1
+"""How often a waiting question looks at its ``abort_event``."""
+
 
 class _Question:
-    __slots__ = ("answer", "done", "mode", "request", "server")
+    __slots__ = ("abort_event", "answer", "done", "mode", "request", "server")
 
-    def __init__(self, mode: str, server: str, request: dict[str, Any]) -> None:
+    def __init__(self, mode: str, server: str, request: dict[str, Any],
+                 abort_event: threading.Event | None = None) -> None:
         self.mode, self.server, self.request = mode, server, request
+        self.abort_event = abort_event
         self.answer: dict[str, Any] = {"action": "cancel"}
         self.done = threading.Event()
 
@@ -96,7 +103,8 @@ class TerminalElicitation:
         """Answer sampling with ``llm_call`` (``LLMSampler``), each request allowed by the person first."""
         self.sampler = LLMSampler(llm_call, approve=self.approve)
 
-    def sample(self, server_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    def sample(self, server_name: str, params: dict[str, Any],
+               abort_event: threading.Event | None = None) -> dict[str, Any]:
         """Sampling handler: the person is asked (``approve``), then the model answers.
 
         Raises:
@@ -104,23 +112,32 @@ class TerminalElicitation:
         """
         if self.sampler is None:
             raise RequestRefused(USER_REJECTED, "User rejected sampling request (no model in this chat)")
-        return self.sampler(server_name, params)
+        return self.sampler(server_name, params, abort_event)
 
-    def approve(self, server_name: str, params: dict[str, Any]) -> bool:
+    def approve(self, server_name: str, params: dict[str, Any], abort_event: threading.Event | None = None) -> bool:
         """Sampling approval: queue the question, wait for the main thread's yes or no."""
-        return self._wait(_Question("sampling", server_name, params)).get("action") == "accept"
+        return self._wait(_Question("sampling", server_name, params, abort_event)).get("action") == "accept"
 
-    def form(self, server_name: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Form-mode handler: queue the question, wait for the main thread's answer."""
-        return self._wait(_Question("form", server_name, request))
+    def form(self, server_name: str, request: dict[str, Any],
+             abort_event: threading.Event | None = None) -> dict[str, Any]:
+        """Form-mode handler: queue the question, wait for the main thread's answer (or the abort)."""
+        return self._wait(_Question("form", server_name, request, abort_event))
 
-    def url(self, server_name: str, request: dict[str, Any]) -> dict[str, Any]:
-        """URL-mode handler: queue the question, wait for the main thread's answer."""
-        return self._wait(_Question("url", server_name, request))
+    def url(self, server_name: str, request: dict[str, Any],
+            abort_event: threading.Event | None = None) -> dict[str, Any]:
+        """URL-mode handler: queue the question, wait for the main thread's answer (or the abort)."""
+        return self._wait(_Question("url", server_name, request, abort_event))
 
     def _wait(self, question: _Question) -> dict[str, Any]:
         self.pending.put(question)
-        question.done.wait(WAIT_SECONDS)
+        if question.abort_event is None:
+            question.done.wait(WAIT_SECONDS)
+            return question.answer
+        waited = 0.0
+        while not question.done.wait(_ABORT_POLL_SECONDS) and waited < WAIT_SECONDS:
+            waited += _ABORT_POLL_SECONDS
+            if question.abort_event.is_set():
+                return {"action": "cancel"}  # serve_pending skips it: the request is gone
         return question.answer
 
     def serve_pending(self) -> None:
@@ -134,6 +151,9 @@ class TerminalElicitation:
                 question = self.pending.get_nowait()
             except queue.Empty:
                 return
+            if question.abort_event is not None and question.abort_event.is_set():
+                question.done.set()  # its request was cut before anyone asked: not asked
+                continue
             try:
                 question.answer = self._ask(question)
             except _Stop as stop:

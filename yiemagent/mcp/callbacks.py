@@ -20,7 +20,20 @@ answer server requests (2025-11-25 and older) and ``inputRequests``
 Time spent in a callback never counts against a request's timeout
 (``server_messages.answer_server_request``).
 
-Roots: each path (``str`` or ``os.PathLike``) is made absolute and written
+Abort: ``cancel_in_flight()``, ``close()`` and ``Agent.abort()`` end a
+request whose callback is still running at once (``MCPTransportError``);
+the callback's own thread cannot be stopped, so a callback that takes an
+``abort_event`` keyword (``callback(server_name, params, *,
+abort_event)``, or ``**kwargs``) gets a ``threading.Event`` that is set then,
+and should return soon after; its late answer is dropped. A callback that
+never returns holds only its own thread, never the client or the agent.
+A callback that raises: the server (handshake era) is told only the
+exception's type; ``MCPCallbackError`` (``__cause__`` = the exception) in
+2026-07-28 (``server_messages.answer_server_request``).
+
+Roots: a list of paths (a bare ``str``/``PathLike``/dict is refused with
+``ConfigError``: it would be read one character at a time); each path
+(``str`` or ``os.PathLike``) is made absolute and written
 with ``pathlib.Path.as_uri()`` (percent-encoded: spaces, ``#``, non-ASCII;
 ``file:///C:/...`` on Windows), named after its last part; a dict
 ``{"uri", "name"?}`` is sent as it is; a callable returning such a list is
@@ -45,10 +58,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from ..exceptions import MCPError
+from .._checks import check_items
+from ..exceptions import ConfigError, MCPError
 from . import jsonrpc
 from .elicitation import ElicitationHandler, answer_elicitation
 from .sampling import LLMSampler
+from .server_messages import call_with_abort
 
 __all__ = ["ClientCallbacks", "Root", "SamplingHandler", "roots_result"]
 
@@ -79,9 +94,13 @@ class _Client(Protocol):
 def _root(item: Root) -> dict[str, Any]:
     if isinstance(item, dict):
         if not isinstance(item.get("uri"), str) or not item["uri"].startswith("file://"):
-            raise ValueError(f"a root needs a file:// uri, not {item.get('uri')!r:.80}")
+            raise ConfigError(f"a root needs a file:// uri, not {item.get('uri')!r:.80}")
         return dict(item)
-    path = Path(os.fspath(item)).expanduser().absolute()
+    text = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise ConfigError(f"a root must be a path (str or os.PathLike of str) or a {{'uri': 'file://...'}} dict, "
+                          f"not {type(item).__name__} {item!r:.60}")
+    path = Path(text).expanduser().absolute()
     return {"uri": path.as_uri(), "name": path.name or str(path)}
 
 
@@ -89,10 +108,13 @@ def roots_result(roots: Iterable[Root] | Callable[[], Iterable[Root]]) -> dict[s
     """``ListRootsResult``: ``{"roots": [{"uri": "file:///...", "name": str}, ...]}`` (see the module).
 
     Raises:
-        ValueError: a dict root without a ``file://`` uri.
+        ConfigError: (a ``ValueError``) ``roots`` (or what the callable gave)
+            is a single ``str``/``bytes``/``PathLike``/dict instead of a list,
+            an item is neither a path nor a dict, a dict root has no
+            ``file://`` uri.
     """
     items = roots() if callable(roots) else roots
-    return {"roots": [_root(item) for item in items]}
+    return {"roots": [_root(item) for item in check_items("roots", items, what="paths")]}
 
 
 @dataclass
@@ -125,7 +147,7 @@ class ClientCallbacks:
             if getattr(self, name) is not None and not callable(getattr(self, name)):
                 raise TypeError(f"{name} must be callable: {name}(server_name, params) -> result")
         if self.roots is not None and not callable(self.roots):
-            self.roots = list(self.roots)
+            self.roots = check_items("roots", self.roots, what="paths")  # roots="/tmp/p" would be 6 roots
             roots_result(self.roots)  # a bad root fails here, not at the server's first roots/list
 
     def capabilities(self) -> dict[str, Any]:
@@ -146,14 +168,20 @@ class ClientCallbacks:
 
     def request_handlers(self, server_name: Callable[[], str]) -> dict[str, Callable[[dict[str, Any]], Any]]:
         """``{method: handler(params) -> result}`` for the callbacks set; ``server_name()`` names the server."""
-        handlers: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        handlers: dict[str, Callable[..., Any]] = {}
         sampler = self.sampling
         if sampler is not None:
-            handlers["sampling/createMessage"] = lambda params: sampler(server_name(), params)
+            def sample(params: dict[str, Any], abort_event: threading.Event | None = None) -> Any:
+                return call_with_abort(sampler, server_name(), params, abort_event=abort_event)
+
+            handlers["sampling/createMessage"] = sample
         modes = {mode: handler for mode, handler in (("form", self.elicitation), ("url", self.url_elicitation))
                  if handler is not None}
         if modes:
-            handlers["elicitation/create"] = lambda params: answer_elicitation(modes, server_name(), params)
+            def elicit(params: dict[str, Any], abort_event: threading.Event | None = None) -> Any:
+                return answer_elicitation(modes, server_name(), params, abort_event=abort_event)
+
+            handlers["elicitation/create"] = elicit
         if self.roots is not None:
             handlers["roots/list"] = lambda params: roots_result(self.roots or [])
         return handlers
@@ -178,9 +206,11 @@ class ClientCallbacks:
             How many servers were told.
 
         Raises:
-            ValueError: a dict root without a ``file://`` uri (nothing changed).
+            ConfigError: (a ``ValueError``) a single ``str``/``PathLike``/dict
+                instead of a list (``set_roots(["/tmp/b"])``), an item that is
+                not a path, a dict root without a ``file://`` uri (nothing changed).
         """
-        new = roots if callable(roots) else list(roots)
+        new = roots if callable(roots) else check_items("set_roots(roots)", roots, what="paths")
         if not callable(new):
             roots_result(new)
         self.roots = new

@@ -106,7 +106,11 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             era: the ``GET`` SSE stream, with ``tools/list_changed`` and server
             requests such as ``elicitation/create``; 2026-07-28:
             ``subscriptions/listen`` for ``tools/list_changed``, see
-            ``listen_for``). Off by default (a thread and a connection per client).
+            ``listen_for``): a thread and a connection per client. None
+            (default): on in the handshake era when the client can answer
+            server requests (``callbacks`` or ``request_handlers``: servers
+            such as the python SDK send ``roots/list`` and elicitations tied
+            to no request on the ``GET`` stream), else off. True/False force it.
         callbacks: sampling, elicitation and roots as plain sync callbacks
             (``ClientCallbacks``, ``yiemagent.mcp.callbacks``): their
             capabilities and handlers are added to ``capabilities`` and
@@ -149,7 +153,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         retry_sleep: Callable[[float], None] = time.sleep,
         capabilities: dict[str, Any] | None = None,
         request_handlers: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
-        listen: bool = False,
+        listen: bool | None = None,
         follow_cross_origin_redirects: bool = False,
         callbacks: ClientCallbacks | None = None,
         protocol_version: str | None = None,

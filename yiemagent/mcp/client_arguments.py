@@ -106,7 +106,8 @@ def check_client_arguments(args: dict[str, Any]) -> None:
     if handlers is not None and (not isinstance(handlers, Mapping) or not all(
             isinstance(k, str) and callable(v) for k, v in handlers.items())):
         raise ConfigError(f"request_handlers must be a dict of method name to callable, not {handlers!r:.60}")
-    check_bool("listen", args["listen"])
+    if args["listen"] is not None:  # None: automatic (see MCPClient)
+        check_bool("listen", args["listen"])
     callbacks = args.get("callbacks")
     if callbacks is not None and not callable(getattr(callbacks, "install", None)):
         raise ConfigError(f"callbacks must be a ClientCallbacks, not {type(callbacks).__name__}")

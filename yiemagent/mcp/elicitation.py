@@ -40,12 +40,13 @@ as an input request).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 
-from .server_messages import RequestRefused
+from .server_messages import RequestRefused, call_with_abort
 
 __all__ = [
     "ElicitationHandler",
@@ -185,7 +186,8 @@ def with_defaults(schema: dict[str, Any], content: dict[str, Any]) -> dict[str, 
 
 
 def answer_elicitation(
-    handlers: dict[str, ElicitationHandler], server_name: str, params: dict[str, Any]
+    handlers: dict[str, ElicitationHandler], server_name: str, params: dict[str, Any],
+    abort_event: threading.Event | None = None,
 ) -> dict[str, Any]:
     """The ``ElicitResult`` to send for one ``elicitation/create`` (see the module).
 
@@ -193,6 +195,8 @@ def answer_elicitation(
         handlers: ``{"form": handler, "url": handler}`` (either may be absent).
         server_name: the server's short name, passed to the handler.
         params: the request's params.
+        abort_event: given to a handler that takes an ``abort_event`` keyword
+            (set when the client cuts the request: ``cancel_in_flight``, ``close``, ``Agent.abort``).
 
     Raises:
         RequestRefused: -32602 for a mode without a handler or a malformed
@@ -209,7 +213,7 @@ def answer_elicitation(
     schema = params.get("requestedSchema") if mode == "form" else None
     if mode == "form" and not isinstance(schema, dict):
         raise RequestRefused(-32602, "a form elicitation needs a requestedSchema object")
-    answer = handler(server_name, params)
+    answer = call_with_abort(handler, server_name, params, abort_event=abort_event)
     if not isinstance(answer, dict) or answer.get("action") not in _ACTIONS:
         raise RequestRefused(-32603, "the client's elicitation handler gave no action (accept, decline, cancel)")
     result: dict[str, Any] = {"action": answer["action"]}

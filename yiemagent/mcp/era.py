@@ -51,10 +51,18 @@ from typing import Any
 from ..__version__ import __version__
 from .._checks import check_timeout
 from .._retry import never_sent
-from ..exceptions import MCPProtocolError, MCPRPCError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from ..exceptions import (
+    MCPCallbackError,
+    MCPProtocolError,
+    MCPRPCError,
+    MCPSessionExpiredError,
+    MCPTimeoutError,
+    MCPTransportError,
+)
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
 from .mrtr import INPUT_METHODS, run_rounds
+from .server_messages import CallbackAborted, cut_while_answering, take_callback_failure
 from .server_names import server_info_name
 
 __all__ = [
@@ -100,7 +108,7 @@ class Eras(InFlightRequests):
     requested_protocol_version: str | None
     probe_timeout_seconds: float
     max_input_rounds: int
-    listen: bool
+    listen: bool | None
     initialize_result: dict[str, Any] | None
     discover_result: dict[str, Any] | None
     era: str | None
@@ -116,13 +124,25 @@ class Eras(InFlightRequests):
         self, method: str, params: dict[str, Any] | None, *, safe: bool, timeout_seconds: float | None = None
     ) -> dict[str, Any]:
         check_timeout(timeout_seconds)
-        generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
+        generation, abort = self._cancel_state()  # before the handshake: an abort while it runs ends this request
         self._connect(generation)
-        if method in INPUT_METHODS:
-            return run_rounds(self, method, params,
-                              lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
-                              max_rounds=self.max_input_rounds)
-        return self._request_once(method, params, safe, timeout_seconds, generation)
+        take_callback_failure()  # forget one of an earlier request on this thread
+        try:
+            if method in INPUT_METHODS:
+                return run_rounds(self, method, params,
+                                  lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
+                                  max_rounds=self.max_input_rounds, abort_event=abort)
+            return self._request_once(method, params, safe, timeout_seconds, generation)
+        except MCPRPCError as exc:
+            failure = take_callback_failure()  # handshake era: our callback failed, then the server failed the call
+            if failure is None or isinstance(exc, MCPCallbackError):
+                raise
+            raise MCPCallbackError(exc.code, exc.message, exc.data, server=self.name) from failure
+        except MCPTransportError as exc:
+            failure = take_callback_failure()  # handshake era over HTTP: cut while our callback answered
+            if isinstance(failure, CallbackAborted):
+                raise cut_while_answering(self.name, method, failure.method) from exc
+            raise
 
     def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``); legacy: unchanged."""
@@ -306,7 +326,10 @@ class Eras(InFlightRequests):
     def _connected(self, result: dict[str, Any]) -> None:
         """After either era's connect: take the server's name, start listening, log."""
         start_listening = getattr(self, "start_listening", None)
-        if self.listen and callable(start_listening):
+        listen = self.listen
+        if listen is None:  # auto: a handshake-era server may send its requests (roots/list...) on the GET stream
+            listen = self.era != "modern" and bool(self.request_handlers)
+        if listen and callable(start_listening):
             start_listening()
         info = result.get("serverInfo") or {}
         if self._name_from_server:

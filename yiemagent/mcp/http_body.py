@@ -160,6 +160,13 @@ def status_error(
     """The error for an HTTP status >= 400.
 
     Args:
+        response: the HTTP response (its body is read, at most to ``deadline``).
+        what: the request, as errors name it (e.g. ``"tools/call echo"``).
+        sent_session: the ``Mcp-Session-Id`` the request carried, or None.
+        deadline: ``now()`` value by which reading the body must end.
+        server: the server's short name (errors).
+        scrub: removes secrets from text put into errors.
+        now: the clock ``deadline`` is measured on (seconds).
         request_id: the JSON-RPC ``id`` of the request answered (None: a
             notification, a response, or a ``GET``).
 

@@ -76,6 +76,14 @@ class InFlightRequests:
         """Incremented by ``cancel_in_flight()``; a request that began in an older generation is cut."""
         self._cancelled = threading.Condition()
         """Notified by ``cancel_in_flight()``: ends a retry's wait at once."""
+        self._callback_abort = threading.Event()
+        """Set (and replaced by a new one) by ``cancel_in_flight()``: callbacks running then are aborted
+        (``server_messages.answer_server_request``)."""
+
+    def _cancel_state(self) -> tuple[int, threading.Event]:
+        """The cancel generation and the callbacks' abort event, read together."""
+        with self._cancelled:
+            return self._cancel_generation, self._callback_abort
 
     # ------------------------------------------------------------------ sending
 
@@ -160,16 +168,26 @@ class InFlightRequests:
         ``initialize`` (the spec forbids it), within 1 s in all; so this
         returns within about 1 s. Returns the cut requests' JSON-RPC ids.
         Safe from any thread; ``Agent.abort()`` calls it.
+
+        A callback (sampling, elicitation, roots) still answering the server
+        is not waited for: the request it serves fails at once (2026-07-28:
+        ``MCPTransportError`` saying the request was sent and its effect is
+        unknown), a server request gets error -32603, and the callback's
+        ``abort_event`` is set (it runs on a thread of its own, which cannot
+        be killed; see ``server_messages``).
         """
         with self._cancelled:
             self._cancel_generation += 1
+            aborted, self._callback_abort = self._callback_abort, threading.Event()
             self._cancelled.notify_all()
         with self._in_flight_lock:
             cut = dict(self._in_flight)
             sending = self._sending
         if not cut and not sending:
+            aborted.set()  # a 2026-07-28 call waiting on its callback between two rounds
             return []
         self.transport.cancel()
+        aborted.set()  # after the cut: a request whose callback returns now does not read on
         self._cut_stragglers(cut)
         budget = time.monotonic() + 1.0
         for request_id, method in sorted(cut.items()):

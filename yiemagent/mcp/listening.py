@@ -116,8 +116,9 @@ class Listening:
                          on_notification=on_notification)
 
     def _listen_for(
-        self, *, tools_list_changed: bool, prompts_list_changed: bool = False, resources_list_changed: bool = False,
-        resource_uris: list[str] | tuple[str, ...] = (), on_notification: Callable[[dict[str, Any]], None] | None = None,
+        self, *, tools_list_changed: bool, prompts_list_changed: bool = False,
+        resources_list_changed: bool = False, resource_uris: list[str] | tuple[str, ...] = (),
+        on_notification: Callable[[dict[str, Any]], None] | None = None,
     ) -> str | None:
         """``listen_for``; returns why the server refused the ``subscriptions/listen`` stream, or None."""
         self._connect(self._cancel_generation)

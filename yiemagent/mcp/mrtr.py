@@ -17,8 +17,12 @@ JSON-RPC id, with ``inputResponses`` (``{"<key>": result}``) and the exact
 a result that is not ``input_required`` (``resultType`` absent means
 complete), at most ``max_rounds`` retries. Each round is one request with its
 own timeout: the time handlers take (a person answering) never counts
-against it. The responses and state belong to this request only: other
-requests in flight never carry them.
+against it. A handler that raises ends the call with ``MCPCallbackError``
+(``__cause__`` = its exception); ``cancel_in_flight()``/``close()``/
+``Agent.abort()`` while a handler runs end it at once with
+``MCPTransportError`` (the request had been sent: its effect is unknown).
+The responses and state belong to this request only: other requests in
+flight never carry them.
 
 Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
 """
@@ -26,11 +30,19 @@ Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import MCPProtocolError
-from .server_messages import UnansweredRequest, _Client, answer_server_request
+from ..exceptions import MCPProtocolError, MCPTransportError
+from .server_messages import (
+    CallbackAborted,
+    UnansweredRequest,
+    _Client,
+    answer_server_request,
+    cut_while_answering,
+    take_callback_failure,
+)
 
 __all__ = ["INPUT_METHODS", "run_rounds"]
 
@@ -40,7 +52,13 @@ INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The client requests a server may answer with ``input_required``."""
 
 
-def _answers(client: _Client, server: str, method: str, requests: Any) -> dict[str, Any]:
+def _cut(server: str, method: str, input_method: str) -> MCPTransportError:
+    take_callback_failure()  # said here; the caller must not say it again
+    return cut_while_answering(server, method, input_method)
+
+
+def _answers(client: _Client, server: str, method: str, requests: Any,
+             abort_event: threading.Event | None) -> dict[str, Any]:
     if requests is None:
         return {}
     if not isinstance(requests, dict):
@@ -54,7 +72,9 @@ def _answers(client: _Client, server: str, method: str, requests: Any) -> dict[s
         given = request.get("params")
         params: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
-            answers[key] = answer_server_request(client, request["method"], params)
+            answers[key] = answer_server_request(client, request["method"], params, abort_event)
+        except CallbackAborted:
+            raise _cut(server, method, request["method"]) from None
         except UnansweredRequest:
             # spec: the client MUST construct every requested input before retrying; it cannot, so it stops
             raise MCPProtocolError(
@@ -72,6 +92,7 @@ def run_rounds(
     send: Callable[[dict[str, Any] | None], dict[str, Any]],
     *,
     max_rounds: int,
+    abort_event: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Send ``method`` with ``send(params)``, answering ``input_required`` results; return the final result.
 
@@ -82,6 +103,8 @@ def run_rounds(
             ``inputResponses`` and ``requestState``).
         send: sends one request (a new JSON-RPC id each time) and returns its result.
         max_rounds: retries at most.
+        abort_event: the client's abort event when the request began (set by
+            ``cancel_in_flight``); None: the client's current one.
 
     Returns:
         The first result whose ``resultType`` is not ``"input_required"``.
@@ -90,7 +113,11 @@ def run_rounds(
         MCPProtocolError: still ``input_required`` after ``max_rounds`` retries;
             an input request this client cannot answer (no handler); a
             malformed ``inputRequests``.
-        Exception: what a request handler raises, unchanged (the call stops).
+        MCPCallbackError: a request handler (callback) raised; ``__cause__``
+            is its exception (the call stops).
+        RequestRefused: a handler refused (its ``code``, e.g. -1).
+        MCPTransportError: the client cut the request while a handler ran
+            (the request had been sent: its effect is unknown).
         MCPError: what ``send`` raises.
     """
     server = client.name
@@ -104,7 +131,9 @@ def run_rounds(
                 f"{method} to {server}: still input_required after {max_rounds} rounds (max_input_rounds)",
                 server=server, body=str(result)[:500],
             )
-        answers = _answers(client, server, method, result.get("inputRequests"))
+        answers = _answers(client, server, method, result.get("inputRequests"), abort_event)
+        if abort_event is not None and abort_event.is_set():
+            raise _cut(server, method, "input")
         logger.debug("%s: %s needs input (%s); retrying with the answers", server, method, sorted(answers))
         current = {k: v for k, v in (params or {}).items() if k not in ("inputResponses", "requestState")}
         if answers:

@@ -26,12 +26,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..exceptions import MCPError, MCPRPCError
+from .._checks import check_int, check_timeout
+from ..exceptions import ConfigError, MCPError, MCPRPCError
 from ..messages import ImageContent, TextContent
 from ..tools import AgentTool, AgentToolResult, cap_result
 from .client import MCPClient
-from .._checks import check_int, check_timeout
-from ..exceptions import ConfigError
 from .results import DEFAULT_MAX_RESULT_CHARS, header_field, resource_part
 
 __all__ = ["attach_resource", "read_resource_tool"]

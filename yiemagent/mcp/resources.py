@@ -58,7 +58,7 @@ class ResourcesMixin:
     timeout_seconds: float
     max_pages: int
     list_deadline_seconds: float
-    listen: bool
+    listen: bool | None
     name: str
     connect: Callable[[], dict[str, Any]]
     listen_for: Callable[..., None]

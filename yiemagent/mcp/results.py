@@ -116,7 +116,8 @@ def _image_part(data: str, mime: Any) -> TextContent | ImageContent:
     try:
         base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
-        return TextContent(f"[image {header_field(mime[:60])} left out: its data ({len(data):,} characters) is not base64]")
+        return TextContent(
+            f"[image {header_field(mime[:60])} left out: its data ({len(data):,} characters) is not base64]")
     return ImageContent.from_base64(data, mime)
 
 

@@ -21,8 +21,12 @@ request into the OpenAI chat request ``llm_call(messages, tools)`` takes:
   (auto / required / none) -> ``tool_choice``; ``maxTokens`` ->
   ``max_tokens``, ``temperature``, ``stopSequences`` -> ``stop``. These
   request fields reach an ``llm_call`` that takes a ``request_fields``
-  keyword (``yiemagent.models.openai_chat`` does); others get the messages
-  and tools only (the spec leaves the final say to the client).
+  keyword or ``**kwargs`` (``yiemagent.models.openai_chat`` does); others
+  get the messages and tools only (the spec leaves the final say to the
+  client). An ``llm_call`` (or ``approve``) that takes ``abort_event`` (or
+  ``**kwargs``) gets the client's abort event, set when the request is cut
+  (``cancel_in_flight``, ``close``, ``Agent.abort``). One signature check
+  for all: ``yiemagent.llm.accepts_keyword``.
 
 The reply (any shape ``yiemagent.tool_calls.parse_response`` reads) becomes
 ``{"role": "assistant", "content", "model", "stopReason"}``: one ``text``
@@ -53,13 +57,16 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ToolCallFormatError
-from ..llm import accepts_on_delta
+from ..llm import accepts_keyword
+from ..message_types import is_model_image_type
 from ..tool_calls import parse_response
-from .server_messages import RequestRefused
+from .results import header_field
+from .server_messages import RequestRefused, call_with_abort
 
 __all__ = [
     "USER_REJECTED",
@@ -95,8 +102,11 @@ def _part(block: dict[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return {"type": "text", "text": str(block.get("text", ""))}
     if kind == "image":
-        return {"type": "image_url", "image_url": {"url": f"data:{block.get('mimeType', 'image/png')};base64,"
-                                                          f"{block.get('data', '')}"}}
+        mime = block.get("mimeType", "image/png")
+        if not is_model_image_type(mime):  # e.g. SVG: a model request carrying it would be refused
+            return {"type": "text", "text": f"[image {header_field(str(mime)[:60])} left out: not a type the "
+                                            f"model accepts ({len(str(block.get('data', ''))):,} base64 characters)]"}
+        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{block.get('data', '')}"}}
     if kind == "audio":
         mime = str(block.get("mimeType", "audio/wav")).lower()
         return {"type": "input_audio", "input_audio": {"data": str(block.get("data", "")),
@@ -215,7 +225,8 @@ class LLMSampler:
 
     Args:
         llm_call: ``llm_call(messages, tools) -> reply`` (``yiemagent.llm``);
-            given ``request_fields=`` when it takes that keyword.
+            given ``request_fields=`` and ``abort_event=`` when it takes
+            those keywords (or ``**kwargs``).
         approve: ``approve(server_name, params) -> True | False | params``;
             None approves every request.
         tools: declare ``sampling.tools`` and pass a request's ``tools`` on
@@ -238,7 +249,8 @@ class LLMSampler:
         self.tools = tools
         self.max_tokens = max_tokens
         self.model = model or str(getattr(llm_call, "model", "") or "unknown")
-        self._fields = accepts_on_delta(llm_call, "request_fields")
+        self._fields = accepts_keyword(llm_call, "request_fields")
+        self._abort = accepts_keyword(llm_call, "abort_event")
 
     def __repr__(self) -> str:
         return f"LLMSampler(model={self.model!r}, tools={self.tools})"
@@ -248,8 +260,12 @@ class LLMSampler:
         """The ``sampling`` client capability: ``{"tools": {}}`` or ``{}``."""
         return {"tools": {}} if self.tools else {}
 
-    def __call__(self, server_name: str, params: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, server_name: str, params: dict[str, Any],
+                 abort_event: threading.Event | None = None) -> dict[str, Any]:
         """Approve, call the model, return the ``CreateMessageResult``.
+
+        ``abort_event`` (set when the client cuts the request) is passed on
+        to ``approve`` and ``llm_call`` when they take it.
 
         Raises:
             RequestRefused: -1 when ``approve`` says no; -32602 for a request
@@ -261,7 +277,7 @@ class LLMSampler:
         if params.get("tools") and not self.tools:
             raise RequestRefused(-32602, "this client does not support tools in sampling")
         if self.approve is not None:
-            verdict = self.approve(server_name, params)
+            verdict = call_with_abort(self.approve, server_name, params, abort_event=abort_event)
             if verdict is False or verdict is None:
                 raise RequestRefused(USER_REJECTED, "User rejected sampling request")
             if isinstance(verdict, dict):
@@ -272,8 +288,10 @@ class LLMSampler:
         if fields.get("tool_choice") == "none" and not self._fields:
             tools = []  # no way to say "none" to this llm_call: offer no tools
         logger.info("%s: sampling/createMessage: %d messages, %d tools", server_name, len(messages), len(tools))
-        reply = self.llm_call(messages, tools, request_fields=fields) if self._fields else \
-            self.llm_call(messages, tools)
+        keywords: dict[str, Any] = {"request_fields": fields} if self._fields else {}
+        if self._abort and abort_event is not None:
+            keywords["abort_event"] = abort_event
+        reply = self.llm_call(messages, tools, **keywords)
         try:
             return sampling_result_from_reply(reply, self.model)
         except ToolCallFormatError:

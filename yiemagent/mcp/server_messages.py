@@ -7,8 +7,22 @@ client's ``request_handlers`` (``handler(params) -> result``) through
 ``inputRequests`` of a multi round-trip request go there too, see ``mrtr``);
 the reply is ``{"jsonrpc", "id", "result"}``; a handler that raises
 ``RequestRefused`` answers its ``code``/``message``/``data`` (e.g. -1 "User
-rejected sampling request"), any other exception error -32603. ``ping``
+rejected sampling request"); any other exception becomes ``MCPCallbackError``
+(``__cause__`` = the exception), answered -32603 with the method and the
+exception's TYPE only: its text (URLs, keys) never reaches the server, it is
+logged locally at ERROR (scrubbed of the transport's secrets). ``ping``
 without a handler is answered ``{}``; any other method gets -32601.
+
+Abort: a handler runs on a thread of its own (``yiemagent-mcp-callback``)
+while the thread that received the request waits for it, polling every
+``CALLBACK_POLL_SECONDS`` the client's abort event, which
+``cancel_in_flight()``, ``close()`` and ``Agent.abort()`` set. Then the wait
+ends at once with ``CallbackAborted`` (an ``MCPTransportError``): the
+request waiting on the callback fails, a server request is answered -32603
+"aborted". The handler's thread cannot be killed: a handler (and through
+``ClientCallbacks``, a callback) that takes an ``abort_event`` keyword gets
+that event to stop early; its late answer is dropped. A handler that never
+returns holds only its own thread.
 
 While a handler runs, the clock of the transport's request deadlines
 (``transport.clock``, a ``yiemagent._deadlines.PausableClock``) stands still:
@@ -36,13 +50,22 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from ..exceptions import MCPError
+from .._secrets import scrub_exception
+from ..exceptions import MCPCallbackError, MCPError, MCPTransportError
+from ..llm import accepts_keyword
 from . import jsonrpc
 
-__all__ = ["ProgressCallback", "RequestRefused", "UnansweredRequest", "answer_server_request",
-           "handle_server_message"]
+__all__ = ["CALLBACK_POLL_SECONDS", "CallbackAborted", "ProgressCallback", "RequestRefused", "UnansweredRequest",
+           "answer_server_request", "call_with_abort", "cut_while_answering", "handle_server_message",
+           "take_callback_failure"]
 
 logger = logging.getLogger("yiemagent.mcp")
+
+CALLBACK_POLL_SECONDS = 0.05
+"""How often a thread waiting for a callback looks at the client's abort event."""
+
+_failures = threading.local()
+"""``exc``: the last callback exception dispatched on this thread (``take_callback_failure``)."""
 
 ProgressCallback = Callable[[dict[str, Any]], None]
 """Receives the params of each ``notifications/progress`` (``{"progressToken", "progress", "total"?, "message"?}``)."""
@@ -92,6 +115,86 @@ def _paused(client: _Client) -> AbstractContextManager[None]:
     return pause() if callable(pause) else nullcontext()
 
 
+class CallbackAborted(MCPTransportError):
+    """The client cut the request (``cancel_in_flight``, ``close``, ``Agent.abort``) while a callback ran.
+
+    Attributes:
+        method: the server request the callback was answering, e.g. ``"elicitation/create"``.
+    """
+
+    def __init__(self, method: str, *, server: str = "") -> None:
+        super().__init__(f"the client's {method} callback was still running when the request was cut "
+                         f"(cancel_in_flight, close or Agent.abort); its answer is dropped", server=server)
+        self.method = method
+
+
+def call_with_abort(func: Callable[..., Any], *args: Any, abort_event: threading.Event | None) -> Any:
+    """``func(*args, abort_event=abort_event)`` if ``func`` takes that keyword (or ``**kwargs``), else ``func(*args)``.
+
+    The signature check is ``yiemagent.llm.accepts_keyword``, the one used for ``llm_call``'s optional keywords.
+    """
+    if abort_event is not None and accepts_keyword(func, "abort_event"):
+        return func(*args, abort_event=abort_event)
+    return func(*args)
+
+
+def cut_while_answering(server: str, method: str, input_method: str) -> MCPTransportError:
+    """The error of a request cut while the client's callback answered the server's request tied to it."""
+    effect = " (the tool may have run)" if method == "tools/call" else ""
+    return MCPTransportError(
+        f"{method} to {server}: cut (cancel_in_flight, close or Agent.abort) while the client's {input_method} "
+        f"callback was answering the server; the request had been sent, so its effect is unknown{effect}",
+        server=server)
+
+
+def take_callback_failure() -> BaseException | None:
+    """The exception of the last callback that failed (or ``CallbackAborted``) on this thread since the last call.
+
+    Then forgotten. The handshake era over HTTP answers server requests on the
+    calling thread, so the request's error can name its callback's failure.
+    """
+    failure: BaseException | None = getattr(_failures, "exc", None)
+    _failures.exc = None
+    return failure
+
+
+def _callback_error(client: _Client, method: str, exc: Exception) -> MCPCallbackError:
+    """Log ``exc`` in full (scrubbed of the transport's secrets); the error that names only its type."""
+    scrub_exception(exc, list(getattr(getattr(client, "transport", None), "_secrets", None) or []))
+    logger.error("%s: the client's %s callback raised", client.name, method, exc_info=exc)
+    _failures.exc = exc
+    return MCPCallbackError(-32603, f"the client's {method} callback failed ({type(exc).__name__})",
+                            server=client.name)
+
+
+def _run_abortable(client: _Client, method: str, handler: Callable[..., Any], params: dict[str, Any],
+                   abort: threading.Event) -> Any:
+    """``handler(params)`` on its own thread; ``CallbackAborted`` as soon as ``abort`` is set."""
+    if abort.is_set():
+        raise CallbackAborted(method, server=client.name)
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["result"] = call_with_abort(handler, params, abort_event=abort)
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"yiemagent-mcp-callback-{method}", daemon=True).start()
+    while not done.wait(CALLBACK_POLL_SECONDS):
+        if abort.is_set():
+            logger.info("%s: the %s callback is still running after the request was cut; not waiting for it",
+                        client.name, method)
+            _failures.exc = aborted = CallbackAborted(method, server=client.name)
+            raise aborted
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 class UnansweredRequest(Exception):
     """``answer_server_request`` has no handler for the method (JSON-RPC -32601 in the old era)."""
 
@@ -100,7 +203,8 @@ class UnansweredRequest(Exception):
         self.method = method
 
 
-def answer_server_request(client: _Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+def answer_server_request(client: _Client, method: str, params: dict[str, Any],
+                          abort_event: threading.Event | None = None) -> dict[str, Any]:
     """The result of the server request ``method``, from ``client.request_handlers`` (``ping``: ``{}``).
 
     The one dispatcher of server-to-client requests: old-era requests on a
@@ -111,26 +215,39 @@ def answer_server_request(client: _Client, method: str, params: dict[str, Any]) 
         client: its ``request_handlers`` (``{method: handler(params) -> result}``).
         method: e.g. ``"elicitation/create"``, ``"sampling/createMessage"``, ``"roots/list"``.
         params: the request's params (``{}`` when it had none).
+        abort_event: the event that cuts the wait (and is given to a handler
+            that takes ``abort_event``); None: the client's current one
+            (``_callback_abort``, replaced at each ``cancel_in_flight``).
 
     Returns:
         The handler's result (a JSON object).
 
     The transport's deadline clock (``transport.clock``) is paused while the
-    handler runs (see the module).
+    handler runs, on a thread of its own (see the module).
 
     Raises:
         UnansweredRequest: no handler for ``method`` (and it is not ``ping``).
         RequestRefused: the handler refused (its JSON-RPC error; in
             2026-07-28 it ends the request that asked).
-        Exception: whatever else the handler raises, unchanged.
+        CallbackAborted: the abort event was set while the handler ran.
+        MCPCallbackError: the handler raised anything else (``__cause__``).
     """
     handler = client.request_handlers.get(method)
-    if handler is not None:
+    if handler is None:
+        if method == "ping":
+            return {}
+        raise UnansweredRequest(method)
+    abort = abort_event if abort_event is not None else getattr(client, "_callback_abort", None)
+    try:
         with _paused(client):  # a callback's time does not count against the request's timeout
-            return handler(params)
-    if method == "ping":
-        return {}
-    raise UnansweredRequest(method)
+            if not isinstance(abort, threading.Event):
+                result: dict[str, Any] = handler(params)
+                return result
+            return dict(_run_abortable(client, method, handler, params, abort))
+    except (RequestRefused, CallbackAborted):
+        raise
+    except Exception as exc:
+        raise _callback_error(client, method, exc) from exc
 
 
 def handle_server_message(
@@ -158,10 +275,11 @@ def handle_server_message(
             return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": str(exc)}}
         except RequestRefused as exc:
             return {"jsonrpc": "2.0", "id": message["id"], "error": exc.error()}
-        except Exception as exc:
-            logger.exception("%s: the handler of %s raised", client.name, method)
+        except MCPCallbackError as exc:  # the type only: the text stays in the local log
+            return {"jsonrpc": "2.0", "id": message["id"], "error": {"code": exc.code, "message": exc.message}}
+        except CallbackAborted:
             return {"jsonrpc": "2.0", "id": message["id"],
-                    "error": {"code": -32603, "message": f"{type(exc).__name__}: {exc}"}}
+                    "error": {"code": -32603, "message": "the client aborted this request (its user cancelled)"}}
     if method == "notifications/tools/list_changed":
         logger.info("%s: tools changed", client.name)
         client.tools_changed.set()
