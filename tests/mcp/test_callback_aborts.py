@@ -83,6 +83,17 @@ def test_pyemu_27_a_single_root_string_is_refused_not_read_one_character_at_a_ti
         ClientCallbacks(roots=[b"/tmp/project"])
 
 
+def test_pyemu_27_listen_for_refuses_one_uri_string_before_connecting() -> None:
+    """The same trap in ``listen_for(resource_uris=...)``: one URI string would subscribe to its characters.
+
+    Refused before anything is sent (the URL is never contacted).
+    """
+    client = MCPClient("http://127.0.0.1:9/mcp")
+    with pytest.raises(ConfigError, match=r"resource_uris must be a list of URIs"):
+        client.listen_for(resource_uris="file:///x")
+    client.close()
+
+
 def test_staticx_59_a_roots_callable_giving_a_string_fails_the_call_not_the_server(callbacks_server: str) -> None:
     """Source: JonathonReinhart/staticx #59 (a string iterated as a list). A roots callable is asked at each
     ``roots/list``; one that returns a bare string ends the call with ``MCPCallbackError`` (ConfigError cause)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._checks import check_items
 from . import jsonrpc
 from .server_messages import ProgressCallback, handle_server_message
 from .transport import Transport
@@ -107,12 +108,14 @@ class Listening:
         ``MCPProtocolError`` for it).
 
         Raises:
+            ConfigError: ``resource_uris`` is one string, not a list of URIs.
             MCPError: connecting failed, or the client is closed (``MCPTransportError``).
 
         Spec: MCP 2026-07-28, "Subscriptions"; MCP 2025-11-25, "Streamable HTTP" (GET stream).
         """
+        uris = tuple(check_items("resource_uris", resource_uris, what="URIs"))
         self._listen_for(tools_list_changed=tools_list_changed, prompts_list_changed=prompts_list_changed,
-                         resources_list_changed=resources_list_changed, resource_uris=resource_uris,
+                         resources_list_changed=resources_list_changed, resource_uris=uris,
                          on_notification=on_notification)
 
     def _listen_for(
