@@ -8,14 +8,15 @@ The server is tests/servers/paging_server.py (the official ``mcp`` SDK's low-lev
 Streamable HTTP, SSE replies, sessions) started with ``--tools 50 --page-size 0``: 50 tools in
 one ``tools/list`` page. Three clients are measured:
 
-- yiemagent ``MCPClient`` (blocking, ``requests``);
-- the official ``mcp`` SDK client (``mcp.Client(url, mode="legacy")``: async, run with asyncio;
-  ``legacy`` is the ``initialize`` handshake the others do, without the 2026 discovery probe);
-- a plain ``requests`` client doing the raw exchange by hand (the floor: no checks at all).
+- yiemagent ``MCPClient`` (blocking, ``requests``), in each era: negotiated (the server speaks
+  2026-07-28: ``server/discover`` + ``tools/list``) and forced to the handshake
+  (``protocol_version="2025-11-25"``: ``initialize``, ``notifications/initialized``, ``tools/list``);
+- the official ``mcp`` SDK client (``mcp.Client(url, mode=...)``: async, run with asyncio), ``auto``
+  (its 2026-07-28 probe) and ``legacy`` (the handshake);
+- a plain ``requests`` client doing the handshake exchange by hand (the floor: no checks at all).
 
-"discovery" = a cold client: connect, ``initialize``, ``notifications/initialized``, ``tools/list``
-(closing is not timed). "call" = one ``tools/call`` on a warm, connected client. Times are
-wall-clock milliseconds over ``--runs`` runs (after 3 warm-up runs each): mean and median.
+"discovery" = a cold client: connect, negotiate, ``tools/list`` (closing is not timed). "call" = one
+``tools/call`` on a warm, connected client. Times are wall-clock milliseconds over ``--runs`` runs (after 3 warm-up runs each): mean and median.
 """
 
 from __future__ import annotations
@@ -60,9 +61,9 @@ def timed(fn: Callable[[], Any], runs: int) -> list[float]:
 # --------------------------------------------------------------------------- yiemagent
 
 
-def yiemagent_discovery(url: str, tools: int) -> Callable[[], None]:
+def yiemagent_discovery(url: str, tools: int, version: str | None) -> Callable[[], None]:
     def run() -> None:
-        client = MCPClient(url, timeout_seconds=10)
+        client = MCPClient(url, timeout_seconds=10, protocol_version=version)
         try:
             assert len(client.list_tools()) == tools
         finally:
@@ -71,8 +72,8 @@ def yiemagent_discovery(url: str, tools: int) -> Callable[[], None]:
     return run
 
 
-def yiemagent_calls(url: str, runs: int) -> list[float]:
-    with MCPClient(url, timeout_seconds=10) as client:
+def yiemagent_calls(url: str, runs: int, version: str | None) -> list[float]:
+    with MCPClient(url, timeout_seconds=10, protocol_version=version) as client:
         return timed(lambda: client.call_tool("tool_07"), runs)
 
 
@@ -127,12 +128,12 @@ def requests_calls(url: str, runs: int) -> list[float]:
 # --------------------------------------------------------------------------- the official mcp SDK (async)
 
 
-def sdk_discovery(url: str, tools: int, runs: int) -> list[float]:
+def sdk_discovery(url: str, tools: int, runs: int, mode: str) -> list[float]:
     from mcp import Client
 
     async def once() -> float:
         start = time.perf_counter()
-        async with Client(url, mode="legacy") as client:
+        async with Client(url, mode=mode) as client:
             listed = await client.list_tools()
             elapsed = (time.perf_counter() - start) * 1000
         assert len(listed.tools) == tools
@@ -146,11 +147,11 @@ def sdk_discovery(url: str, tools: int, runs: int) -> list[float]:
     return asyncio.run(main())
 
 
-def sdk_calls(url: str, runs: int) -> list[float]:
+def sdk_calls(url: str, runs: int, mode: str) -> list[float]:
     from mcp import Client
 
     async def main() -> list[float]:
-        async with Client(url, mode="legacy") as client:
+        async with Client(url, mode=mode) as client:
             out = []
             for index in range(WARMUP + runs):
                 start = time.perf_counter()
@@ -182,14 +183,18 @@ def main(argv: list[str] | None = None) -> int:
         wait_for_port(port, timeout_seconds=20, process=server)
         url = f"http://127.0.0.1:{port}/mcp"
         rows = {
-            "discovery (cold initialize + tools/list)": {
-                "yiemagent": timed(yiemagent_discovery(url, args.tools), args.runs),
-                "mcp SDK": sdk_discovery(url, args.tools, args.runs),
+            "discovery (cold: negotiate + tools/list)": {
+                "yiemagent 2026": timed(yiemagent_discovery(url, args.tools, None), args.runs),
+                "yiemagent 2025": timed(yiemagent_discovery(url, args.tools, "2025-11-25"), args.runs),
+                "SDK auto": sdk_discovery(url, args.tools, args.runs, "auto"),
+                "SDK legacy": sdk_discovery(url, args.tools, args.runs, "legacy"),
                 "requests": timed(requests_discovery(url, args.tools), args.runs),
             },
             "call (warm tools/call)": {
-                "yiemagent": yiemagent_calls(url, args.runs),
-                "mcp SDK": sdk_calls(url, args.runs),
+                "yiemagent 2026": yiemagent_calls(url, args.runs, None),
+                "yiemagent 2025": yiemagent_calls(url, args.runs, "2025-11-25"),
+                "SDK auto": sdk_calls(url, args.runs, "auto"),
+                "SDK legacy": sdk_calls(url, args.runs, "legacy"),
                 "requests": requests_calls(url, args.runs),
             },
         }
@@ -197,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         stop_process(server)
     print(f"MCP client latency, {args.tools}-tool server (mcp SDK low-level Server, SSE replies), "
           f"{args.runs} runs; ms mean / median")
-    names = ["yiemagent", "mcp SDK", "requests"]
-    print(f"{'':42}" + "".join(f"{name:>20}" for name in names))
+    names = ["yiemagent 2026", "yiemagent 2025", "SDK auto", "SDK legacy", "requests"]
+    print(f"{'':42}" + "".join(f"{name:>20}" for name in names))  # 2026: 2026-07-28 negotiated; 2025: handshake
     for label, by_client in rows.items():
         print(f"{label:42}" + "".join(f"{cell(by_client[name]):>20}" for name in names))
     return 0
