@@ -16,7 +16,8 @@ one ``tools/list`` page. Three clients are measured:
 - a plain ``requests`` client doing the handshake exchange by hand (the floor: no checks at all).
 
 "discovery" = a cold client: connect, negotiate, ``tools/list`` (closing is not timed). "call" = one
-``tools/call`` on a warm, connected client. Times are wall-clock milliseconds over ``--runs`` runs (after 3 warm-up runs each): mean and median.
+``tools/call`` on a warm, connected client. Times are wall-clock milliseconds over ``--runs`` runs
+(after 3 warm-up runs each): mean and median.
 """
 
 from __future__ import annotations
