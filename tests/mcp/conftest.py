@@ -7,11 +7,13 @@ handshake. ``MCPClient`` negotiates the 2026-07-28 era by default
 (``protocol_version=None``); here the default is the handshake
 (``"2025-11-25"``), except in the modules named ``test_modern*`` and
 ``test_conformance`` and in tests marked ``@pytest.mark.negotiate``, which
-test negotiation and the new era.
+test negotiation and the new era. ``YIEMAGENT_TEST_MCP_ERA=negotiate`` turns
+the pin off for a whole run (to see which promises hold in the new era).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -25,7 +27,8 @@ _NEGOTIATING = ("test_modern", "test_conformance")
 def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
     """``MCPClient(protocol_version=...)`` defaults to ``"2025-11-25"`` for the handshake-era tests."""
     if request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING) or \
-            request.node.get_closest_marker("negotiate") is not None:
+            request.node.get_closest_marker("negotiate") is not None or \
+            os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate":
         yield
         return
     defaults = MCPClient.__init__.__kwdefaults__
