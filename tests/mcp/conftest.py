@@ -21,12 +21,32 @@ import pytest
 from yiemagent.mcp import MCPClient
 
 _NEGOTIATING = ("test_modern", "test_conformance")
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+
+
+@pytest.fixture(params=[LEGACY, MODERN])
+def era(request: pytest.FixtureRequest) -> str:
+    """Run a promise-level test in both eras: ``"2025-11-25"`` (``MCPClient`` pinned to the handshake) and
+    ``"2026-07-28"`` (``MCPClient`` keeps its real default, negotiation, and the server speaks 2026-07-28:
+    the ``mcp`` SDK server does; a raw peer must be ``raw_peer(modern=era == MODERN)``). Check with
+    ``assert_era(client, era)`` that the client really spoke it.
+    """
+    return str(request.param)
+
+
+def assert_era(client: MCPClient, era: str) -> None:
+    """The client connected in ``era`` (``"2025-11-25"`` or ``"2026-07-28"``)."""
+    assert (client.era, client.protocol_version) == ("legacy" if era == LEGACY else "modern", era)
 
 
 @pytest.fixture(autouse=True)
 def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
     """``MCPClient(protocol_version=...)`` defaults to ``"2025-11-25"`` for the handshake-era tests."""
-    if request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING) or \
+    if "era" in request.fixturenames and request.node.callspec.params.get("era") == MODERN:
+        yield
+        return
+    if "era" not in request.fixturenames and request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING) or \
             request.node.get_closest_marker("negotiate") is not None or \
             os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate":
         yield
