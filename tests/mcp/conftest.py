@@ -9,6 +9,9 @@ handshake. ``MCPClient`` negotiates the 2026-07-28 era by default
 ``test_conformance`` and in tests marked ``@pytest.mark.negotiate``, which
 test negotiation and the new era. ``YIEMAGENT_TEST_MCP_ERA=negotiate`` turns
 the pin off for a whole run (to see which promises hold in the new era).
+A test taking the ``era`` fixture runs twice, pinned to 2025-11-25 and
+negotiated into 2026-07-28: the promise-level tests (deadlines, cancel,
+secrets, limits, protocol breaks, slow peers, paging guards, hostile results).
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ def assert_era(client: MCPClient, era: str) -> None:
 @pytest.fixture(autouse=True)
 def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
     """``MCPClient(protocol_version=...)`` defaults to ``"2025-11-25"`` for the handshake-era tests."""
-    if "era" in request.fixturenames and request.node.callspec.params.get("era") == MODERN:
-        yield
-        return
-    if "era" not in request.fixturenames and request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING) or \
-            request.node.get_closest_marker("negotiate") is not None or \
-            os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate":
+    callspec = getattr(request.node, "callspec", None)
+    chosen = callspec.params.get("era") if callspec is not None else None  # the ``era`` fixture's (or a param's)
+    if chosen == MODERN or chosen != LEGACY and (
+            request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING)
+            or request.node.get_closest_marker("negotiate") is not None
+            or os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate"):
         yield
         return
     defaults = MCPClient.__init__.__kwdefaults__

@@ -53,7 +53,7 @@ from .._retry import never_sent
 from ..exceptions import MCPProtocolError, MCPRPCError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
-from .mrtr import INPUT_METHODS, run_rounds
+from .mrtr import INPUT_METHODS, check_result_type, run_rounds
 from .server_names import server_info_name
 
 __all__ = [
@@ -119,10 +119,14 @@ class Eras(InFlightRequests):
         generation = self._cancel_generation  # before the handshake: an abort while it runs ends this request
         self._connect(generation)
         if method in INPUT_METHODS:
-            return run_rounds(self, method, params,
-                              lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
-                              max_rounds=self.max_input_rounds)
-        return self._request_once(method, params, safe, timeout_seconds, generation)
+            result = run_rounds(self, method, params,
+                                lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
+                                max_rounds=self.max_input_rounds)
+        else:
+            result = self._request_once(method, params, safe, timeout_seconds, generation)
+        if self.era == "modern":
+            check_result_type(method, result, self.name)  # an unknown resultType is never taken for complete
+        return result
 
     def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``); legacy: unchanged."""

@@ -20,7 +20,16 @@ own timeout: the time handlers take (a person answering) never counts
 against it. The responses and state belong to this request only: other
 requests in flight never carry them.
 
-Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
+``check_result_type`` holds every 2026-07-28 result to its ``resultType``:
+absent or ``"complete"`` is a result; ``"input_required"`` only on the three
+methods above (the spec forbids it elsewhere); anything else (an extension's
+type the client never opted in to, a number) is ``MCPProtocolError``, never
+an empty result taken for a complete one. An ``input_required`` result with
+neither ``inputRequests`` nor ``requestState`` breaks the spec too (a retry
+could only get the same answer): ``MCPProtocolError`` at once.
+
+Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements,
+Server Requirements), "Base Protocol" (``Result.resultType``).
 """
 
 from __future__ import annotations
@@ -32,12 +41,28 @@ from typing import Any
 from ..exceptions import MCPProtocolError
 from .server_messages import UnansweredRequest, _Client, answer_server_request
 
-__all__ = ["INPUT_METHODS", "run_rounds"]
+__all__ = ["INPUT_METHODS", "check_result_type", "run_rounds"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
 INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The client requests a server may answer with ``input_required``."""
+
+
+def check_result_type(method: str, result: dict[str, Any], server: str) -> None:
+    """Raise ``MCPProtocolError`` unless ``result``'s ``resultType`` fits ``method`` (see the module docstring)."""
+    if "resultType" not in result:
+        return  # spec: absent means complete
+    kind = result["resultType"]
+    if kind == "complete" or (kind == "input_required" and method in INPUT_METHODS):
+        return
+    if kind == "input_required":
+        raise MCPProtocolError(
+            f"{method} to {server}: the server answered resultType 'input_required', which only "
+            f"{', '.join(sorted(INPUT_METHODS))} may get", server=server, body=str(result)[:500])
+    raise MCPProtocolError(
+        f"{method} to {server}: unsupported resultType {kind!r:.80} (this client knows 'complete' and "
+        f"'input_required')", server=server, body=str(result)[:500])
 
 
 def _answers(client: _Client, server: str, method: str, requests: Any) -> dict[str, Any]:
@@ -87,7 +112,8 @@ def run_rounds(
         The first result whose ``resultType`` is not ``"input_required"``.
 
     Raises:
-        MCPProtocolError: still ``input_required`` after ``max_rounds`` retries;
+        MCPProtocolError: still ``input_required`` after ``max_rounds`` retries,
+            or with neither ``inputRequests`` nor ``requestState``;
             an input request this client cannot answer (no handler); a
             malformed ``inputRequests``.
         Exception: what a request handler raises, unchanged (the call stops).
@@ -99,6 +125,10 @@ def run_rounds(
         result = send(current)
         if result.get("resultType") != "input_required":
             return result
+        if "inputRequests" not in result and "requestState" not in result:
+            raise MCPProtocolError(
+                f"{method} to {server}: input_required with neither inputRequests nor requestState",
+                server=server, body=str(result)[:500])
         if round_number == max_rounds:
             raise MCPProtocolError(
                 f"{method} to {server}: still input_required after {max_rounds} rounds (max_input_rounds)",
