@@ -20,7 +20,9 @@ answer within ``probe_timeout_seconds``) means legacy, and the client falls
 back to ``initialize``. A legacy version string forces the handshake (that
 version is offered); ``"2026-07-28"`` forces modern (no fallback). The era is
 kept for the client's life; if a modern server later rejects a request as
-a legacy one would (HTTP 400/404/405 without a modern body) or with -32022,
+a legacy one would (HTTP 400/404/405 without a modern body, and not a
+JSON-RPC error carrying the request's id: that is the request's answer,
+e.g. a tool's own -32602) or with -32022,
 or (auto only) a handshake-era server answers a request or a new
 ``initialize`` with a modern error (-32020/-32021/-32022: it was replaced by
 a 2026-07-28 server), the client probes once more and sends the request
@@ -199,8 +201,10 @@ class Eras(InFlightRequests):
             return False
         if isinstance(exc, MCPRPCError):
             return exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION
+        # a 400/404/405 answering the request itself (a JSON-RPC error with its id: a handler's error) is not
+        # a sign of another era, and the request may have run: never probed again and sent again for it
         return isinstance(exc, MCPTransportError) and not isinstance(exc, MCPTimeoutError) \
-            and exc.status_code in _LEGACY_STATUS
+            and exc.status_code in _LEGACY_STATUS and not jsonrpc.answered_in_body(exc.body or "")
 
     # ------------------------------------------------------------------ negotiation
 
