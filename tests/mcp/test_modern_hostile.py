@@ -35,8 +35,9 @@ def client_of(peer: RawPeer, **kwargs: Any) -> MCPClient:
     return client
 
 
-def test_an_unknown_result_type_is_a_protocol_error_not_an_empty_result(peer):
-    """``resultType: "task"`` (an extension this client never declared) on ``tools/call``: before the fix it
+def test_tower_mcp_950_an_unknown_result_type_is_a_protocol_error_not_an_empty_result(peer):
+    """tower-mcp #950 lists a task-owned ``resultType: "task"``; the schema's ``ResultType`` is an open string
+    (dart-lang/ai #565). ``resultType: "task"`` (an extension this client never declared) on ``tools/call``: before the fix it
     came back as a complete result with no content (the model saw an empty tool result); now
     ``MCPProtocolError`` naming the type, and the next call works. The call was sent once.
     """
@@ -72,8 +73,9 @@ def test_input_required_with_nothing_to_answer_fails_at_once_instead_of_looping(
     assert peer.count("tools/call") == 1
 
 
-def test_request_state_alone_is_echoed_exactly_on_a_new_id(peer):
-    """Control: ``requestState`` without ``inputRequests`` is retried once with the exact state and a new id."""
+def test_airlift_2079_request_state_alone_is_echoed_exactly_on_a_new_id(peer):
+    """airlift #2079 (review): a state-only ``input_required`` (``requestState``, no ``inputRequests``) was taken
+    for complete. Here it is retried once with the exact state and a new id."""
     peer.script("tools/call", Reply(result={"resultType": "input_required", "requestState": "opaque é/=="}))
     with client_of(peer) as client:
         assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
@@ -111,8 +113,9 @@ def test_a_stream_that_never_ends_after_its_response_returns_at_once(peer):
         assert time.monotonic() - started < 1.0
 
 
-def test_a_stream_that_ends_before_its_response_is_not_resent_for_tools_call(peer):
-    """Only progress, then the stream closes: tools/call is an ``MCPTransportError`` (its effect is unknown:
+def test_python_sdk_1577_a_stream_that_ends_before_its_response_fails_and_is_not_resent_for_tools_call(peer):
+    """python-sdk #1577 / PR #3052 (a POST SSE stream closing before its response left ``call_tool`` waiting
+    forever), in 2026-07-28. Only progress, then the stream closes: tools/call is an ``MCPTransportError`` (its effect is unknown:
     never sent twice, never resumed with GET); ``tools/list`` on the same break is sent again with a new id.
     """
     cut = Reply(sse=["id: e1\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
@@ -162,3 +165,55 @@ def test_hostile_text_in_a_2026_result_reaches_the_agent_cleaned(peer):
     seen = llm.calls[1]["messages"][-1]["content"]
     seen.encode("utf-8")  # raises on a lone surrogate
     assert seen.startswith("a") and "b\x00c" in seen and "\ud800" not in seen
+
+
+# --------------------------------------------------------------------------- public cases
+
+SERVERS = __import__("pathlib").Path(__file__).resolve().parents[1] / "servers"
+
+
+def test_typescript_sdk_2317_a_timed_out_probe_sends_no_cancellation_before_initialize():
+    """typescript-sdk #2317: a ``notifications/cancelled`` naming the ``server/discover`` probe wedged the
+    server's fallback ``initialize``. stdio_quirks ``--silent-unknown --strict-start`` (a handshake-era
+    server silent to the probe, for which anything but ``initialize`` first is fatal; no real server here
+    is): before the fix the probe's timeout sent ``notifications/cancelled`` before ``initialize`` and the
+    server exited; now the probe's timeout is silent and the handshake follows.
+    """
+    import sys
+
+    stdio = MCPClient.stdio(sys.executable, [str(SERVERS / "stdio_quirks.py"), "--silent-unknown", "--strict-start"])
+    client = MCPClient(transport=stdio.transport, probe_timeout_seconds=0.5, timeout_seconds=10)
+    try:
+        assert client.call_tool("echo", {"text": "after the probe"})["content"][0]["text"] == "after the probe"
+        assert client.era == "legacy"
+    finally:
+        client.close()
+
+
+def test_csharp_sdk_1765_a_probe_refused_with_http_404_invalid_session_falls_back_to_initialize(raw_peer):
+    """csharp-sdk #1765: a handshake-era server that wants ``Mcp-Session-Id`` on every request answers the
+    session-less probe ``404 "Invalid session ID"`` (Datadog's hosted server); the client must fall back to
+    ``initialize``, not fail. Raw peer: the default handshake-era peer answers exactly that.
+    """
+    peer = raw_peer()
+    peer.script("server/discover", Reply(404, body="Invalid session ID", headers={"Content-Type": "text/plain"}))
+    with MCPClient(peer.url, timeout_seconds=5, protocol_version=None) as client:
+        assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
+        assert client.era == "legacy"
+    assert peer.count("initialize") == 1
+
+
+@pytest.mark.parametrize("reply", [Reply(204), Reply(200, body="", headers={"Content-Type": "application/json"}),
+                                   Reply(200, body="ok", headers={"Content-Type": "text/plain"})],
+                         ids=["204", "empty-json", "text-plain"])
+def test_typescript_sdk_2619_an_unusable_2xx_to_the_probe_falls_back_to_initialize(raw_peer, reply):
+    """typescript-sdk #2619/#2620: an intermediary that swallows the unknown ``server/discover`` POST into an
+    unusable 2xx (a bare 204, an empty JSON body, text/plain) made ``connect()`` fail, while a 400 fell back.
+    Raw peer (a proxy in front of a handshake-era server; no real server answers so): the client falls back
+    to ``initialize`` and works.
+    """
+    peer = raw_peer()
+    peer.script("server/discover", reply)
+    with MCPClient(peer.url, timeout_seconds=5, protocol_version=None) as client:
+        assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
+        assert client.era == "legacy"

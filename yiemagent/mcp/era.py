@@ -15,8 +15,9 @@ first request: a ``DiscoverResult`` (with ``supportedVersions``; a bare
 ``{}`` from a server that answers every method is not one), or a modern JSON-RPC error
 (-32020/-32021/-32022; -32022 names the ``supported`` versions and the probe
 is retried once with one of them), means a modern server; anything else (an
-HTTP 4xx without a modern error body, another JSON-RPC error, on stdio no
-answer within ``probe_timeout_seconds``) means legacy, and the client falls
+HTTP 4xx without a modern error body, another JSON-RPC error, an unusable
+answer such as a bare 204 or a text/plain body, on stdio no answer within
+``probe_timeout_seconds``) means legacy, and the client falls
 back to ``initialize``. A legacy version string forces the handshake (that
 version is offered); ``"2026-07-28"`` forces modern (no fallback). The era is
 kept for the client's life; if a modern server later rejects a request as
@@ -89,7 +90,9 @@ def _is_legacy_answer(exc: BaseException, *, stdio: bool) -> bool:
         return stdio
     if isinstance(exc, MCPTransportError):
         return exc.status_code in _LEGACY_STATUS
-    return False
+    # an unusable answer (a bare 204, an empty or non-JSON body, text/plain: a proxy swallowing the unknown
+    # method) is no DiscoverResult: the endpoint does not speak discover (typescript-sdk #2619)
+    return isinstance(exc, MCPProtocolError)
 
 
 class Eras(InFlightRequests):
@@ -245,7 +248,7 @@ class Eras(InFlightRequests):
                                               and safe_to_repeat(exc)):
                     with attempt:
                         result = self._send("server/discover", self._with_meta(None), timeout, generation)
-            except (MCPRPCError, MCPTransportError) as exc:
+            except (MCPRPCError, MCPTransportError, MCPProtocolError) as exc:
                 self.era, self._modern_version = None, None
                 self.transport.set_protocol_version(None)
                 supported = exc.data.get("supported") if isinstance(exc, MCPRPCError) \
