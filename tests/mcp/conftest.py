@@ -48,10 +48,10 @@ def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
     """``MCPClient(protocol_version=...)`` defaults to ``"2025-11-25"`` for the handshake-era tests."""
     callspec = getattr(request.node, "callspec", None)
     chosen = callspec.params.get("era") if callspec is not None else None  # the ``era`` fixture's (or a param's)
-    if chosen == MODERN or chosen != LEGACY and (
+    if chosen == MODERN or (chosen != LEGACY and (
             request.module.__name__.rsplit(".", 1)[-1].startswith(_NEGOTIATING)
             or request.node.get_closest_marker("negotiate") is not None
-            or os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate"):
+            or os.environ.get("YIEMAGENT_TEST_MCP_ERA") == "negotiate")):
         yield
         return
     defaults = MCPClient.__init__.__kwdefaults__

@@ -37,8 +37,8 @@ def client_of(peer: RawPeer, **kwargs: Any) -> MCPClient:
 
 def test_tower_mcp_950_an_unknown_result_type_is_a_protocol_error_not_an_empty_result(peer):
     """tower-mcp #950 lists a task-owned ``resultType: "task"``; the schema's ``ResultType`` is an open string
-    (dart-lang/ai #565). ``resultType: "task"`` (an extension this client never declared) on ``tools/call``: before the fix it
-    came back as a complete result with no content (the model saw an empty tool result); now
+    (dart-lang/ai #565). ``resultType: "task"`` (an extension this client never declared) on ``tools/call``:
+    before the fix it came back as a complete result with no content (the model saw an empty tool result); now
     ``MCPProtocolError`` naming the type, and the next call works. The call was sent once.
     """
     peer.script("tools/call", Reply(result={"resultType": "task", "task": {"taskId": "t1"}}))
@@ -74,8 +74,9 @@ def test_input_required_with_nothing_to_answer_fails_at_once_instead_of_looping(
 
 
 def test_airlift_2079_request_state_alone_is_echoed_exactly_on_a_new_id(peer):
-    """airlift #2079 (review): a state-only ``input_required`` (``requestState``, no ``inputRequests``) was taken
-    for complete. Here it is retried once with the exact state and a new id."""
+    """Airlift #2079 (review): a state-only ``input_required`` (``requestState``, no ``inputRequests``) was
+    taken for complete. Here it is retried once with the exact state and a new id.
+    """
     peer.script("tools/call", Reply(result={"resultType": "input_required", "requestState": "opaque é/=="}))
     with client_of(peer) as client:
         assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
@@ -113,10 +114,11 @@ def test_a_stream_that_never_ends_after_its_response_returns_at_once(peer):
         assert time.monotonic() - started < 1.0
 
 
-def test_python_sdk_1577_a_stream_that_ends_before_its_response_fails_and_is_not_resent_for_tools_call(peer):
+def test_python_sdk_1577_a_stream_ending_before_its_response_fails_and_tools_call_is_not_resent(peer):
     """python-sdk #1577 / PR #3052 (a POST SSE stream closing before its response left ``call_tool`` waiting
-    forever), in 2026-07-28. Only progress, then the stream closes: tools/call is an ``MCPTransportError`` (its effect is unknown:
-    never sent twice, never resumed with GET); ``tools/list`` on the same break is sent again with a new id.
+    forever), in 2026-07-28. Only progress, then the stream closes: tools/call is an ``MCPTransportError``
+    (its effect is unknown: never sent twice, never resumed with GET); ``tools/list`` on the same break is
+    sent again with a new id.
     """
     cut = Reply(sse=["id: e1\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
         "progressToken": "p", "progress": 1}}) + "\n\n"])

@@ -269,7 +269,8 @@ def _capture(fn):
 
 def test_qwen_code_5381_a_tool_that_ran_and_answered_a_json_rpc_error_is_never_sent_again(sdk_server, era):
     """qwen-code #5381 (a retry path rediscovered the server on an ordinary tool error, invalid params, and ran
-    the tool again). Real SDK server, both eras: ``reject`` runs, then raises a JSON-RPC error -32602 from inside the tool.
+    the tool again). Real SDK server, both eras: ``reject`` runs, then raises a JSON-RPC error -32602 from
+    inside the tool.
     In 2026-07-28 the SDK answers it with HTTP 400 (its status table maps -32602 to 400, handler errors too);
     before the fix the client took that 400 for "a handshake-era server", probed again and sent the
     ``tools/call`` again: the tool ran twice. Now the error (carrying the request's id) is the answer:

@@ -187,7 +187,7 @@ class InFlightRequests:
         self.transport.cancel()
         self._cut_stragglers(cut)
         budget = time.monotonic() + 1.0
-        for request_id, method in sorted(cut.items()):
+        for request_id in sorted(cut):
             remaining = budget - time.monotonic()
             if request_id in silent or remaining <= 0.01:
                 continue
