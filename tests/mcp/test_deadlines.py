@@ -136,3 +136,37 @@ def test_c21_a_hung_tool_call_becomes_an_error_tool_message_and_the_agent_goes_o
         [slow_calls[0].message["id"]] if era == LEGACY else [])
     assert after == before + 1
     assert_era(client, era)
+
+
+def test_a_stdio_call_past_its_timeout_is_cancelled_by_notification_in_both_eras(era):
+    """Real SDK server over stdio (``sdk_server.py --stdio``), both eras: ``slow`` outlives its 1 s timeout,
+    ``MCPTimeoutError`` comes at 1 s, and ``notifications/cancelled`` names it (MCP 2026-07-28 "Cancellation":
+    stdio has no stream to close, the client MUST send it; over HTTP closing is the cancel). The process
+    keeps serving. The sent messages are read from a recording wrapper around the real transport's ``send``.
+    """
+    import sys
+    from pathlib import Path
+
+    server = Path(__file__).resolve().parents[1] / "servers" / "sdk_server.py"
+    client = MCPClient.stdio(sys.executable, [str(server), "--stdio"], timeout_seconds=20)
+    sent: list[dict] = []
+    send = client.transport.send
+
+    def recording_send(message, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append(message)
+        return send(message, **kwargs)
+
+    client.transport.send = recording_send  # type: ignore[method-assign]
+    try:
+        client.connect()
+        assert_era(client, era)
+        started = time.monotonic()
+        with pytest.raises(MCPTimeoutError):
+            client.call_tool("slow", {"seconds": 10}, timeout_seconds=1)
+        assert 0.9 <= time.monotonic() - started < 2
+        assert client.call_tool("echo", {"text": "still here"})["content"][0]["text"] == "still here"
+    finally:
+        client.close()
+    (call,) = [m for m in sent if m.get("method") == "tools/call" and m["params"]["name"] == "slow"]
+    cancels = [m["params"] for m in sent if m.get("method") == "notifications/cancelled"]
+    assert cancels == [{"requestId": call["id"], "reason": "timeout"}]
