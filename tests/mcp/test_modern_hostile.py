@@ -219,3 +219,35 @@ def test_typescript_sdk_2619_an_unusable_2xx_to_the_probe_falls_back_to_initiali
     with MCPClient(peer.url, timeout_seconds=5, protocol_version=None) as client:
         assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
         assert client.era == "legacy"
+
+
+def _confirm(key: str) -> dict[str, Any]:
+    return {key: {"method": "elicitation/create", "params": {
+        "mode": "form", "message": "Please confirm",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}}
+
+
+def test_rust_sdk_1098_and_typescript_sdk_2313_each_retry_carries_only_its_own_round(peer):
+    """rust-sdk #1098: an ``input_required`` result with ``_meta: {}`` was parsed as a complete result (its
+    ``inputRequests`` and ``requestState`` dropped). typescript-sdk #2313 (review): stale ``inputResponses`` /
+    ``requestState`` of an earlier round leaked into later retries. Raw peer (scripted rounds): round 1 has
+    ``_meta: {}``, state ``s1`` and a request ``a``; round 2 a request ``b`` and no state; then complete.
+    Retry 1 carries ``{a}`` and ``s1``; retry 2 carries ``{b}`` only and no ``requestState``; new ids each time.
+    """
+    peer.script("tools/call",
+                Reply(result={"resultType": "input_required", "_meta": {}, "inputRequests": _confirm("a"),
+                              "requestState": "s1"}),
+                Reply(result={"resultType": "input_required", "inputRequests": _confirm("b")}))
+    asked: list[str] = []
+
+    def confirm(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"ok": True}}
+
+    with client_of(peer, capabilities={"elicitation": {}}, request_handlers={"elicitation/create": confirm}) as client:
+        assert client.call_tool("get_time")["content"][0]["text"] == "called get_time"
+    first, second, third = (r.message for r in peer.received("tools/call"))
+    assert len({first["id"], second["id"], third["id"]}) == 3 and asked == ["Please confirm"] * 2
+    assert "inputResponses" not in first["params"] and "requestState" not in first["params"]
+    assert set(second["params"]["inputResponses"]) == {"a"} and second["params"]["requestState"] == "s1"
+    assert set(third["params"]["inputResponses"]) == {"b"} and "requestState" not in third["params"]
