@@ -71,6 +71,25 @@ def test_initialize_is_cut_but_never_gets_notifications_cancelled(raw_peer):
     assert request_id == 1
 
 
+def test_the_era_probe_is_cut_but_never_gets_notifications_cancelled(raw_peer):
+    """2026-07-28 peer (raw: a ``server/discover`` that hangs is a shape no real server sends): cutting the
+    probe sends nothing, like ``initialize``; the era is not settled while probing, and over HTTP closing
+    the stream is the cancellation. Before the fix the cut probe reset the era first, so a handshake-era
+    ``notifications/cancelled`` (without ``MCP-Protocol-Version``) went out for it.
+    """
+    peer = raw_peer(modern=True)
+    peer.script("server/discover", HANG)
+    client = MCPClient(peer.url, timeout_seconds=20, protocol_version=None)
+    thread, out = run_in_thread(client.connect)
+    wait_in_flight(client)
+    time.sleep(0.1)  # the probe reached the peer
+    assert client.cancel_in_flight() == [1]
+    thread.join(5)
+    client.close()
+    assert isinstance(out[0], MCPTransportError) and "cancelled" in str(out[0])
+    assert [r.method for r in peer.requests] == ["server/discover"]
+
+
 def test_a_request_waiting_for_another_threads_handshake_ends_with_it(raw_peer):
     """Two threads start on a fresh client; the handshake hangs; one cancel ends both, and neither starts a
     second ``initialize``.

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import RecordingSession, run_in_thread
+from tests.mcp.conftest import assert_era
 from yiemagent import Agent
 from yiemagent._http import CancellableSession
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
@@ -118,14 +119,19 @@ def test_agent_abort_ends_the_mcp_call_at_once_on_a_server_with_event_ids(everyt
         client.close()
 
 
-def test_cancel_leaves_the_listen_stream_open_and_it_still_delivers(sdk_server):
-    """``listen=True``: the GET stream has its own connection, so ``cancel_in_flight`` cuts the slow call
-    but not the stream: the same listener stays open, and a ``tools/list_changed`` the server sends on it
-    after the cancel still arrives.
+def test_cancel_leaves_the_listen_stream_open_and_it_still_delivers(sdk_server, era):
+    """``listen=True``, both eras: the stream (2025-11-25: GET; 2026-07-28: ``subscriptions/listen``) has
+    its own connection, so ``cancel_in_flight`` cuts the slow call but not the stream: the same listener
+    stays open, and a ``tools/list_changed`` the server sends on it after the cancel still arrives.
+    Before the fix, in 2026-07-28 ``connect()`` took 5 s and returned with the stream not open (the
+    listener thread waited for the client lock that the connecting thread held).
     """
     client = MCPClient(sdk_server, timeout_seconds=10, listen=True)
     try:
+        started = time.monotonic()
         client.connect()
+        assert time.monotonic() - started < 2
+        assert_era(client, era)
         assert client.transport.listening.is_set()
         listener = client.transport._listener
         thread, out = run_in_thread(client.call_tool, "slow", {"seconds": 10})

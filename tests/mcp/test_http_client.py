@@ -19,7 +19,7 @@ from tests.helpers import RecordingSession, free_port
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 
-SDK_TOOLS = {"add", "echo", "fail", "crash", "slow", "progress", "ping_client", "structured", "tiny_image",
+SDK_TOOLS = {"add", "echo", "fail", "reject", "crash", "slow", "progress", "ping_client", "structured", "tiny_image",
              "announce_change", "call_counts", "ask_name", "météo", "regional",
              # issue 16: annotations, outputSchema, embedded resources, resource subscriptions
              "read_notes", "delete_note", "weather", "bad_weather", "notes_bundle", "touch_note",

@@ -1,5 +1,6 @@
 """``MCPClient.list_tools`` paging against a real low-level SDK server (tests/servers/paging_server.py:
-60 tools, 20 per page, ``nextCursor`` "20" then "40").
+60 tools, 20 per page, ``nextCursor`` "20" then "40"). Tests taking ``era`` run in both eras (the paging
+guards: max pages, the total listing deadline, a repeated cursor, a hanging page).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from tests.helpers import RecordingSession
+from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import Reply
 from yiemagent.exceptions import MCPRPCError, MCPTimeoutError, YiemagentWarning
 from yiemagent.mcp import jsonrpc
@@ -17,16 +19,19 @@ EXPECTED = [f"tool_{i:02d}" for i in range(60)]
 
 
 def test_list_tools_follows_next_cursor_through_three_pages_and_returns_each_tool_once_in_order(
-    paging_server, open_client
+    paging_server, open_client, era
 ):
     """Spec (Pagination): the client repeats ``tools/list`` with ``params.cursor`` while the server
     gives ``nextCursor``; every tool appears once, in server order.
     """
     http = RecordingSession()
-    names = [t["name"] for t in open_client(paging_server, session=http).list_tools()]
+    client = open_client(paging_server, session=http)
+    names = [t["name"] for t in client.list_tools()]
     assert names == EXPECTED
+    assert_era(client, era)
     lists = http.rpc("tools/list")
-    assert [r.message.get("params") for r in lists] == [None, {"cursor": "20"}, {"cursor": "40"}]
+    params = [{k: v for k, v in (r.message.get("params") or {}).items() if k != "_meta"} for r in lists]
+    assert params == [{}, {"cursor": "20"}, {"cursor": "40"}]
     assert all(r.status == 200 for r in lists)
 
 
@@ -38,7 +43,7 @@ def test_paged_tools_can_be_called_by_name(paging_server, open_client):
     assert result == {"content": [{"type": "text", "text": "tool_59"}], "isError": False}
 
 
-def test_paging_stops_with_a_warning_after_max_pages(paging_server, open_client):
+def test_paging_stops_with_a_warning_after_max_pages(paging_server, open_client, era):
     """yiemagent-defined: more than ``max_pages`` pages stops paging with a ``YiemagentWarning`` and
     returns the tools listed so far.
     """
@@ -47,6 +52,7 @@ def test_paging_stops_with_a_warning_after_max_pages(paging_server, open_client)
     with pytest.warns(YiemagentWarning, match="over 2 pages"):
         names = [t["name"] for t in client.list_tools()]
     assert names == EXPECTED[:40]
+    assert_era(client, era)
 
 
 def test_server_rejects_an_invalid_cursor_with_invalid_params(paging_server, open_client):
@@ -77,11 +83,11 @@ def test_fastmcp_list_page_size_25_is_followed_through_opaque_cursors(fastmcp_se
     assert len(set(cursors[1:])) == 2
 
 
-def test_a_repeated_cursor_stops_paging_with_a_warning_and_tools_are_deduplicated(raw_peer, open_client):
+def test_a_repeated_cursor_stops_paging_with_a_warning_and_tools_are_deduplicated(raw_peer, open_client, era):
     """Raw peer (no real server repeats a cursor): page 2 gives the same cursor again; paging stops with a
     ``YiemagentWarning`` naming it, the tool listed twice appears once, and no third page is asked for.
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     page = {"tools": [{"name": "a"}, {"name": "b"}], "nextCursor": "same"}
     peer.script("tools/list", Reply(result=page), Reply(result={**page, "tools": [{"name": "b"}, {"name": "c"}]}))
     client = open_client(peer.url)
@@ -89,9 +95,11 @@ def test_a_repeated_cursor_stops_paging_with_a_warning_and_tools_are_deduplicate
         names = [t["name"] for t in client.list_tools()]
     assert names == ["a", "b", "c"]
     assert peer.count("tools/list") == 2
+    assert_era(client, era)
 
 
-def test_the_total_listing_deadline_stops_paging_after_the_first_page_with_a_warning(paging_server, open_client):
+def test_the_total_listing_deadline_stops_paging_after_the_first_page_with_a_warning(paging_server, open_client,
+                                                                                    era):
     """yiemagent-defined, real paging server: with ``list_deadline_seconds=0`` the first page is kept, the
     second is never asked for, and a warning says the deadline passed.
     """
@@ -102,13 +110,15 @@ def test_the_total_listing_deadline_stops_paging_after_the_first_page_with_a_war
         names = [t["name"] for t in client.list_tools()]
     assert names == EXPECTED[:20]
     assert len(http.rpc("tools/list")) == 1
+    assert_era(client, era)
 
 
-def test_a_page_that_hangs_is_cut_at_the_listing_deadline_and_the_first_pages_are_kept(raw_peer, open_client):
+def test_a_page_that_hangs_is_cut_at_the_listing_deadline_and_the_first_pages_are_kept(raw_peer, open_client,
+                                                                                       era):
     """Raw peer (a page that never comes, on demand): the per-page wait is cut to the time left of
     ``list_deadline_seconds``; the tools of page 1 come back with a warning, well before the 10 s timeout.
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/list", Reply(result={"tools": [{"name": "a"}], "nextCursor": "2"}),
                 Reply(hang_seconds=10, result={"tools": [{"name": "b"}]}))
     client = open_client(peer.url, timeout_seconds=10)
@@ -118,12 +128,14 @@ def test_a_page_that_hangs_is_cut_at_the_listing_deadline_and_the_first_pages_ar
         names = [t["name"] for t in client.list_tools()]
     assert names == ["a"]
     assert time.monotonic() - started < 3
+    assert_era(client, era)
 
 
-def test_a_first_page_that_times_out_raises(raw_peer, open_client):
+def test_a_first_page_that_times_out_raises(raw_peer, open_client, era):
     """yiemagent-defined: with nothing listed, a timeout is an error, not an empty tool list."""
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/list", Reply(hang_seconds=10, result={"tools": []}))
     client = open_client(peer.url, timeout_seconds=0.5)
     with pytest.raises(MCPTimeoutError):
         client.list_tools()
+    assert_era(client, era)

@@ -4,7 +4,8 @@ connection stays usable (issue 9, point 7).
 yiemagent-defined (MCP 2025-11-25 "Transports"; JSON-RPC 2.0; RFC 8259). Raw peer: real servers never
 send invalid UTF-8, ``NaN``, responses for other ids or answers to notifications, so these are raw shapes.
 Each test checks that the failure came at once (well under the 10 s timeout) and that the next request on
-the same client works.
+the same client works. Tests taking ``era`` run in both eras (``RawPeer(modern=True)`` answers
+``server/discover``: the breaks are the same, the first request differs).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import REQUEST_ID, Reply
 from yiemagent.exceptions import MCPProtocolError, MCPRPCError
 from yiemagent.mcp import MCPClient
@@ -57,14 +59,15 @@ BREAKS = {
 
 
 @pytest.mark.parametrize("name", sorted(BREAKS))
-def test_a_protocol_break_fails_the_request_at_once_and_the_next_call_works(raw_peer, name):
+def test_a_protocol_break_fails_the_request_at_once_and_the_next_call_works(raw_peer, name, era):
     """Each broken reply (the stream kept open afterwards where it is SSE) gives ``MCPProtocolError`` within
-    1 s, never a wait for the 10 s timeout; the same client's next ``tools/call`` succeeds.
+    1 s, never a wait for the 10 s timeout; the same client's next ``tools/call`` succeeds (both eras).
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", BREAKS[name])
     with MCPClient(peer.url, timeout_seconds=10) as client:
         client.connect()
+        assert_era(client, era)
         started = time.monotonic()
         with pytest.raises(MCPProtocolError) as caught:
             client.call_tool("get_time")
@@ -74,11 +77,11 @@ def test_a_protocol_break_fails_the_request_at_once_and_the_next_call_works(raw_
     assert peer.count("tools/call") == 2  # never retried
 
 
-def test_an_error_with_a_null_id_answers_the_pending_request(raw_peer):
+def test_an_error_with_a_null_id_answers_the_pending_request(raw_peer, era):
     """JSON-RPC 2.0 section 5: a server that could not read the id answers ``id: null``; on the request's
-    own stream that is its answer (``MCPRPCError`` with the server's code), not a protocol error.
+    own stream that is its answer (``MCPRPCError`` with the server's code), not a protocol error (both eras).
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", Reply(body='{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, '
                                          '"message": "Parse error"}}', headers=JSON))
     with MCPClient(peer.url, timeout_seconds=10) as client:
@@ -99,11 +102,12 @@ def test_a_result_for_a_notification_is_a_protocol_error(raw_peer):
     client.close()
 
 
-def test_arguments_with_a_lone_surrogate_are_refused_before_anything_is_sent(raw_peer):
+def test_arguments_with_a_lone_surrogate_are_refused_before_anything_is_sent(raw_peer, era):
     """A string that cannot be encoded as UTF-8 (a lone surrogate, e.g. from a model's broken escape):
-    ``MCPProtocolError`` at once, nothing reaches the server, and the client keeps working.
+    ``MCPProtocolError`` at once, nothing reaches the server, and the client keeps working (both eras; in
+    2026-07-28 the argument could also go to an ``Mcp-Param-*`` header: it never does).
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     with MCPClient(peer.url, timeout_seconds=10) as client:
         with pytest.raises(MCPProtocolError, match="not valid Unicode"):
             client.call_tool("get_time", {"q": "bad \ud800 text"})
@@ -142,11 +146,11 @@ def test_an_event_id_outside_latin_1_is_sent_back_as_utf_8_when_resuming(raw_pee
     assert resume.headers["last-event-id"].encode("latin-1").decode("utf-8") == "é€-1"
 
 
-def test_nesting_up_to_the_limit_is_accepted(raw_peer):
+def test_nesting_up_to_the_limit_is_accepted(raw_peer, era):
     """Control for ``nesting_200_deep``: a result nested 100 levels (under ``MAX_JSON_DEPTH`` = 128, the
-    stdio transport's rule too) arrives whole.
+    stdio transport's rule too) arrives whole (both eras).
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     deep = "[" * 100 + "]" * 100
     peer.script("tools/call", Reply(body='{"jsonrpc": "2.0", "id": 2, "result": {"content": [], "x": ' + deep + "}}",
                                     headers=JSON))

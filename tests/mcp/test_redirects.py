@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import Reply
 from yiemagent._http import CancellableSession, CrossOriginRedirect, origin_of
 from yiemagent.exceptions import LLMError, MCPTransportError
@@ -34,16 +35,18 @@ def test_origin_of_spells_the_default_port_and_drops_user_path_and_query():
 
 @pytest.mark.parametrize("status", [302, 307, 308])
 def test_a_cross_origin_redirect_of_tools_call_is_refused_and_the_tool_never_runs_there(
-    raw_peer, sdk_server, status
+    raw_peer, sdk_server, status, era
 ):
     """A 307 used to re-run the whole ``tools/call`` on the other port and accept its result; now every
     redirect status to another origin is refused with an error naming both origins, and the real server
-    behind the redirect never executes the tool.
+    behind the redirect never executes the tool (both eras).
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", Reply(status, headers={"Location": sdk_server}))
     before = call_count(sdk_server, "add")
     with MCPClient(peer.url, headers=HEADERS, timeout_seconds=5, retry_attempts=1) as client:
+        client.connect()
+        assert_era(client, era)
         with pytest.raises(MCPTransportError) as caught:
             client.call_tool("add", {"a": 1, "b": 2})
     message = str(caught.value)

@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from tests.helpers import RecordingSession
+from tests.mcp.conftest import LEGACY, MODERN, assert_era
 from tests.servers.raw_http_peer import Reply
 from yiemagent import Agent
 from yiemagent.exceptions import MCPTransportError
@@ -25,9 +26,9 @@ def assert_clean(*texts: str) -> None:
         assert SECRET not in text and "key-9876543210" not in text, text[:300]
 
 
-def test_auth_headers_are_sent_but_absent_from_debug_logs_and_reprs(sdk_server, caplog):
-    """The server receives both headers on every request (and the DELETE); nothing logged at DEBUG, and
-    no ``repr`` of client, transport, its header dict, tools or agent, shows them.
+def test_auth_headers_are_sent_but_absent_from_debug_logs_and_reprs(sdk_server, caplog, era):
+    """Both eras: the server receives both headers on every request (and the 2025-11-25 DELETE); nothing
+    logged at DEBUG, and no ``repr`` of client, transport, its header dict, tools or agent, shows them.
     """
     caplog.set_level(logging.DEBUG)
     http = RecordingSession()
@@ -36,6 +37,7 @@ def test_auth_headers_are_sent_but_absent_from_debug_logs_and_reprs(sdk_server, 
     agent = Agent(ScriptedLLM([tool_call_reply("add", {"a": 1, "b": 2}), text_reply("3")]), mcp_servers=[client])
     try:
         assert agent.ask("add", timeout_seconds=10)["content"] == "3"
+        assert_era(client, era)
         reprs = [repr(client), repr(client.transport), repr(client.transport._static_headers), repr(agent),
                  repr(list(agent.tools)), str(vars(client.transport))]
     finally:
@@ -43,20 +45,22 @@ def test_auth_headers_are_sent_but_absent_from_debug_logs_and_reprs(sdk_server, 
         client.close()
     assert all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in http.sent)
     assert all(r.headers.get("x-api-key") == "key-9876543210" for r in http.sent)
-    assert [r.method for r in http.sent][-1] == "DELETE"
+    assert [r.method for r in http.sent][-1] == ("DELETE" if era == LEGACY else "POST")  # no session in 2026
     assert "urllib3" in caplog.text and "tools/call" in str([r.message for r in http.sent])
     assert_clean(caplog.text, *reprs)
     assert "Authorization" in repr(client.transport)  # the header names are shown, the values are not
 
 
-def test_a_401_echoing_the_token_is_scrubbed_from_errors_events_and_tool_results(raw_peer, caplog, no_sleep):
-    """Raw peer (no real server here answers 401 and echoes the credential back): the error's message and
-    ``.body``, the agent's error event and the error tool result show ``***`` instead of the secret.
+def test_a_401_echoing_the_token_is_scrubbed_from_errors_events_and_tool_results(raw_peer, caplog, no_sleep, era):
+    """Raw peer (no real server here answers 401 and echoes the credential back), both eras (the first
+    request is ``initialize`` or ``server/discover``): the error's message and ``.body``, the agent's error
+    event and the error tool result show ``***`` instead of the secret.
     """
     caplog.set_level(logging.DEBUG)
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
+    first = "initialize" if era == LEGACY else "server/discover"
     echo = Reply(401, body=f"invalid token: Bearer {SECRET} (key key-9876543210)")
-    peer.script("initialize", echo, echo, echo, echo)
+    peer.script(first, echo, echo, echo, echo)
     client = MCPClient(peer.url, headers=HEADERS, timeout_seconds=5, retry_sleep=no_sleep.append, name="peer")
     with pytest.raises(MCPTransportError) as caught:
         client.connect()
@@ -72,7 +76,8 @@ def test_a_401_echoing_the_token_is_scrubbed_from_errors_events_and_tool_results
     (error,) = events.of_type("error")
     assert error.where == "mcp"
     assert_clean(str(caught.value), caught.value.body, repr(caught.value), error.message, repr(error), caplog.text)
-    assert peer.received("initialize")[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert peer.received(first)[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert peer.count("initialize" if era == MODERN else "server/discover") == 0  # a 401 is not "the other era"
 
 
 def test_a_malformed_header_value_is_refused_without_echoing_it(open_client):
@@ -141,15 +146,16 @@ def test_a_url_token_is_scrubbed_from_the_error_its_chained_causes_and_their_arg
     assert "MaxRetryError" in caplog.text and URL_TOKEN not in caplog.text
 
 
-def test_a_url_token_is_scrubbed_from_urllib3_debug_lines_and_a_timeout_chain(raw_peer, caplog):
+def test_a_url_token_is_scrubbed_from_urllib3_debug_lines_and_a_timeout_chain(raw_peer, caplog, era):
     """The token reaches the server in the URL, but urllib3's DEBUG request lines show ``***``, and a
-    timeout's traceback does not show it either (raw peer: it hangs ``tools/call`` on demand).
+    timeout's traceback does not show it either (raw peer: it hangs ``tools/call`` on demand), both eras.
     """
     caplog.set_level(logging.DEBUG)
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", Reply(hang_seconds=30))
     with MCPClient(f"{peer.url}?token={URL_TOKEN}", timeout_seconds=5) as client:
         client.connect()
+        assert_era(client, era)
         with pytest.raises(MCPTransportError) as caught:
             client.call_tool("get_time", timeout_seconds=0.5)
     assert "urllib3.connectionpool" in {r.name for r in caplog.records}
@@ -157,12 +163,13 @@ def test_a_url_token_is_scrubbed_from_urllib3_debug_lines_and_a_timeout_chain(ra
     assert all(URL_TOKEN not in text for text in chain_texts(caught.value))
 
 
-def test_a_url_token_reaches_the_real_server_and_stays_out_of_logs(sdk_server, caplog):
-    """Real SDK server (it ignores the query): the client works with ``?token=`` in its URL and no log line
-    at DEBUG names the token.
+def test_a_url_token_reaches_the_real_server_and_stays_out_of_logs(sdk_server, caplog, era):
+    """Real SDK server (it ignores the query), both eras: the client works with ``?token=`` in its URL and
+    no log line at DEBUG names the token.
     """
     caplog.set_level(logging.DEBUG)
     with MCPClient(f"{sdk_server}?token={URL_TOKEN}", timeout_seconds=10) as client:
         assert client.call_tool("add", {"a": 2, "b": 3})["content"][0]["text"] == "5"
+        assert_era(client, era)
     assert "POST /mcp?token=***" in caplog.text
     assert URL_TOKEN not in caplog.text

@@ -3,7 +3,8 @@
 Rules under test (MCPClient docstring): ``initialize``, ``tools/list`` and ``ping`` are retried on
 connection failures and 429/502/503 (honouring ``Retry-After``); ``tools/call`` is sent again only
 when the answer proves it did not run (connection refused; 404 / 400 for the session). Server-side
-counts prove how often a request really arrived. ``retry_sleep`` is a fake, so nothing sleeps.
+counts prove how often a request really arrived. ``retry_sleep`` is a fake, so nothing sleeps. Tests
+taking ``era`` run in both eras (``RawPeer(modern=True)``): the retry rule holds in 2026-07-28 too.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import pytest
 import requests
 
 from tests.helpers import RecordingSession
+from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import RawPeer, Reply
-from yiemagent.exceptions import MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
+from yiemagent.exceptions import MCPError, MCPSessionExpiredError, MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.bridge import MCPToolExecutor
 
@@ -109,13 +111,15 @@ def test_threads_meeting_one_expired_session_initialize_again_only_once(sdk_serv
 # --------------------------------------------------------------------------- retries: never a second tools/call
 
 
-def test_tools_call_dropped_after_the_request_was_read_is_not_sent_again(raw_peer, no_sleep):
+def test_tools_call_dropped_after_the_request_was_read_is_not_sent_again(raw_peer, no_sleep, era):
     """Raw peer (no real server drops a connection on demand after reading the request): the server got
     the call once; the client raises ``MCPTransportError`` and never resends it.
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", Reply(drop=True))
     client = MCPClient(peer.url, timeout_seconds=5, retry_sleep=no_sleep.append)
+    client.connect()
+    assert_era(client, era)
     with pytest.raises(MCPTransportError) as caught:
         client.call_tool("get_time")
     assert not isinstance(caught.value, MCPTimeoutError)
@@ -126,13 +130,15 @@ def test_tools_call_dropped_after_the_request_was_read_is_not_sent_again(raw_pee
 
 
 @pytest.mark.parametrize("status", [429, 502, 503])
-def test_tools_call_answered_429_502_or_503_is_not_retried(raw_peer, no_sleep, status):
+def test_tools_call_answered_429_502_or_503_is_not_retried(raw_peer, no_sleep, status, era):
     """yiemagent-defined: a status that "may" mean not-run is no proof for ``tools/call``; the error carries
     the status, the ``Retry-After`` seconds and the body, and the server saw one call.
     """
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/call", Reply(status, headers={"Retry-After": "3"}, body="slow down"))
     client = MCPClient(peer.url, timeout_seconds=5, retry_sleep=no_sleep.append)
+    client.connect()
+    assert_era(client, era)
     with pytest.raises(MCPTransportError) as caught:
         client.call_tool("get_time")
     client.close()
@@ -179,11 +185,13 @@ def test_tools_call_to_a_server_that_stays_down_fails_after_three_tries(free_por
 # --------------------------------------------------------------------------- retries: safe methods
 
 
-def test_tools_list_dropped_after_the_request_is_sent_again_and_succeeds(raw_peer, no_sleep):
+def test_tools_list_dropped_after_the_request_is_sent_again_and_succeeds(raw_peer, no_sleep, era):
     """Raw peer (a dropped connection on demand): ``tools/list`` is safe to repeat, so it is retried."""
-    peer = raw_peer()
+    peer = raw_peer(modern=era == MODERN)
     peer.script("tools/list", Reply(drop=True))
     client = MCPClient(peer.url, timeout_seconds=5, retry_sleep=no_sleep.append)
+    client.connect()
+    assert_era(client, era)
     assert [t["name"] for t in client.list_tools()] == ["get_time"]
     client.close()
     assert peer.count("tools/list") == 2 and len(no_sleep) == 1
@@ -257,3 +265,21 @@ def _capture(fn):
     except Exception as exc:  # the test asserts the class
         return exc
     return None
+
+
+def test_qwen_code_5381_a_tool_that_ran_and_answered_a_json_rpc_error_is_never_sent_again(sdk_server, era):
+    """qwen-code #5381 (a retry path rediscovered the server on an ordinary tool error, invalid params, and ran
+    the tool again). Real SDK server, both eras: ``reject`` runs, then raises a JSON-RPC error -32602 from
+    inside the tool.
+    In 2026-07-28 the SDK answers it with HTTP 400 (its status table maps -32602 to 400, handler errors too);
+    before the fix the client took that 400 for "a handshake-era server", probed again and sent the
+    ``tools/call`` again: the tool ran twice. Now the error (carrying the request's id) is the answer:
+    raised, the tool ran once. (Which ``MCPError`` subclass it is belongs to the HTTP 400 body rule.)
+    """
+    with MCPClient(sdk_server, timeout_seconds=10) as client:
+        before = counts(client).get("reject", 0)
+        assert_era(client, era)
+        with pytest.raises(MCPError, match="-32602") as caught:
+            client.call_tool("reject", {"message": "not this"})
+        assert "not this" in str(caught.value)
+        assert counts(client).get("reject", 0) == before + 1

@@ -16,6 +16,12 @@ requests of that JSON-RPC method (``"GET"``/``"DELETE"`` for those HTTP methods)
 default applies again. ``peer.requests`` records everything received; ``peer.count(method)``
 counts it, so tests can prove how often a request really reached the server.
 
+``RawPeer(modern=True)`` is a 2026-07-28 peer instead: it answers ``server/discover``
+(``supportedVersions: ["2026-07-28"]``), gives and checks no session, refuses ``initialize``
+and any POST without ``MCP-Protocol-Version: 2026-07-28`` or without the ``_meta`` envelope
+(HTTP 400, ``-32022``/``-32602``, as the ``mcp`` SDK does), answers ``GET`` with 405, and
+adds ``resultType: "complete"`` to its default results. Scripted replies are sent as given.
+
 Usage::
 
     with RawPeer() as peer:
@@ -251,6 +257,7 @@ class RawPeer:
         protocol_version: what ``initialize`` answers.
         tools: what ``tools/list`` answers (MCP tool objects).
         sessions: give and check ``Mcp-Session-Id``; False is a stateless server.
+        modern: a 2026-07-28 peer (see the module docstring); ``sessions`` is then ignored.
     """
 
     def __init__(
@@ -260,13 +267,15 @@ class RawPeer:
         protocol_version: str = "2025-11-25",
         tools: list[dict[str, Any]] | None = None,
         sessions: bool = True,
+        modern: bool = False,
     ) -> None:
         self.port = port
+        self.modern = modern
         self.protocol_version = protocol_version
         self.tools = tools if tools is not None else [
             {"name": "get_time", "inputSchema": {"type": "object", "properties": {}}}
         ]
-        self.sessions = sessions
+        self.sessions = sessions and not modern
         self.requests: list[PeerRequest] = []
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self._live_sessions: set[str] = set()
@@ -355,6 +364,8 @@ class RawPeer:
             scripted = self._scripts[key].popleft() if self._scripts.get(key) else None
         if scripted is not None:
             return scripted
+        if self.modern:
+            return self._answer_modern(record)
         session = record.headers.get("mcp-session-id")
         if self.sessions and key != "initialize":
             with self._lock:
@@ -394,3 +405,43 @@ class RawPeer:
         return Reply(body=json.dumps({"jsonrpc": "2.0", "id": message["id"],
                                       "error": {"code": -32601, "message": f"no method {method}"}}),
                      headers={"Content-Type": "application/json"})
+
+    def _answer_modern(self, record: PeerRequest) -> Reply:
+        """The default answers of a 2026-07-28 peer (no session; every request carries its version)."""
+        message = record.message
+        if record.http_method != "POST":
+            return Reply(405)
+        if not isinstance(message, dict) or "method" not in message or "id" not in message:
+            return Reply(202)
+        method, request_id = message["method"], message["id"]
+        params = message.get("params") or {}
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if record.headers.get("mcp-protocol-version") != MODERN_VERSION or method == "initialize":
+            return _error(request_id, -32022, "Unsupported protocol version", {"supported": [MODERN_VERSION]})
+        if not isinstance(meta, dict) or meta.get("io.modelcontextprotocol/protocolVersion") != MODERN_VERSION:
+            return _error(request_id, -32602, "params._meta must carry the protocol version envelope")
+        done = {"resultType": "complete"}
+        if method == "server/discover":
+            return Reply(result={"supportedVersions": [MODERN_VERSION], "capabilities": {"tools": {}},
+                                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw-peer", "version": "0"}},
+                                 **done})
+        if method == "tools/list":
+            return Reply(result={"tools": self.tools, **done})
+        if method == "tools/call":
+            return Reply(result={"content": [{"type": "text", "text": f"called {params.get('name')}"}], **done})
+        if method == "ping":
+            return Reply(result=done)
+        return Reply(body=json.dumps({"jsonrpc": "2.0", "id": request_id,
+                                      "error": {"code": -32601, "message": f"no method {method}"}}),
+                     headers={"Content-Type": "application/json"})
+
+
+MODERN_VERSION = "2026-07-28"
+
+
+def _error(request_id: Any, code: int, text: str, data: Any = None) -> Reply:
+    error: dict[str, Any] = {"code": code, "message": text}
+    if data is not None:
+        error["data"] = data
+    return Reply(400, body=json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}),
+                 headers={"Content-Type": "application/json"})

@@ -17,6 +17,8 @@ Tools:
     echo(text)        -> text, unchanged (non-ASCII kept)
     fail(message)     raises ``ToolError``: the SDK answers ``isError: true``,
                       text "Error executing tool fail: <message>"
+    reject(message)   runs, then raises ``MCPError(-32602, message)``: a JSON-RPC error (2026-07-28: HTTP 400)
+                      from a tool that did run
     crash()           raises ``RuntimeError``: the SDK answers ``isError: true`` hiding the message
     slow(seconds)     sleeps, then -> "slept <seconds>"
     progress(steps, delay_seconds=0)
@@ -74,7 +76,7 @@ import anyio
 import mcp_types
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     BlobResourceContents,
@@ -126,6 +128,16 @@ def fail(message: str) -> str:
     """Fail on purpose with ``message`` (the result has isError true)."""
     _ran("fail")
     raise ToolError(message)
+
+
+@server.tool()
+def reject(message: str) -> str:
+    """Run (counted), then raise a JSON-RPC error -32602 from inside the tool (``MCPError``): the SDK
+    answers the JSON-RPC error, in the 2026-07-28 era with HTTP 400 (its status table maps -32602 to 400
+    for handler errors too), so a 400 does not prove the call did not run.
+    """
+    _ran("reject")
+    raise MCPError(-32602, message)
 
 
 @server.tool()

@@ -9,6 +9,9 @@ Each test that uses it says why a real server cannot show the behaviour. Flags:
     --ignore-term   ignores SIGTERM as well (only SIGKILL stops it)
     --silent-unknown  never answers a request for a method it does not know (e.g. ``server/discover``),
                     as some handshake-era servers do before ``initialize`` (MCP spec PR #2844)
+    --strict-start  a ``notifications/cancelled`` before ``initialize`` is fatal: it writes the message
+                    to stderr and exits 3 (a handshake-era server that takes anything but ``initialize``
+                    first as a broken client, the way typescript-sdk #2317's serveStdio wedged)
 
 Tools (``tools/call``):
 
@@ -70,6 +73,7 @@ def main() -> None:
     def text(request_id, value: str) -> None:
         result(request_id, {"content": [{"type": "text", "text": value}], "isError": False})
 
+    initialized = False
     while True:
         line = stdin.readline()
         if not line:
@@ -78,7 +82,12 @@ def main() -> None:
         method = message.get("method")
         request_id = message.get("id")
         params = message.get("params") or {}
+        if method == "notifications/cancelled" and "--strict-start" in sys.argv and not initialized:
+            sys.stderr.write(f"notifications/cancelled before initialize: {line!r}\n")
+            sys.stderr.flush()
+            sys.exit(3)
         if method == "initialize":
+            initialized = True
             result(request_id, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                                 "serverInfo": {"name": "stdio-quirks", "version": "0.1"}})
         elif method == "ping":

@@ -15,12 +15,15 @@ first request: a ``DiscoverResult`` (with ``supportedVersions``; a bare
 ``{}`` from a server that answers every method is not one), or a modern JSON-RPC error
 (-32020/-32021/-32022; -32022 names the ``supported`` versions and the probe
 is retried once with one of them), means a modern server; anything else (an
-HTTP 4xx without a modern error body, another JSON-RPC error, on stdio no
-answer within ``probe_timeout_seconds``) means legacy, and the client falls
+HTTP 4xx without a modern error body, another JSON-RPC error, an unusable
+answer such as a bare 204 or a text/plain body, on stdio no answer within
+``probe_timeout_seconds``) means legacy, and the client falls
 back to ``initialize``. A legacy version string forces the handshake (that
 version is offered); ``"2026-07-28"`` forces modern (no fallback). The era is
 kept for the client's life; if a modern server later rejects a request as
-a legacy one would (HTTP 400/404/405 without a modern body) or with -32022,
+a legacy one would (HTTP 400/404/405 without a modern body, and not a
+JSON-RPC error carrying the request's id: that is the request's answer,
+e.g. a tool's own -32602) or with -32022,
 or (auto only) a handshake-era server answers a request or a new
 ``initialize`` with a modern error (-32020/-32021/-32022: it was replaced by
 a 2026-07-28 server), the client probes once more and sends the request
@@ -61,7 +64,7 @@ from ..exceptions import (
 )
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
-from .mrtr import INPUT_METHODS, run_rounds
+from .mrtr import INPUT_METHODS, check_result_type, run_rounds
 from .server_messages import CallbackAborted, cut_while_answering, take_callback_failure
 from .server_names import server_info_name
 
@@ -96,7 +99,9 @@ def _is_legacy_answer(exc: BaseException, *, stdio: bool) -> bool:
         return stdio
     if isinstance(exc, MCPTransportError):
         return exc.status_code in _LEGACY_STATUS
-    return False
+    # an unusable answer (a bare 204, an empty or non-JSON body, text/plain: a proxy swallowing the unknown
+    # method) is no DiscoverResult: the endpoint does not speak discover (typescript-sdk #2619)
+    return isinstance(exc, MCPProtocolError)
 
 
 class Eras(InFlightRequests):
@@ -129,10 +134,11 @@ class Eras(InFlightRequests):
         take_callback_failure()  # forget one of an earlier request on this thread
         try:
             if method in INPUT_METHODS:
-                return run_rounds(self, method, params,
-                                  lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
-                                  max_rounds=self.max_input_rounds, abort_event=abort)
-            return self._request_once(method, params, safe, timeout_seconds, generation)
+                result = run_rounds(self, method, params,
+                                    lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
+                                    max_rounds=self.max_input_rounds, abort_event=abort)
+            else:
+                result = self._request_once(method, params, safe, timeout_seconds, generation)
         except MCPRPCError as exc:
             failure = take_callback_failure()  # handshake era: our callback failed, then the server failed the call
             if failure is None or isinstance(exc, MCPCallbackError):
@@ -143,6 +149,9 @@ class Eras(InFlightRequests):
             if isinstance(failure, CallbackAborted):
                 raise cut_while_answering(self.name, method, failure.method) from exc
             raise
+        if self.era == "modern":
+            check_result_type(method, result, self.name)  # an unknown resultType is never taken for complete
+        return result
 
     def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``); legacy: unchanged."""
@@ -215,8 +224,10 @@ class Eras(InFlightRequests):
             return False
         if isinstance(exc, MCPRPCError):
             return exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION
+        # a 400/404/405 answering the request itself (a JSON-RPC error with its id: a handler's error) is not
+        # a sign of another era, and the request may have run: never probed again and sent again for it
         return isinstance(exc, MCPTransportError) and not isinstance(exc, MCPTimeoutError) \
-            and exc.status_code in _LEGACY_STATUS
+            and exc.status_code in _LEGACY_STATUS and not jsonrpc.answered_in_body(exc.body or "")
 
     # ------------------------------------------------------------------ negotiation
 
@@ -263,7 +274,7 @@ class Eras(InFlightRequests):
                                               and safe_to_repeat(exc)):
                     with attempt:
                         result = self._send("server/discover", self._with_meta(None), timeout, generation)
-            except (MCPRPCError, MCPTransportError) as exc:
+            except (MCPRPCError, MCPTransportError, MCPProtocolError) as exc:
                 self.era, self._modern_version = None, None
                 self.transport.set_protocol_version(None)
                 supported = exc.data.get("supported") if isinstance(exc, MCPRPCError) \

@@ -36,6 +36,9 @@ __all__ = ["InFlightRequests", "safe_to_repeat"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
+_NEVER_NOTIFIED = frozenset({"initialize", "server/discover"})
+"""Requests whose cut or timeout sends no ``notifications/cancelled`` (the handshake, the era probe)."""
+
 
 def safe_to_repeat(exc: BaseException) -> bool:
     """Retry rule for idempotent methods: connection failures and 429/502/503.
@@ -71,6 +74,11 @@ class InFlightRequests:
         """JSON-RPC id -> method of every request in flight, the handshake's too."""
         self._sending = 0
         """Sends in flight of any kind (also ``notifications/initialized``)."""
+        self._not_notified: set[int] = set()
+        """Ids in flight whose cut sends no ``notifications/cancelled``: ``initialize`` and ``server/discover``
+        (the handshake and the probe; the server's era is not settled), and every request sent while the
+        transport cancels by closing its stream (2026-07-28 over HTTP). Decided when the request is sent, so
+        a probe that fails (and resets the era) while being cut still sends nothing."""
         self._in_flight_lock = threading.Lock()
         self._cancel_generation = 0
         """Incremented by ``cancel_in_flight()``; a request that began in an older generation is cut."""
@@ -92,8 +100,11 @@ class InFlightRequests:
         generation: int | None = None,
     ) -> dict[str, Any]:
         request = jsonrpc.make_request(method, params, self._ids.next())
+        notified = method not in _NEVER_NOTIFIED and not getattr(self.transport, "cancels_by_closing", False)
         with self._in_flight_lock:  # the handshake too: abort() must cut a hanging initialize
             self._in_flight[request["id"]] = method
+            if not notified:
+                self._not_notified.add(request["id"])
             self._sending += 1
         try:
             if generation is not None and generation != self._cancel_generation:
@@ -104,12 +115,13 @@ class InFlightRequests:
                 on_message=self._on_message,
             )
         except MCPTimeoutError:
-            if method != "initialize":  # spec: initialize is never cancelled
+            if notified:  # spec: initialize is never cancelled; 2026-07-28 HTTP: the closed stream is the cancel
                 self._cancel(request["id"], "timeout")
             raise
         finally:
             with self._in_flight_lock:
                 self._in_flight.pop(request["id"], None)
+                self._not_notified.discard(request["id"])
                 self._sending -= 1
         return jsonrpc.result_of(response, server=self.name)
 
@@ -165,7 +177,9 @@ class InFlightRequests:
         afterwards are unaffected, and so is the ``listen=True`` stream (HTTP:
         it has its own connection; stdio: the process keeps running).
         ``notifications/cancelled`` goes out for each cut request except
-        ``initialize`` (the spec forbids it), within 1 s in all; so this
+        ``initialize`` (the spec forbids it), the era probe
+        ``server/discover``, and the requests of the 2026-07-28 era over
+        HTTP (closing the stream is the cancellation), within 1 s in all; so this
         returns within about 1 s. Returns the cut requests' JSON-RPC ids.
         Safe from any thread; ``Agent.abort()`` calls it.
 
@@ -182,6 +196,7 @@ class InFlightRequests:
             self._cancelled.notify_all()
         with self._in_flight_lock:
             cut = dict(self._in_flight)
+            silent = self._not_notified & set(cut)
             sending = self._sending
         if not cut and not sending:
             aborted.set()  # a 2026-07-28 call waiting on its callback between two rounds
@@ -190,9 +205,9 @@ class InFlightRequests:
         aborted.set()  # after the cut: a request whose callback returns now does not read on
         self._cut_stragglers(cut)
         budget = time.monotonic() + 1.0
-        for request_id, method in sorted(cut.items()):
+        for request_id in sorted(cut):
             remaining = budget - time.monotonic()
-            if method == "initialize" or remaining <= 0.01:
+            if request_id in silent or remaining <= 0.01:
                 continue
             self._cancel(request_id, reason, remaining)
         return sorted(cut)

@@ -58,6 +58,20 @@ def error_in_body(text: str) -> dict[str, Any] | None:
     return None
 
 
+def answered_in_body(text: str) -> bool:
+    """True when an HTTP error body is a JSON-RPC error response with a non-null ``id``.
+
+    The server read the request and answered it (e.g. the ``mcp`` SDK sends a tool's own JSON-RPC
+    error -32602 with HTTP 400 in the 2026-07-28 era), so the request may have run. A server refusing a
+    request before reading it (no session, a version it does not speak) answers ``id: null`` or no
+    JSON-RPC at all.
+    """
+    if error_in_body(text) is None:
+        return False
+    request_id = json.loads(text).get("id")
+    return isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
+
+
 class IdCounter:
     """Thread-safe increasing integer ids starting at 1."""
 

@@ -128,7 +128,7 @@ class Listening:
         if on_notification is not None:
             self._on_notification = on_notification
         with self._lock:
-            wanted = self._listen_filter
+            wanted = dict(self._listen_filter)  # replaced whole (copy on write): _listen_request reads it unlocked
             for key, flag in (("toolsListChanged", tools_list_changed), ("promptsListChanged", prompts_list_changed),
                               ("resourcesListChanged", resources_list_changed)):
                 if flag:
@@ -137,6 +137,7 @@ class Listening:
                                                                 if u not in wanted.get("resourceSubscriptions", []))]
             if uris:
                 wanted["resourceSubscriptions"] = uris
+            self._listen_filter = wanted
         if self.era == "modern":
             subscribe = getattr(self.transport, "subscribe", None)
             if callable(subscribe):
@@ -150,9 +151,12 @@ class Listening:
         return None
 
     def _listen_request(self) -> dict[str, Any]:
-        """A new ``subscriptions/listen`` request with the current filter (a new id each time)."""
-        with self._lock:
-            params = {"notifications": dict(self._listen_filter)}
+        """A new ``subscriptions/listen`` request with the current filter (a new id each time).
+
+        Runs on the listener thread, so it takes no lock of the client: the client lock may be held by the
+        thread that connects (``listen=True``) while it waits for this stream to open.
+        """
+        params = {"notifications": dict(self._listen_filter)}  # listen_for replaces the dict, never changes it
         return jsonrpc.make_request("subscriptions/listen", self._with_meta(params), self._ids.next())
 
     def start_listening(self) -> None:

@@ -24,7 +24,16 @@ against it. A handler that raises ends the call with ``MCPCallbackError``
 The responses and state belong to this request only: other requests in
 flight never carry them.
 
-Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements).
+``check_result_type`` holds every 2026-07-28 result to its ``resultType``:
+absent or ``"complete"`` is a result; ``"input_required"`` only on the three
+methods above (the spec forbids it elsewhere); anything else (an extension's
+type the client never opted in to, a number) is ``MCPProtocolError``, never
+an empty result taken for a complete one. An ``input_required`` result with
+neither ``inputRequests`` nor ``requestState`` breaks the spec too (a retry
+could only get the same answer): ``MCPProtocolError`` at once.
+
+Spec: MCP 2026-07-28, "Multi Round-Trip Requests" (Client Requirements,
+Server Requirements), "Base Protocol" (``Result.resultType``).
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ from .server_messages import (
     take_callback_failure,
 )
 
-__all__ = ["INPUT_METHODS", "run_rounds"]
+__all__ = ["INPUT_METHODS", "check_result_type", "run_rounds"]
 
 logger = logging.getLogger("yiemagent.mcp")
 
@@ -55,6 +64,22 @@ INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 def _cut(server: str, method: str, input_method: str) -> MCPTransportError:
     take_callback_failure()  # said here; the caller must not say it again
     return cut_while_answering(server, method, input_method)
+
+
+def check_result_type(method: str, result: dict[str, Any], server: str) -> None:
+    """Raise ``MCPProtocolError`` unless ``result``'s ``resultType`` fits ``method`` (see the module docstring)."""
+    if "resultType" not in result:
+        return  # spec: absent means complete
+    kind = result["resultType"]
+    if kind == "complete" or (kind == "input_required" and method in INPUT_METHODS):
+        return
+    if kind == "input_required":
+        raise MCPProtocolError(
+            f"{method} to {server}: the server answered resultType 'input_required', which only "
+            f"{', '.join(sorted(INPUT_METHODS))} may get", server=server, body=str(result)[:500])
+    raise MCPProtocolError(
+        f"{method} to {server}: unsupported resultType {kind!r:.80} (this client knows 'complete' and "
+        f"'input_required')", server=server, body=str(result)[:500])
 
 
 def _answers(client: _Client, server: str, method: str, requests: Any,
@@ -110,7 +135,8 @@ def run_rounds(
         The first result whose ``resultType`` is not ``"input_required"``.
 
     Raises:
-        MCPProtocolError: still ``input_required`` after ``max_rounds`` retries;
+        MCPProtocolError: still ``input_required`` after ``max_rounds`` retries,
+            or with neither ``inputRequests`` nor ``requestState``;
             an input request this client cannot answer (no handler); a
             malformed ``inputRequests``.
         MCPCallbackError: a request handler (callback) raised; ``__cause__``
@@ -126,6 +152,10 @@ def run_rounds(
         result = send(current)
         if result.get("resultType") != "input_required":
             return result
+        if "inputRequests" not in result and "requestState" not in result:
+            raise MCPProtocolError(
+                f"{method} to {server}: input_required with neither inputRequests nor requestState",
+                server=server, body=str(result)[:500])
         if round_number == max_rounds:
             raise MCPProtocolError(
                 f"{method} to {server}: still input_required after {max_rounds} rounds (max_input_rounds)",
