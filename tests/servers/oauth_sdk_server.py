@@ -27,7 +27,8 @@ The authorization server (``AutoApproveProvider``, in memory) is the SDK's ``OAu
     - scopes ``mcp`` (required by the resource server for every request) and ``admin`` (``admin_report``
       demands it: 403 ``insufficient_scope`` with ``scope="mcp admin"``, so a client steps up);
     - access tokens live ``--token-seconds`` (default 3600); refresh tokens rotate on every refresh grant
-      (the old one is refused afterwards); tokens carry the RFC 8707 ``resource`` and the resource server
+      (the old one is refused afterwards; ``--no-refresh-rotation``: the refresh response has no
+      ``refresh_token`` and the old one stays valid, as Google's and Auth0's do by default); tokens carry the RFC 8707 ``resource`` and the resource server
       refuses a token issued for another resource (``validate_token_resource=True``).
 
 Test-only routes (no auth; on the authorization server's origin):
@@ -48,7 +49,7 @@ genuine Protected Resource Metadata with ``--metadata-on-trap``):
                             metadata hosted elsewhere, as a CDN would): the trap serves the genuine document;
                             a client must not send it a bearer token
 
-Tools (all need scope ``mcp``): ``add(a, b)``, ``echo(text)``, ``whoami()`` (client_id and scopes of the
+Tools (all need scope ``mcp``): ``add(a, b)``, ``echo(text)``, ``note(label)``, ``whoami()`` (client_id and scopes of the
 token), ``admin_report()`` (needs ``admin`` too).
 """
 
@@ -128,8 +129,9 @@ class LoopbackClient(OAuthClientInformationFull):
 class AutoApproveProvider:
     """In-memory ``OAuthAuthorizationServerProvider`` that approves every authorization request at once."""
 
-    def __init__(self, token_seconds: int, issuer: str) -> None:
+    def __init__(self, token_seconds: int, issuer: str, rotate_refresh_tokens: bool = True) -> None:
         self.token_seconds = token_seconds
+        self.rotate_refresh_tokens = rotate_refresh_tokens
         self.issuer = issuer
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
@@ -188,9 +190,16 @@ class AutoApproveProvider:
 
     async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken,
                                      scopes: list[str]) -> OAuthToken:
-        if self.refresh.pop(refresh_token.token, None) is None:  # rotation: a refresh token works once
+        if refresh_token.token not in self.refresh:
             raise TokenError("invalid_grant", "refresh token already used")
         _count("refresh_grants")
+        if not self.rotate_refresh_tokens:  # the refresh response has no refresh_token: the old one stays valid
+            minted = self._mint(client.client_id, scopes or refresh_token.scopes, refresh_token.resource,
+                                refresh_token.subject)
+            assert minted.refresh_token is not None
+            self.refresh.pop(minted.refresh_token)
+            return minted.model_copy(update={"refresh_token": None})
+        del self.refresh[refresh_token.token]  # rotation: a refresh token works once
         return self._mint(client.client_id, scopes or refresh_token.scopes, refresh_token.resource,
                           refresh_token.subject)
 
@@ -332,6 +341,11 @@ def build_tools(server: MCPServer) -> None:
         return text
 
     @server.tool()
+    def note(label: str) -> str:
+        """Note ``label`` (the argument shape of the worker tests' model)."""
+        return f"noted {label}"
+
+    @server.tool()
     def whoami() -> str:
         """The client_id and scopes of the access token of this request."""
         token = get_access_token()
@@ -399,7 +413,7 @@ def build(options: argparse.Namespace) -> list[tuple[Any, int]]:
     as_base = f"http://127.0.0.1:{options.as_port}" if options.as_port else rs_base
     trap_base = f"http://127.0.0.1:{options.trap_port}" if options.trap_port else None
     resource = f"{rs_base}/mcp"
-    provider = AutoApproveProvider(options.token_seconds, as_base)
+    provider = AutoApproveProvider(options.token_seconds, as_base, not options.no_refresh_rotation)
     if options.client_id:
         method = options.client_auth_method or ("client_secret_post" if options.client_secret else "none")
         provider.clients[options.client_id] = LoopbackClient(
@@ -461,6 +475,8 @@ def main() -> None:
     parser.add_argument("--client-auth-method", choices=["client_secret_post", "client_secret_basic", "none"])
     parser.add_argument("--redirect-uri", action="append", help="the pre-registered client's redirect URIs")
     parser.add_argument("--no-dcr", action="store_true", help="no Dynamic Client Registration")
+    parser.add_argument("--no-refresh-rotation", action="store_true",
+                        help="refresh responses omit refresh_token; the old one stays valid")
     parser.add_argument("--token-redirect", action="store_true")
     parser.add_argument("--metadata-on-trap", action="store_true")
     asyncio.run(serve(build(parser.parse_args())))
