@@ -21,9 +21,11 @@ SQLite's write lock) only when the row is still that version; when another
 process wrote the row since (it refreshed meanwhile), the row is kept, the
 call returns ``False`` and the next ``get_tokens`` returns the other process's
 tokens. So a slow refresh never overwrites a newer token (with rotating refresh
-tokens, the stored refresh token is always the newest). A key this object
-never read is written unconditionally. ``set_client`` and ``delete`` (logout)
-are unconditional.
+tokens, the stored refresh token is always the newest). ``delete`` is
+compare-and-set the same way: a process whose refresh lost the race never
+wipes the tokens the winner just stored (anthropics/claude-code#84440). A key
+this object never read is written or deleted unconditionally; ``set_client`` is
+unconditional. After ``False``, call ``get_tokens`` to adopt the newer tokens.
 
 Values are JSON text in the database, readable by whoever can read the
 database: protect it as you protect the conversations.
@@ -110,13 +112,43 @@ class StoreTokenStorage:
         """Store the client registered at ``issuer`` (replaces any)."""
         self._set(_CLIENT, issuer, client, compare=False)
 
-    def delete(self, key: str) -> None:
-        """Forget the tokens of ``key`` (logout); registered clients stay."""
-        with self.store._use() as conn, self.store._transaction(conn) as cur:
-            self._ensure(conn, cur)
-            cur.execute(self.store._sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
-        with self._lock:
-            self._seen[(_TOKENS, key)] = None
+    def delete(self, key: str) -> bool:
+        """Forget the tokens of ``key`` (logout); registered clients stay.
+
+        Compare-and-set as ``set_tokens``: tokens another process wrote since
+        this object last read ``key`` are kept (a refresh that lost a race
+        never wipes the winner's tokens). An object that never read ``key``
+        deletes whatever is there.
+
+        Returns:
+            ``False`` when newer tokens were kept, else ``True``.
+        """
+        sql = self.store._sql
+        with self.store._use() as conn:
+            with self._lock:
+                known = (_TOKENS, key) in self._seen
+                expected = self._seen.get((_TOKENS, key))
+            with self.store._transaction(conn) as cur:
+                self._ensure(conn, cur)
+                if known and expected is not None:
+                    cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
+                                (_TOKENS, key, expected))
+                    if cur.rowcount == 0 and self._exists(cur, key):
+                        logger.info("kept the tokens for %r another process wrote meanwhile", key)
+                        return False
+                elif known:  # we saw no row: keep one written since
+                    if self._exists(cur, key):
+                        logger.info("kept the tokens for %r another process wrote meanwhile", key)
+                        return False
+                else:
+                    cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
+            with self._lock:
+                self._seen[(_TOKENS, key)] = None
+        return True
+
+    def _exists(self, cur: Any, key: str) -> bool:
+        cur.execute(self.store._sql(f"SELECT 1 FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
+        return cur.fetchone() is not None
 
     # ------------------------------------------------------------------ internals
 
