@@ -32,6 +32,7 @@ from yiemagent import Agent
 from yiemagent.exceptions import MCPAuthorizationError
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.auth import HeadlessRedirectHandler, MemoryTokenStorage, OAuth
+from yiemagent.mcp.auth.storage_file import FileTokenStorage
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
 
@@ -123,18 +124,19 @@ def test_codex_17265_a_401_for_a_token_the_client_thinks_valid_is_refreshed_not_
     assert counts["rs_401"] == 2, counts  # the first request, and the one dead-token request
 
 
-def test_python_sdk_3250_a_new_client_on_stored_tokens_refreshes_at_the_metadata_token_endpoint(oauth_server):
-    """python-sdk 3250 / PR 2875 (and 2492): a second ``OAuth`` object (a restarted process) on the same
-    storage, with an expired stored token: it refreshes with the stored refresh token and registered client
+def test_python_sdk_3250_a_new_client_on_stored_tokens_refreshes_at_the_metadata_token_endpoint(oauth_server,
+                                                                                                tmp_path):
+    """python-sdk 3250 / PR 2875 (and 2492): a second ``OAuth`` object and ``FileTokenStorage`` (a restarted
+    process) on the same token file, with an expired stored token: it refreshes with the stored refresh token and registered client
     instead of logging in (its redirect handler fails the test if called), and the refresh goes to the
     authorization server's ``token_endpoint`` (another origin here), never to ``<MCP server>/token``.
     """
     server = oauth_server(split=True)
-    storage = MemoryTokenStorage()
-    with MCPClient(server.url, auth=make_oauth(storage=storage), timeout_seconds=10) as client:
+    path = tmp_path / "tokens.json"
+    with MCPClient(server.url, auth=make_oauth(storage=FileTokenStorage(path)), timeout_seconds=10) as client:
         assert text_of(client.call_tool("add", {"a": 1, "b": 2})) == "3"
     server.expire()
-    with MCPClient(server.url, auth=make_oauth(storage=storage, redirect_handler=login_refused),
+    with MCPClient(server.url, auth=make_oauth(storage=FileTokenStorage(path), redirect_handler=login_refused),
                    timeout_seconds=10) as client:
         assert text_of(client.call_tool("add", {"a": 4, "b": 5})) == "9"
     counts = server.counts()
