@@ -257,9 +257,11 @@ def test_vscode_mcp_json_with_inputs_and_sandbox_keys_is_read():
                                              "headers": {"K": "${input:key}"}}}})
 
 
-def test_oauth_settings_are_refused_with_the_static_token_hint():
-    with pytest.raises(ConfigError, match=r"\"oauth\": OAuth login is not supported"):
-        parse_mcp_servers({"mcpServers": {"g": {"httpUrl": "http://127.0.0.1:1/mcp", "oauth": {"enabled": True}}}})
+def test_oauth_settings_are_read_not_refused():
+    """Issue 17: Gemini CLI's ``"oauth": {"enabled": true}`` is OAuth with discovery (tests/test_config_auth.py)."""
+    (server,) = parse_mcp_servers({"mcpServers": {"g": {"httpUrl": "http://127.0.0.1:1/mcp",
+                                                        "oauth": {"enabled": True}}}})
+    assert server.oauth == {}
 
 
 @pytest.mark.parametrize("entry, message", [

@@ -18,7 +18,10 @@ repeatable where the verb takes several servers (``tools``, ``chat``);
 ``call`` runs one tool of one server (``--server NAME`` picks one of a
 config; by default the one that has the tool). ``call COMMAND TOOL`` with a
 command line in the server's place is kept as an alias of ``--stdio``.
-``--env KEY=VALUE`` is only for ``--stdio`` servers. Usage errors exit with
+``--env KEY=VALUE`` is only for ``--stdio`` servers. ``--auth oauth`` logs in to the URL
+servers (``yiemagent.cli.auth_options``: ``--client-id``, ``--client-secret`` or
+``$YIEMAGENT_OAUTH_CLIENT_SECRET``, ``--scope``, ``--callback-port``; tokens kept in
+``~/.config/yiemagent/tokens.json``). Usage errors exit with
 status 2 before any server starts; other errors are one short message on
 stderr (exit status 1); an HTTP error page quoted in it is cut to a few
 hundred characters.
@@ -43,6 +46,7 @@ from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig, load_mcp_config
 from ..textpolicy import terminal_text
 from ._errortext import error_text
+from .auth_options import add_auth_options, apply_auth, check_auth_usage
 
 __all__ = ["build_parser", "main", "server_configs"]
 
@@ -80,12 +84,15 @@ def server_configs(args: argparse.Namespace) -> list[MCPServerConfig]:
     servers: list[MCPServerConfig] = []
     for url in getattr(args, "urls", None) or []:
         servers.append(MCPServerConfig(url=url))
+    url_count = len(servers)
     for line in args.stdio or []:
         servers.append(_stdio_config(line, args.env))
     for path in args.config or []:
         servers.extend(load_mcp_config(path))
     for server in servers:
         server.timeout_seconds = args.timeout
+    if hasattr(args, "auth"):  # --auth oauth for the URLs; a config entry's own "oauth" settings (auth_options)
+        apply_auth(args, servers, url_count)
     return servers
 
 
@@ -196,6 +203,7 @@ def _server_options(command: argparse.ArgumentParser, timeout_seconds: float) ->
                               "HOME, LOGNAME, PATH, SHELL, TERM, USER")
     command.add_argument("--timeout", type=float, default=timeout_seconds,
                          help=f"seconds per request to a server (default {timeout_seconds:g})")
+    add_auth_options(command)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     call = sub.add_parser("call", help="run one tool of an MCP server and print the result",
                           usage="yiemagent call [URL | COMMAND] TOOL [ARGUMENTS] [--stdio COMMAND] "
-                                "[--config FILE [--server NAME]] [--env KEY=VALUE] [--timeout SECONDS]")
+                                "[--config FILE [--server NAME]] [--env KEY=VALUE] [--timeout SECONDS] "
+                                "[--auth oauth [--client-id ID] [--scope SCOPES] ...]")
     call.add_argument("words", nargs="+", metavar="[URL | COMMAND] TOOL [ARGUMENTS]",
                       help="the server (an http(s):// URL, or a stdio command line: the same as --stdio) unless "
                            "--stdio or --config gives it; the tool; its arguments as a JSON object")
@@ -280,6 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _call_words(parser, args)
     if args.command in ("tools", "call", "chat"):
         _check_servers(parser, args.command, getattr(args, "urls", None) or [], args)
+        check_auth_usage(parser, args, getattr(args, "urls", None) or [])
     if args.command == "tools" and not (args.urls or args.stdio or args.config):
         parser.error("tools needs a server: a URL, --stdio COMMAND or --config FILE")
     try:

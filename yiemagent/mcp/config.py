@@ -65,6 +65,7 @@ from ..textpolicy import display_text, looks_secret, register_secrets
 from .callbacks import ClientCallbacks
 from .client import MCPClient
 from .client_arguments import check_http_url
+from .config_auth import expand_oauth, make_oauth
 from .config_dialects import canonical_entry, load_document, servers_in
 from .sampling import LLMSampler
 
@@ -75,7 +76,7 @@ logger = logging.getLogger("yiemagent.mcp.config")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _STDIO_KEYS = {"command", "args", "env", "cwd"}
-_HTTP_KEYS = {"url", "headers"}
+_HTTP_KEYS = {"url", "headers", "oauth"}
 _COMMON_KEYS = {"type", "transportType", "timeout", "disabled", "name"}
 _FOREIGN_KEYS = {"autoApprove", "alwaysAllow", "description", "dev", "tools"}
 _STDIO_TYPES = {"stdio", "local"}
@@ -101,6 +102,10 @@ class MCPServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     timeout_seconds: float = 30.0
+    oauth: dict[str, Any] | None = field(default=None, repr=False)
+    """OAuth settings read from the entry (``yiemagent.mcp.config_auth``); None: no OAuth."""
+    auth: Any = field(default=None, repr=False)
+    """An ``OAuth`` object to use (the CLI sets it); None: one is made from ``oauth`` if given."""
 
     def __repr__(self) -> str:  # a ${VAR} credential in url, command or args is *** (yiemagent.textpolicy)
         return display_text(f"MCPServerConfig(name={self.name!r}, command={self.command!r}, args={self.args!r}, "
@@ -117,8 +122,10 @@ class MCPServerConfig:
             return MCPClient.stdio(self.command, self.args, env=self.env, cwd=self.cwd,
                                    timeout_seconds=self.timeout_seconds, name=self.name)
         assert self.url is not None
+        auth = self.auth if self.auth is not None or self.oauth is None else make_oauth(self.oauth)
+        extra = {} if auth is None else {"auth": auth}  # MCPClient(..., auth=OAuth(...))
         return MCPClient(self.url, headers=self.headers or None, timeout_seconds=self.timeout_seconds,
-                         name=self.name)
+                         name=self.name, **extra)
 
 
 def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, where: str = "value") -> str:
@@ -363,7 +370,8 @@ def _entry(
     if has_url:
         url = _url(value["url"], f"{where}.url", environ)
         headers = _string_map(value.get("headers", {}), f"{where}.headers", environ)
-        return MCPServerConfig(name=name, url=url, headers=headers,
+        oauth = expand_oauth(value.get("oauth"), f"{where}.oauth", lambda t, w: expand_variables(t, environ, where=w))
+        return MCPServerConfig(name=name, url=url, headers=headers, oauth=oauth,
                                timeout_seconds=float(timeout))
     command = _command(value["command"], f"{where}.command", environ)
     args = _args(value.get("args", []), f"{where}.args", environ)

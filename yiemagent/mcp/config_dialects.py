@@ -41,8 +41,9 @@ Continue Hub's ``${{ secrets.NAME }}`` cannot be read here (a ``ConfigError`` sa
 
 Tool filters (``disabledTools``, ``excludeTools``, ``enabled_tools``, ...) are accepted when
 empty and refused otherwise (yiemagent has no per-server tool filter; a ``before_tool_call``
-hook blocks tools). OAuth settings (``oauth``, ``authProviderType``) are refused: the server
-needs a login that static settings cannot give.
+hook blocks tools). OAuth settings (``oauth``, Cursor's ``auth``, Gemini CLI's ``authProviderType``,
+Codex's ``[mcp_servers.NAME.oauth]``) are read by ``yiemagent.mcp.config_auth`` into the canonical
+``"oauth"`` key.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
+from .config_auth import canonical_oauth
 
 __all__ = ["canonical_entry", "load_document", "servers_in"]
 
@@ -83,12 +85,15 @@ def servers_in(data: Mapping[Any, Any]) -> tuple[str, Any, str] | None:
 
     ``servers`` is the mapping (or, for Continue, the list) of entries; ``prefix`` names
     where they were (``"mcpServers."``) for error messages; ``dialect`` is ``"opencode"`` or
-    ``"gemini"`` where units differ, else ``""``.
+    ``"gemini"`` where units differ, ``"codex"`` for Codex's ``mcp_servers`` (its OAuth ``scopes``
+    sit on the server), else ``""``.
     """
     marked = data.get(_DIALECT_MARK, "")
     for key in ("mcpServers", "servers", "context_servers", "mcp_servers"):
         inner = data.get(key)
         if isinstance(inner, Mapping) and not (_STDIO_KEYS | _HTTP_KEYS) & set(inner):
+            if key == "mcp_servers" and not marked:
+                marked = "codex"  # Codex CLI's config.toml
             return f"{key}.", inner, marked if isinstance(marked, str) else ""
         if key == "mcpServers" and isinstance(inner, list):  # Continue's config.yaml
             return f"{key}.", inner, ""
@@ -186,12 +191,9 @@ def canonical_entry(value: Mapping[str, Any], where: str, dialect: str = "") -> 
             if entry.pop(name) not in ([], None, ["*"]):
                 raise ConfigError(f"{where}: \"{name}\" filters are not supported; leave it out, "
                                   "or block tools with a before_tool_call hook")
-    for name in ("oauth", "authProviderType"):
-        if name in entry and entry[name] in (False, None, {"enabled": False}):  # opencode: "oauth": false
-            del entry[name]
-        if name in entry:
-            raise ConfigError(f"{where}: \"{name}\": OAuth login is not supported for MCP servers yet; "
-                              "give a token in \"headers\" instead")
+    oauth = canonical_oauth(entry, where, dialect)  # oauth / auth / authProviderType: yiemagent.mcp.config_auth
+    if oauth is not None:
+        entry["oauth"] = oauth
     if entry.get("type") in ("streamableHttp", "streamable_http", "remote"):
         entry["type"] = "http"
     for name in _IGNORED & set(entry):

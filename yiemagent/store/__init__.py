@@ -8,6 +8,7 @@
     postgres.py   PostgresStore (psycopg 3: the ``postgres`` extra)
     journal.py    StoreJournal: the loop's journal kept in a store (fenced by the lease)
     durable.py    DurableConversation: a conversation served through a store
+    tokens.py     StoreTokenStorage: OAuth tokens of MCP servers in the store's database
     faults.py     FaultyStore: the fault-injection seam (tests and scripts/explore_schedules.py only)
 
 The contract of a store is in ``base.py``; ``yiemagent.conversation`` gives
@@ -31,6 +32,7 @@ from .base import (
 )
 from .postgres import PostgresStore
 from .sqlite import SQLiteStore
+from .tokens import StoreTokenStorage
 
 __all__ = [
     "MAX_LEASE_SECONDS",
@@ -46,6 +48,7 @@ __all__ = [
     "StaleStateError",
     "StoreBase",
     "StoreError",
+    "StoreTokenStorage",
     "idempotency_key",
     "normalize_input",
     "run_key",

@@ -1,0 +1,220 @@
+"""StoreTokenStorage: OAuth tokens and registered clients in a conversation store's database.
+
+Implements the ``TokenStorage`` protocol of ``yiemagent.mcp.auth`` (structurally:
+``store`` sits beside ``mcp`` and imports nothing of it) on an ``SQLiteStore`` or
+a ``PostgresStore``, so every process using one database (gunicorn workers, one
+host or several) shares one login.
+
+Table ``<table_prefix>oauth`` (created on first use; the store's other tables
+never hold a token)::
+
+    kind TEXT        "tokens" (keyed by the MCP server's resource URL) or "client" (keyed by issuer)
+    key TEXT         PRIMARY KEY (kind, key)
+    value TEXT       the JSON object given to set_tokens / set_client
+    version TEXT     a fresh random id on every write (never reused: no ABA)
+    updated_at DOUBLE PRECISION   time.time() of the write (for people reading the table)
+
+Concurrent refreshes (compare-and-set): the storage object remembers, per key,
+the ``version`` it last read (``get_tokens``) or wrote. ``set_tokens`` writes in
+one transaction that locks the row (``SELECT ... FOR UPDATE`` on PostgreSQL,
+SQLite's write lock) only when the row is still that version; when another
+process wrote the row since (it refreshed meanwhile), the row is kept, the
+call returns ``False`` and the next ``get_tokens`` returns the other process's
+tokens. So a slow refresh never overwrites a newer token (with rotating refresh
+tokens, the stored refresh token is always the newest). ``delete`` is
+compare-and-set the same way: a process whose refresh lost the race never
+wipes the tokens the winner just stored (anthropics/claude-code#84440). A key
+this object never read is written or deleted unconditionally; ``set_client`` is
+unconditional. After ``False``, call ``get_tokens`` to adopt the newer tokens.
+
+Values are JSON text in the database, readable by whoever can read the
+database: protect it as you protect the conversations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from ..exceptions import ConfigError
+from .postgres import PostgresStore
+from .sql import SQLStoreBase
+
+__all__ = ["StoreTokenStorage"]
+
+logger = logging.getLogger("yiemagent.store")
+
+_TOKENS = "tokens"
+_CLIENT = "client"
+
+
+class StoreTokenStorage:
+    """OAuth token storage (``yiemagent.mcp.auth.TokenStorage``) in a conversation store's database.
+
+    Args:
+        store: an ``SQLiteStore`` or ``PostgresStore`` (its connection, lock and
+            ``table_prefix`` are used; close the store to close this storage).
+
+    Raises:
+        ConfigError: ``store`` is not an SQL store of yiemagent.
+
+    Methods raise ``StoreError`` when the database fails.
+
+    Example:
+        >>> import os, tempfile
+        >>> from yiemagent.store import SQLiteStore
+        >>> storage = StoreTokenStorage(SQLiteStore(os.path.join(tempfile.mkdtemp(), "app.db")))
+        >>> storage.get_tokens("https://mcp.example.com/mcp") is None
+        True
+        >>> storage.set_tokens("https://mcp.example.com/mcp", {"access_token": "a", "token_type": "Bearer"})
+        True
+        >>> storage.get_tokens("https://mcp.example.com/mcp")["token_type"]
+        'Bearer'
+    """
+
+    def __init__(self, store: SQLStoreBase) -> None:
+        if not isinstance(store, SQLStoreBase):
+            raise ConfigError(f"StoreTokenStorage needs an SQLiteStore or PostgresStore, not {type(store).__name__}")
+        self.store = store
+        prefix = store.conversations_table[: -len("conversations")]
+        self.table = f"{prefix}oauth"
+        self._seen: dict[tuple[str, str], str | None] = {}
+        self._lock = threading.Lock()
+        self._ready_conn: Any = None
+
+    def __repr__(self) -> str:
+        return f"StoreTokenStorage({self.store!r}, table {self.table!r})"
+
+    # ------------------------------------------------------------------ TokenStorage protocol
+
+    def get_tokens(self, key: str) -> dict[str, Any] | None:
+        """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
+        return self._get(_TOKENS, key)
+
+    def set_tokens(self, key: str, tokens: dict[str, Any]) -> bool:
+        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
+
+        Returns:
+            ``True`` when written; ``False`` when the row changed since this
+            object's last ``get_tokens``/``set_tokens`` of ``key`` (the newer row is kept).
+        """
+        return self._set(_TOKENS, key, tokens, compare=True)
+
+    def get_client(self, issuer: str) -> dict[str, Any] | None:
+        """The client registered at the authorization server ``issuer``, or ``None``."""
+        return self._get(_CLIENT, issuer)
+
+    def set_client(self, issuer: str, client: dict[str, Any]) -> None:
+        """Store the client registered at ``issuer`` (replaces any)."""
+        self._set(_CLIENT, issuer, client, compare=False)
+
+    def delete(self, key: str) -> bool:
+        """Forget the tokens of ``key`` (logout); registered clients stay.
+
+        Compare-and-set as ``set_tokens``: tokens another process wrote since
+        this object last read ``key`` are kept (a refresh that lost a race
+        never wipes the winner's tokens). An object that never read ``key``
+        deletes whatever is there.
+
+        Returns:
+            ``False`` when newer tokens were kept, else ``True``.
+        """
+        sql = self.store._sql
+        with self.store._use() as conn:
+            with self._lock:
+                known = (_TOKENS, key) in self._seen
+                expected = self._seen.get((_TOKENS, key))
+            with self.store._transaction(conn) as cur:
+                self._ensure(conn, cur)
+                if known and expected is not None:
+                    cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
+                                (_TOKENS, key, expected))
+                    if cur.rowcount == 0 and self._exists(cur, key):
+                        logger.info("kept the tokens for %r another process wrote meanwhile", key)
+                        return False
+                elif known:  # we saw no row: keep one written since
+                    if self._exists(cur, key):
+                        logger.info("kept the tokens for %r another process wrote meanwhile", key)
+                        return False
+                else:
+                    cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
+            with self._lock:
+                self._seen[(_TOKENS, key)] = None
+        return True
+
+    def _exists(self, cur: Any, key: str) -> bool:
+        cur.execute(self.store._sql(f"SELECT 1 FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
+        return cur.fetchone() is not None
+
+    # ------------------------------------------------------------------ internals
+
+    def _ensure(self, conn: Any, cur: Any) -> None:
+        """Create the table once per connection (under an advisory lock on PostgreSQL)."""
+        if self._ready_conn is conn:
+            return
+        if isinstance(self.store, PostgresStore):  # concurrent CREATE TABLE IF NOT EXISTS can collide there
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                    "value TEXT NOT NULL, version TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+                    "PRIMARY KEY (kind, key))")
+        self._ready_conn = conn
+
+    def _get(self, kind: str, key: str) -> dict[str, Any] | None:
+        with self.store._use() as conn:
+            with self.store._transaction(conn) as cur:
+                self._ensure(conn, cur)
+                cur.execute(self.store._sql(f"SELECT value, version FROM {self.table} WHERE kind = ? AND key = ?"),
+                            (kind, key))
+                row = cur.fetchone()
+            with self._lock:
+                self._seen[(kind, key)] = None if row is None else str(row[1])
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, dict):
+            logger.warning("the %s row for %r in %s is not a JSON object; ignored", kind, key, self.table)
+            return None
+        return value
+
+    def _set(self, kind: str, key: str, value: dict[str, Any], *, compare: bool) -> bool:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{kind} must be a dict, not {type(value).__name__}")
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        version = uuid.uuid4().hex
+        sql = self.store._sql
+        with self.store._use() as conn:
+            with self._lock:
+                known = (kind, key) in self._seen
+                expected = self._seen.get((kind, key))
+            with self.store._transaction(conn) as cur:
+                self._ensure(conn, cur)
+                cur.execute(sql(f"SELECT version FROM {self.table} WHERE kind = ? AND key = ?"
+                                + self.store._for_update), (kind, key))
+                row = cur.fetchone()
+                current = None if row is None else str(row[0])
+                if compare and known and current != expected:
+                    logger.info("kept the %s for %r another process wrote meanwhile (newer than ours)", kind, key)
+                    return False
+                inserted = False
+                if row is None:  # FOR UPDATE locks no missing row: another process may insert it now
+                    cur.execute(sql(f"INSERT INTO {self.table} (kind, key, value, version, updated_at) "
+                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING"),
+                                (kind, key, text, version, time.time()))
+                    inserted = cur.rowcount == 1
+                    if not inserted and compare and known:
+                        logger.info("kept the %s for %r another process wrote meanwhile (newer than ours)",
+                                    kind, key)
+                        return False
+                if not inserted:
+                    cur.execute(sql(f"UPDATE {self.table} SET value = ?, version = ?, updated_at = ? "
+                                    "WHERE kind = ? AND key = ?"), (text, version, time.time(), kind, key))
+            with self._lock:
+                self._seen[(kind, key)] = version
+        return True
