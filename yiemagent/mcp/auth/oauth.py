@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -166,8 +167,8 @@ class OAuth:
         """
         tokens = self.storage.get_tokens(resource_url)
         if tokens and self._expiring(tokens):
-            with self._lock:
-                tokens = self.storage.get_tokens(resource_url)  # another thread may have refreshed it
+            with self._lock, self._refresh_guard(resource_url):
+                tokens = self.storage.get_tokens(resource_url)  # another thread or process may have refreshed it
                 if tokens and self._expiring(tokens):
                     try:
                         tokens = self._renew(resource_url, tokens) or tokens
@@ -177,6 +178,11 @@ class OAuth:
             return {}
         self._remember_secret(tokens["access_token"])
         return {"Authorization": Secret(f"Bearer {tokens['access_token']}")}
+
+    def _refresh_guard(self, resource_url: str) -> AbstractContextManager[Any]:
+        """The storage's ``refresh_lock(key)`` (one refresher at a time across processes), if it has one."""
+        lock = getattr(self.storage, "refresh_lock", None)
+        return lock(resource_url) if callable(lock) else nullcontext()
 
     def _expiring(self, tokens: dict[str, Any]) -> bool:
         expires_at = tokens.get("expires_at")
@@ -230,11 +236,15 @@ class OAuth:
                          known.step_ups if known else {})
         self._servers[resource_url] = server
         if status == 401 and stored and stored.get("refresh_token"):
-            try:
-                self._store(resource_url, self._refresh(server, stored), stored)
-                return True
-            except MCPAuthorizationError as exc:
-                logger.info("refreshing the token of %s failed (%s): logging in again", resource_url, exc)
+            with self._refresh_guard(resource_url):
+                current = self.storage.get_tokens(resource_url)
+                if current and current.get("access_token") != stored.get("access_token"):
+                    return True  # another process refreshed while this one waited for the lock
+                try:
+                    self._store(resource_url, self._refresh(server, stored), stored)
+                    return True
+                except MCPAuthorizationError as exc:
+                    logger.info("refreshing the token of %s failed (%s): logging in again", resource_url, exc)
         scope = self._select_scope(server, status, challenge)
         self._store(resource_url, self._obtain(server, scope, resource_url), None)
         return True

@@ -6,8 +6,13 @@ registered at one authorization server is never sent to another). Storages
 must be safe to call from several threads; file and database storages (other
 modules) share one login between processes.
 
+A storage shared between processes may also offer ``refresh_lock(key)`` (a
+context manager): ``OAuth`` holds it around "read again, refresh if still
+needed, store", so that one process refreshes at a time (authorization
+servers that rotate refresh tokens revoke the family when one is used twice).
+
 Token dicts: ``{"access_token": str, "token_type": str, "expires_at": float
-(epoch seconds) | None, "refresh_token"?: str, "scope"?: str}``. Client dicts:
+(epoch seconds) | None, "refresh_token"?: str, "scope"?: str, "issuer"?: str}`` (``issuer``: the authorization server that issued them). Client dicts:
 the RFC 7591 registration response (``client_id``, ``client_secret``?,
 ``token_endpoint_auth_method``?, ...).
 """
