@@ -73,7 +73,7 @@ class ClientAuth:
         """Add this client's authentication to a token request's form ``data`` and ``headers``."""
         data["client_id"] = self.client_id  # also with Basic: servers such as the mcp SDK's require it
         if self.method == "client_secret_basic" and self.client_secret:
-            pair = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self.client_secret, safe='')}"
+            pair = f"{urllib.parse.quote_plus(self.client_id)}:{urllib.parse.quote_plus(self.client_secret)}"
             headers["Authorization"] = Secret("Basic " + base64.b64encode(pair.encode()).decode("ascii"))
         elif self.method == "client_secret_post" and self.client_secret:
             data["client_secret"] = self.client_secret
