@@ -121,7 +121,7 @@ class _AuthorizeEndpoint(BaseHTTPRequestHandler):
 
     mode = "ok"
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.startswith("/hop"):
             self.send_response(302)
             self.send_header("Location", "/authorize?x=1")

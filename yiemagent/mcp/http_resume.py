@@ -69,7 +69,8 @@ class StreamResumption:
 
         def _redirect_kwargs(self, method: str) -> dict[str, Any]: ...
 
-        def reauthorize(self, response: requests.Response) -> bool: ...
+        def reauthorize(self, response: requests.Response) -> bool:
+            """The OAuth flow for a 401/403 (``HTTPTransport.reauthorize``); True: send once more."""
 
         def _check(self, generation: int) -> None: ...
 

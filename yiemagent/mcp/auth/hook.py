@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import requests
@@ -16,13 +17,7 @@ class _Auth(Protocol):
 
 
 class _Clock(Protocol):
-    def pause(self) -> "_Pause": ...
-
-
-class _Pause(Protocol):
-    def __enter__(self) -> object: ...
-
-    def __exit__(self, *exc: object) -> bool | None: ...
+    def pause(self) -> AbstractContextManager[None]: ...
 
 
 def reauthorize(auth: _Auth | None, url: str, response: requests.Response, clock: _Clock, server: str) -> bool:

@@ -172,7 +172,7 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path, expected, outcome, done = self.server.callback  # type: ignore[attr-defined]
         parts = urllib.parse.urlsplit(self.path)
         if parts.path != path:

@@ -294,8 +294,8 @@ class OAuth:
     def _renew(self, resource_url: str, tokens: dict[str, Any]) -> dict[str, Any] | None:
         """A fresh token before expiry (refresh, or ``client_credentials`` again); None if not possible yet."""
         server = self._servers.get(resource_url)
-        if server is None or server.discovery.authorization_server.issuer != tokens.get("issuer", None) and (
-                tokens.get("issuer") is not None):
+        if server is None or (server.discovery.authorization_server.issuer != tokens.get("issuer", None) and (
+                tokens.get("issuer") is not None)):
             return None  # no discovery in this process yet: the server's 401 will start it
         if tokens.get("refresh_token"):
             self._store(resource_url, self._refresh(server, tokens), tokens)
@@ -360,7 +360,7 @@ class OAuth:
         except Exception as exc:  # the handler's own failure: its type only (its text may hold the URL)
             raise MCPAuthorizationError(f"the login failed: {type(exc).__name__}") from None
         code, state = answer[0], answer[1]
-        iss = answer[2] if len(answer) > 2 else None  # type: ignore[misc]
+        iss = answer[2] if len(answer) > 2 else None
         self._remember_secret(code)
         check_authorization_response(state, iss, pkce.state, issuer,
                                      metadata.metadata.get("authorization_response_iss_parameter_supported") is True)
