@@ -161,6 +161,9 @@ def request_token(
         except (ValueError, requests.RequestException, OSError):
             document = None
     answer = document if isinstance(document, dict) else {}
+    if 300 <= response.status_code < 400:
+        raise MCPAuthorizationError(f"the token endpoint {where} answered HTTP {response.status_code}, a redirect: "
+                                    "not followed (the request holds the code, verifier or client secret)")
     if response.status_code != 200 or "error" in answer:
         error = str(answer.get("error") or "no error code")[:100]
         description = str(answer.get("error_description") or "")[:200]
