@@ -165,3 +165,37 @@ def test_offline_access_is_asked_only_when_the_authorization_server_lists_it(lis
     oauth = OAuth()
     assert oauth._with_offline_access("mcp", server) == ("mcp offline_access" if listed else "mcp")
     assert oauth._with_offline_access(None, server) is None
+
+
+def test_the_token_goes_on_the_get_stream_and_the_delete_too(oauth_server):
+    """2025-11-25 era with ``listen=True``: the standalone ``GET`` stream and the closing ``DELETE`` carry
+    the bearer token as every POST does (no 401 on them)."""
+    server = oauth_server(split=True)
+    with MCPClient(server.url, auth=make_oauth(), timeout_seconds=10, protocol_version="2025-11-25",
+                   listen=True) as client:
+        assert text_of(client.call_tool("echo", {"text": "g"})) == "g"
+        assert client.transport.listening.wait(5)
+    methods = {}
+    for entry in server.log("rs"):
+        if entry["path"] == "/mcp":
+            bearer = {k.lower(): v for k, v in entry["headers"].items()}.get("authorization", "")
+            methods.setdefault(entry["method"], []).append(bearer.startswith("Bearer "))
+    assert methods["GET"] and all(methods["GET"]), methods
+    assert methods["DELETE"] == [True], methods
+    assert methods["POST"].count(False) == 1, methods  # only the very first request, before any login
+
+
+def test_a_server_that_refuses_every_new_token_ends_in_one_authorization_error(oauth_server):
+    """Tokens that are dead on arrival (lifetime -1 s): after the flow the request is sent once more, its
+    401 is final: ``MCPAuthorizationError`` with the server's status, no loop of logins."""
+    from yiemagent.exceptions import MCPAuthorizationError
+
+    server = oauth_server("--token-seconds=-1", split=True)
+    client = MCPClient(server.url, auth=make_oauth(), timeout_seconds=10, retry_attempts=1)
+    try:
+        with pytest.raises(MCPAuthorizationError) as caught:
+            client.connect()
+    finally:
+        client.close()
+    assert caught.value.status_code == 401
+    assert server.counts()["authorizations"] == 1
