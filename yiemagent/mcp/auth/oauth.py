@@ -65,7 +65,8 @@ class OAuth:
             Protected Resource Metadata's ``scopes_supported``, else none).
         redirect_uri: where the authorization server sends the user back.
         redirect_handler: ``handler(authorization_url) -> (code, state)`` or
-            ``(code, state, iss)``: lets the user log in (``HeadlessRedirectHandler``
+            ``(code, state, iss)`` (or a 2-tuple and the redirect's ``iss`` in its
+            ``iss`` attribute): lets the user log in (``HeadlessRedirectHandler``
             for tests). Required for ``authorization_code`` unless tokens are stored.
         storage: where tokens and registered clients live; None keeps them in memory.
         token_endpoint_auth_method: ``client_secret_basic``, ``client_secret_post``,
@@ -360,7 +361,8 @@ class OAuth:
         except Exception as exc:  # the handler's own failure: its type only (its text may hold the URL)
             raise MCPAuthorizationError(f"the login failed: {type(exc).__name__}") from None
         code, state = answer[0], answer[1]
-        iss = answer[2] if len(answer) > 2 else None
+        # the redirect's iss: a 3-tuple's third item, or the handler's ``iss`` attribute (set by each call)
+        iss = answer[2] if len(answer) > 2 else getattr(self.redirect_handler, "iss", None)
         self._remember_secret(code)
         check_authorization_response(state, iss, pkce.state, issuer,
                                      metadata.metadata.get("authorization_response_iss_parameter_supported") is True)
