@@ -60,9 +60,10 @@ class OAuth:
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
             Document, used as ``client_id`` where the authorization server
             advertises ``client_id_metadata_document_supported``.
-        scopes: scopes to request (space-separated string or list); None
-            selects them as the spec says (the challenge's ``scope``, else the
-            Protected Resource Metadata's ``scopes_supported``, else none).
+        scopes: scopes to request (space-separated string or list), with the
+            challenge's ``scope`` added; None selects them as the spec says (the
+            challenge's ``scope``, else the Protected Resource Metadata's
+            ``scopes_supported``, else none).
         redirect_uri: where the authorization server sends the user back.
         redirect_handler: ``handler(authorization_url) -> (code, state)`` or
             ``(code, state, iss)`` (or a 2-tuple and the redirect's ``iss`` in its
@@ -263,8 +264,8 @@ class OAuth:
             server.step_ups[wanted] = done + 1
             union = dict.fromkeys((server.requested_scope or "").split() + (challenged or "").split())
             return " ".join(union) or None
-        if self.scopes is not None:
-            return self.scopes or None
+        if self.scopes is not None:  # the caller's scopes, plus what the challenge demands (authoritative)
+            return " ".join(dict.fromkeys(self.scopes.split() + (challenged or "").split())) or None
         if challenged:
             return challenged
         supported = server.discovery.scopes_supported
