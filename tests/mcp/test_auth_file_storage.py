@@ -186,3 +186,33 @@ def test_secrets_not_in_repr(tmp_path: Path) -> None:
     storage.set_tokens(URL, {"access_token": "SENTINEL-abc"})
     storage.set_client("https://as.example.com", {"client_id": "c", "client_secret": "SENTINEL-def"})
     assert "SENTINEL" not in repr(storage)
+
+
+def _locked_worker(path: str, endpoint_path: str, out: Any) -> None:
+    from tests.store.rotating_as import RotatingTokenEndpoint, refresh_rounds
+
+    refresh_rounds(FileTokenStorage(path), RotatingTokenEndpoint(endpoint_path), URL, 25, use_lock=True)
+    out.put("done")
+
+
+def test_opencode_49439_file_refresh_lock_means_no_refresh_token_is_used_twice(tmp_path: Path) -> None:
+    """anomalyco/opencode#49439: "no cross-process single-flight for the refresh transaction" (its file
+    lock covered read/write only); against a rotating server one overlap killed the login for 27 h.
+    4 processes x 25 expiries under ``refresh_lock``: no reuse.
+    """
+    from tests.store.rotating_as import RotatingTokenEndpoint
+
+    path = str(tmp_path / "tokens.json")
+    endpoint = RotatingTokenEndpoint(str(tmp_path / "as.db"))
+    FileTokenStorage(path).set_tokens(URL, {"access_token": "a0", "refresh_token": endpoint.issue()})
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    processes = [ctx.Process(target=_locked_worker, args=(path, endpoint.path, out)) for _ in range(4)]
+    for p in processes:
+        p.start()
+    assert [out.get(timeout=120) for _ in processes] == ["done"] * 4
+    for p in processes:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    refreshes, reuses = endpoint.counts()
+    assert reuses == 0 and refreshes > 0

@@ -136,3 +136,47 @@ def test_a_corrupt_row_reads_as_no_tokens(tmp_path: Any, caplog: pytest.LogCaptu
 def test_needs_an_sql_store() -> None:
     with pytest.raises(ConfigError):
         StoreTokenStorage(object())  # type: ignore[arg-type]
+
+
+def _locked_worker(factory: Callable[[], Any], endpoint_path: str, out: Any) -> None:
+    from tests.store.rotating_as import RotatingTokenEndpoint, refresh_rounds
+
+    storage = StoreTokenStorage(factory())
+    refresh_rounds(storage, RotatingTokenEndpoint(endpoint_path), URL, 25, use_lock=True)
+    storage.store.close()
+    out.put("done")
+
+
+def test_claude_code_91641_workers_refresh_one_at_a_time_against_a_rotating_server(
+        store_factory: Callable[[], Any], tmp_path: Any) -> None:
+    """anthropics/claude-code#91641 (and #84440): processes sharing one refresh token, against an IdP with
+    single-use refresh tokens and reuse detection, kill the token family when two refresh at once.
+    4 processes x 25 expiries under ``refresh_lock``: no refresh token is ever used twice.
+    """
+    from tests.store.rotating_as import RotatingTokenEndpoint
+
+    endpoint = RotatingTokenEndpoint(str(tmp_path / "as.db"))
+    first = endpoint.issue()
+    StoreTokenStorage(store_factory()).set_tokens(URL, {"access_token": "a0", "refresh_token": first})
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    processes = [ctx.Process(target=_locked_worker, args=(store_factory, endpoint.path, out)) for _ in range(4)]
+    for p in processes:
+        p.start()
+    assert [out.get(timeout=120) for _ in processes] == ["done"] * 4
+    for p in processes:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    refreshes, reuses = endpoint.counts()
+    assert reuses == 0 and refreshes > 0
+    stored = StoreTokenStorage(store_factory()).get_tokens(URL)
+    assert stored is not None and stored["access_token"] == "a-" + stored["refresh_token"]
+
+
+def test_a_dead_holder_frees_the_refresh_lock_after_its_ttl(store: Any) -> None:
+    holder, waiter = StoreTokenStorage(store), StoreTokenStorage(store)
+    assert holder._try_lock(URL, "dead-process", 0.3) is True  # taken, never released
+    with waiter.refresh_lock(URL, timeout_seconds=0.1) as taken:
+        assert taken is False  # still held
+    with waiter.refresh_lock(URL, timeout_seconds=5) as taken:
+        assert taken is True  # expired after 0.3 s

@@ -27,17 +27,28 @@ wipes the tokens the winner just stored (anthropics/claude-code#84440). A key
 this object never read is written or deleted unconditionally; ``set_client`` is
 unconditional. After ``False``, call ``get_tokens`` to adopt the newer tokens.
 
+One refresher at a time (``refresh_lock``): against an authorization server that
+rotates refresh tokens and revokes the whole family when an old one is used
+again (RFC 9700 4.14.2), two workers refreshing with the same refresh token
+lose the login even with compare-and-set. ``with storage.refresh_lock(key):``
+around "read the tokens again, refresh only if still needed, store" lets one
+worker refresh while the others wait and then read its tokens. The lock is a
+row (``kind = "lock"``) with an expiry on the store's lease clock, so a worker
+that dies holding it blocks the others ``ttl_seconds`` at most.
+
 Values are JSON text in the database, readable by whoever can read the
 database: protect it as you protect the conversations.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import ConfigError
@@ -50,6 +61,7 @@ logger = logging.getLogger("yiemagent.store")
 
 _TOKENS = "tokens"
 _CLIENT = "client"
+_LOCK = "lock"
 
 
 class StoreTokenStorage:
@@ -149,6 +161,57 @@ class StoreTokenStorage:
     def _exists(self, cur: Any, key: str) -> bool:
         cur.execute(self.store._sql(f"SELECT 1 FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
         return cur.fetchone() is not None
+
+    @contextlib.contextmanager
+    def refresh_lock(self, key: str, *, ttl_seconds: float = 30.0, timeout_seconds: float = 30.0) -> Iterator[bool]:
+        """Hold the refresh lock of ``key`` across processes (see the module); yields whether it was taken.
+
+        Waits at most ``timeout_seconds`` for another holder; then yields ``False``
+        (the caller may go on: ``set_tokens`` is still compare-and-set). A holder
+        that dies frees it after ``ttl_seconds``.
+        """
+        owner = uuid.uuid4().hex
+        deadline = time.monotonic() + timeout_seconds
+        pause = 0.01
+        while not self._try_lock(key, owner, ttl_seconds):
+            if time.monotonic() >= deadline:
+                logger.warning("the refresh lock for %r stayed taken for %.0f s; going on without it", key,
+                               timeout_seconds)
+                yield False
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+        try:
+            yield True
+        finally:
+            with self.store._use() as conn, self.store._transaction(conn) as cur:
+                cur.execute(self.store._sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
+                            (_LOCK, key, owner))
+
+    def _try_lock(self, key: str, owner: str, ttl_seconds: float) -> bool:
+        sql = self.store._sql
+        with self.store._use() as conn, self.store._transaction(conn) as cur:
+            self._ensure(conn, cur)
+            cur.execute(sql(f"SELECT value FROM {self.table} WHERE kind = ? AND key = ?" + self.store._for_update),
+                        (_LOCK, key))
+            row = cur.fetchone()
+            now = self.store._now(cur)
+            value = json.dumps({"expires_at": now + ttl_seconds, "clock": self.store._clock_id})
+            if row is None:
+                cur.execute(sql(f"INSERT INTO {self.table} (kind, key, value, version, updated_at) "
+                                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING"),
+                            (_LOCK, key, value, owner, time.time()))
+                return bool(cur.rowcount == 1)
+            try:
+                held = json.loads(row[0])
+                live = held["clock"] == self.store._clock_id and now < float(held["expires_at"]) <= now + 86400
+            except (TypeError, ValueError, KeyError):
+                live = False  # a corrupt lock row holds nothing
+            if live:
+                return False
+            cur.execute(sql(f"UPDATE {self.table} SET value = ?, version = ?, updated_at = ? "
+                            "WHERE kind = ? AND key = ?"), (value, owner, time.time(), _LOCK, key))
+            return True
 
     # ------------------------------------------------------------------ internals
 

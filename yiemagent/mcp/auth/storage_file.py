@@ -23,7 +23,9 @@ Safety:
   tokens another process wrote meanwhile are kept (``set_tokens`` returns
   ``False``), so a slow refresh never overwrites a newer token; ``delete`` likewise
   keeps tokens written since this object read them (a refresh that lost the
-  race never wipes the winner's tokens).
+  race never wipes the winner's tokens). ``refresh_lock(key)`` lets one process
+  refresh at a time (for authorization servers that revoke a rotated refresh
+  token's whole family when it is used twice).
 
 File format (JSON)::
 
@@ -146,6 +148,36 @@ class FileTokenStorage:
                 self._save(data)
             self._seen[(_TOKENS, key)] = None
         return True
+
+    @contextlib.contextmanager
+    def refresh_lock(self, key: str, *, timeout_seconds: float = 30.0) -> Iterator[bool]:
+        """One refresher at a time across processes (``<file>.refresh.lock``); yields whether it was taken.
+
+        Against an authorization server that rotates refresh tokens and revokes
+        the family on reuse, wrap "read the tokens again, refresh only if still
+        needed, store" in it. Waits at most ``timeout_seconds``, then yields
+        ``False`` (``set_tokens`` stays compare-and-set). The lock is released
+        when the holder's process ends, however it ends. ``key`` is accepted for
+        the protocol; one lock serves every key of the file.
+        """
+        with self._thread_lock:
+            self._ensure_dir()
+        lock_path = str(self.path) + ".refresh.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise TokenStorageError(f"cannot open the token lock file {lock_path}: {exc.strerror}") from exc
+        try:
+            try:
+                _lock(fd, timeout_seconds, lock_path)
+            except TokenStorageError:
+                logger.warning("the refresh lock %s stayed taken for %.0f s; going on without it", lock_path,
+                               timeout_seconds)
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
 
     # ------------------------------------------------------------------ internals
 
