@@ -62,8 +62,9 @@ def test_code_and_state_come_back_and_the_server_stops(caplog: pytest.LogCapture
     out = handler.output
     assert isinstance(out, io.StringIO)
     assert requests.get(f"http://127.0.0.1:{handler.port}/favicon.ico", timeout=10).status_code == 404
-    answer = _callback(handler, code=CODE, state="s-123")
+    answer = _callback(handler, code=CODE, state="s-123", iss="https://as.example.com")
     thread.join(timeout=20)
+    assert handler.iss == "https://as.example.com"  # RFC 9207: kept for the caller's issuer check
     assert answer.status_code == 200 and "Login complete" in answer.text
     assert box == {"result": (CODE, "s-123")}
     assert AUTHORIZE.format(state="s-123") in out.getvalue()

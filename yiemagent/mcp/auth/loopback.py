@@ -76,6 +76,8 @@ class LoopbackRedirectHandler:
         self.timeout_seconds = timeout_seconds
         self.open_browser = open_browser
         self.output = output
+        self.iss: str | None = None
+        """The ``iss`` parameter of the last redirect (RFC 9207), for the caller to check; None if absent."""
         self._server: http.server.ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._bind(port)
@@ -151,6 +153,7 @@ class LoopbackRedirectHandler:
             raise RedirectError(f"the authorization server refused: {error}"
                                 + (f" ({description})" if description else ""),
                                 error=error, error_description=description)
+        self.iss = outcome.get("iss")
         return outcome["code"], outcome["state"]
 
 
@@ -198,7 +201,7 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
             outcome["error_description"] = query.get("error_description")
             self._answer(400, f"Login failed: {query['error']}. You may close this tab.")
         elif query.get("code"):
-            outcome["code"], outcome["state"] = query["code"], state
+            outcome["code"], outcome["state"], outcome["iss"] = query["code"], state, query.get("iss")
             self._answer(200, "Login complete. You may close this tab and return to yiemagent.")
         else:
             self._answer(400, "The redirect carries no code.")
