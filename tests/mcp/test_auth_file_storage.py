@@ -101,7 +101,7 @@ def test_garbage_file_is_a_token_storage_error_naming_the_file(tmp_path: Path) -
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     os.write(fd, b"{not json")
     os.close(fd)
-    with pytest.raises(TokenStorageError, match="tokens.json"):
+    with pytest.raises(TokenStorageError, match=r"tokens\.json"):
         FileTokenStorage(path).get_tokens(URL)
 
 

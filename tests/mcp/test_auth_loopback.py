@@ -130,7 +130,7 @@ def test_access_denied_is_a_redirect_error_with_the_error_code() -> None:
 
 def test_no_redirect_within_the_deadline() -> None:
     handler = LoopbackRedirectHandler(timeout_seconds=0.3, output=io.StringIO())
-    with pytest.raises(RedirectError, match="within 0.3 s"):
+    with pytest.raises(RedirectError, match=r"within 0\.3 s"):
         handler(AUTHORIZE.format(state="s"))
 
 

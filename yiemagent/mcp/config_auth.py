@@ -171,8 +171,10 @@ def _value(name: str, item: Any, place: str) -> Any:
 
 def expand_oauth(settings: Mapping[str, Any] | None, where: str,
                  expand: Callable[[str, str], str]) -> dict[str, Any] | None:
-    """``settings`` with ``expand(text, where)`` (``${VAR}``) applied to its strings; the client secret
-    is registered as a secret (shown ``***`` everywhere, ``yiemagent.textpolicy``)."""
+    """``settings`` with ``expand(text, where)`` (``${VAR}``) applied to its strings.
+
+    The client secret is registered as a secret (shown ``***`` everywhere, ``yiemagent.textpolicy``).
+    """
     if settings is None:
         return None
     out: dict[str, Any] = {}

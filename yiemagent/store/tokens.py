@@ -140,8 +140,8 @@ class StoreTokenStorage:
             with self._lock:
                 known = (_TOKENS, key) in self._seen
                 expected = self._seen.get((_TOKENS, key))
+            self._ensure(conn)
             with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
                 if known and expected is not None:
                     cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
                                 (_TOKENS, key, expected))
@@ -190,48 +190,50 @@ class StoreTokenStorage:
 
     def _try_lock(self, key: str, owner: str, ttl_seconds: float) -> bool:
         sql = self.store._sql
-        with self.store._use() as conn, self.store._transaction(conn) as cur:
-            self._ensure(conn, cur)
-            cur.execute(sql(f"SELECT value FROM {self.table} WHERE kind = ? AND key = ?" + self.store._for_update),
-                        (_LOCK, key))
-            row = cur.fetchone()
-            now = self.store._now(cur)
-            value = json.dumps({"expires_at": now + ttl_seconds, "clock": self.store._clock_id})
-            if row is None:
-                cur.execute(sql(f"INSERT INTO {self.table} (kind, key, value, version, updated_at) "
-                                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING"),
-                            (_LOCK, key, value, owner, time.time()))
-                return bool(cur.rowcount == 1)
-            try:
-                held = json.loads(row[0])
-                live = held["clock"] == self.store._clock_id and now < float(held["expires_at"]) <= now + 86400
-            except (TypeError, ValueError, KeyError):
-                live = False  # a corrupt lock row holds nothing
-            if live:
-                return False
-            cur.execute(sql(f"UPDATE {self.table} SET value = ?, version = ?, updated_at = ? "
-                            "WHERE kind = ? AND key = ?"), (value, owner, time.time(), _LOCK, key))
-            return True
+        with self.store._use() as conn:
+            self._ensure(conn)
+            with self.store._transaction(conn) as cur:
+                cur.execute(sql(f"SELECT value FROM {self.table} WHERE kind = ? AND key = ?" + self.store._for_update),
+                            (_LOCK, key))
+                row = cur.fetchone()
+                now = self.store._now(cur)
+                value = json.dumps({"expires_at": now + ttl_seconds, "clock": self.store._clock_id})
+                if row is None:
+                    cur.execute(sql(f"INSERT INTO {self.table} (kind, key, value, version, updated_at) "
+                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING"),
+                                (_LOCK, key, value, owner, time.time()))
+                    return bool(cur.rowcount == 1)
+                try:
+                    held = json.loads(row[0])
+                    live = held["clock"] == self.store._clock_id and now < float(held["expires_at"]) <= now + 86400
+                except (TypeError, ValueError, KeyError):
+                    live = False  # a corrupt lock row holds nothing
+                if live:
+                    return False
+                cur.execute(sql(f"UPDATE {self.table} SET value = ?, version = ?, updated_at = ? "
+                                "WHERE kind = ? AND key = ?"), (value, owner, time.time(), _LOCK, key))
+                return True
 
     # ------------------------------------------------------------------ internals
 
-    def _ensure(self, conn: Any, cur: Any) -> None:
-        """Create the table once per connection (under an advisory lock on PostgreSQL)."""
+    def _ensure(self, conn: Any) -> None:
+        """Create the table once per connection, in its own transaction (advisory lock on PostgreSQL)."""
         if self._ready_conn is conn:
             return
-        if isinstance(self.store, PostgresStore):  # concurrent CREATE TABLE IF NOT EXISTS can collide there
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
-        cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (kind TEXT NOT NULL, key TEXT NOT NULL, "
-                    "value TEXT NOT NULL, version TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
-                    "PRIMARY KEY (kind, key))")
+        with self.store._transaction(conn) as cur:
+            if isinstance(self.store, PostgresStore):  # concurrent CREATE TABLE IF NOT EXISTS can collide there
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                        "value TEXT NOT NULL, version TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+                        "PRIMARY KEY (kind, key))")
         self._ready_conn = conn
 
     def _get(self, kind: str, key: str) -> dict[str, Any] | None:
+        statement = self.store._sql(f"SELECT value, version FROM {self.table} WHERE kind = ? AND key = ?")
         with self.store._use() as conn:
-            with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
-                cur.execute(self.store._sql(f"SELECT value, version FROM {self.table} WHERE kind = ? AND key = ?"),
-                            (kind, key))
+            self._ensure(conn)
+            with self.store._cursor(conn) as cur:  # a plain read (autocommit): no write lock per request
+                cur.execute(statement, (kind, key))
                 row = cur.fetchone()
             with self._lock:
                 self._seen[(kind, key)] = None if row is None else str(row[1])
@@ -256,8 +258,8 @@ class StoreTokenStorage:
             with self._lock:
                 known = (kind, key) in self._seen
                 expected = self._seen.get((kind, key))
+            self._ensure(conn)
             with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
                 cur.execute(sql(f"SELECT version FROM {self.table} WHERE kind = ? AND key = ?"
                                 + self.store._for_update), (kind, key))
                 row = cur.fetchone()

@@ -141,7 +141,8 @@ class LoopbackRedirectHandler:
                 except Exception:  # no browser here: the printed URL is enough
                     logger.debug("webbrowser.open failed", exc_info=True)
             if not done.wait(self.timeout_seconds):
-                extra = f" ({outcome['rejected']} callback(s) with a wrong state ignored)" if outcome["rejected"] else ""
+                rejected = outcome["rejected"]
+                extra = f" ({rejected} callback(s) with a wrong state ignored)" if rejected else ""
                 raise RedirectError(f"no OAuth redirect to {self.redirect_uri} within "
                                     f"{self.timeout_seconds:g} s{extra}")
         finally:
@@ -175,7 +176,7 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path, expected, outcome, done = self.server.callback  # type: ignore[attr-defined]
         parts = urllib.parse.urlsplit(self.path)
         if parts.path != path:
