@@ -17,7 +17,9 @@
     ├── MCPError                                    talking to an MCP server failed; .server
     │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body,
     │   │                                                  .retry_after
-    │   │   └── MCPTimeoutError(MCPTransportError, TimeoutError)  no complete reply in time
+    │   │   ├── MCPTimeoutError(MCPTransportError, TimeoutError)  no complete reply in time
+    │   │   └── MCPAuthorizationError                an OAuth login failed (discovery, registration,
+    │   │                                            token, issuer/resource mismatch, still 401/403)
     │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
     │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
     │       └── MCPSessionExpiredError              HTTP 404 (or 400 naming it) for our Mcp-Session-Id; .data
@@ -198,6 +200,18 @@ class MCPTransportError(MCPError, ConnectionError):
         self.stderr_tail = stderr_tail
         self.retry_after = retry_after
         """Seconds the server asked to wait (HTTP ``Retry-After``), or None."""
+
+
+class MCPAuthorizationError(MCPTransportError):
+    """The server needs an OAuth login that could not be done (``yiemagent.mcp.auth``).
+
+    Raised when discovery, registration, the user's login (the redirect
+    handler), the token request or a refresh fails, when an issuer or
+    resource does not match (RFC 9207, RFC 9728), or when the server still
+    answers 401/403 after a new token. ``status_code`` is the MCP server's
+    401/403 (None when the failure is at the authorization server). The text
+    never holds a token, a client secret, a code or a verifier.
+    """
 
 
 class MCPTimeoutError(MCPTransportError, TimeoutError):

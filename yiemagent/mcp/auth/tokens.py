@@ -1,0 +1,180 @@
+"""Token endpoint requests: the authorization code grant (PKCE S256, ``state``, ``iss``), refresh,
+``client_credentials``, and client authentication.
+
+Client authentication at the token endpoint (RFC 6749 §2.3, RFC 7523):
+``client_secret_basic`` (HTTP Basic of the form-encoded id and secret),
+``client_secret_post`` (both in the body), ``none`` (``client_id`` in the
+body), ``private_key_jwt`` (a signed assertion: ``iss`` = ``sub`` = client id,
+``aud`` = the issuer, 5 minutes; needs the ``jwt`` extra, PyJWT[crypto]).
+
+Token requests never follow a redirect (the body holds the code, the
+verifier, the secret); an error answer raises ``MCPAuthorizationError`` with
+the RFC 6749 §5.2 ``error`` code and description only.
+
+Spec: OAuth 2.1 (draft-ietf-oauth-v2-1) §4.1 and §4.3, RFC 7636 (PKCE), RFC
+8707 (``resource``), RFC 9207 (``iss``), RFC 7523; MCP 2025-11-25 and
+2026-07-28 "Authorization".
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from ..._secrets import Secret, display_url
+from ...exceptions import MCPAuthorizationError
+
+__all__ = ["ClientAuth", "Pkce", "authorization_url", "check_authorization_response", "request_token"]
+
+JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+_MAX_TOKEN_BYTES = 64 * 1024
+
+
+@dataclass
+class Pkce:
+    """A PKCE S256 pair and the ``state`` of one authorization request (RFC 7636)."""
+
+    verifier: Secret
+    challenge: str
+    state: Secret
+
+    @classmethod
+    def new(cls) -> Pkce:
+        verifier = secrets.token_urlsafe(64)[:96]
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=")
+        return cls(Secret(verifier), challenge.decode("ascii"), Secret(secrets.token_urlsafe(32)))
+
+
+@dataclass
+class ClientAuth:
+    """A client's identity at the token endpoint and how it authenticates."""
+
+    client_id: str
+    client_secret: Secret | None = None
+    method: str = "none"
+    """``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` or ``none``."""
+    private_key: str | bytes | None = None
+    signing_algorithm: str = "ES256"
+
+    def __repr__(self) -> str:
+        return f"ClientAuth(client_id={self.client_id!r}, method={self.method!r})"
+
+    def apply(self, data: dict[str, str], headers: dict[str, str], audience: str) -> None:
+        """Add this client's authentication to a token request's form ``data`` and ``headers``."""
+        if self.method == "client_secret_basic" and self.client_secret:
+            pair = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self.client_secret, safe='')}"
+            headers["Authorization"] = Secret("Basic " + base64.b64encode(pair.encode()).decode("ascii"))
+            return
+        data["client_id"] = self.client_id
+        if self.method == "client_secret_post" and self.client_secret:
+            data["client_secret"] = self.client_secret
+        elif self.method == "private_key_jwt":
+            data["client_assertion_type"] = JWT_BEARER_ASSERTION
+            data["client_assertion"] = self.assertion(audience)
+
+    def assertion(self, audience: str) -> str:
+        """A signed client assertion JWT (RFC 7523 §3) for ``audience`` (the issuer).
+
+        Raises:
+            MCPAuthorizationError: no private key, or PyJWT[crypto] is not installed, or signing failed.
+        """
+        if not self.private_key:
+            raise MCPAuthorizationError("private_key_jwt needs a private_key")
+        try:
+            import jwt  # PyJWT, the optional ``jwt`` extra
+        except ImportError:
+            raise MCPAuthorizationError(
+                "private_key_jwt needs PyJWT with cryptography: pip install 'yiemagent[jwt]'") from None
+        now = int(time.time())
+        claims = {"iss": self.client_id, "sub": self.client_id, "aud": audience, "iat": now, "exp": now + 300,
+                  "jti": str(uuid.uuid4())}
+        try:
+            return str(jwt.encode(claims, self.private_key, algorithm=self.signing_algorithm))
+        except Exception as exc:  # a bad key or algorithm: its text may quote the key, so only the type
+            raise MCPAuthorizationError(f"signing the client assertion failed ({type(exc).__name__})") from None
+
+
+def authorization_url(endpoint: str, params: dict[str, str]) -> str:
+    """``endpoint`` with ``params`` added to its query (existing query parameters kept)."""
+    parts = urllib.parse.urlsplit(endpoint)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+def check_authorization_response(state: str | None, iss: str | None, expected_state: str, issuer: str,
+                                 iss_supported: bool) -> None:
+    """Check the redirect's ``state`` and ``iss`` (RFC 9207 §2.4, the MCP 2026-07-28 table).
+
+    ``iss`` is compared by simple string comparison (no normalisation).
+
+    Raises:
+        MCPAuthorizationError: ``state`` differs; ``iss`` differs from the
+            recorded issuer; ``iss`` missing although the server advertises
+            ``authorization_response_iss_parameter_supported``.
+    """
+    if state != expected_state:
+        raise MCPAuthorizationError("the authorization response's state does not match the request (not used)")
+    if iss is not None:
+        if iss != issuer:
+            raise MCPAuthorizationError(
+                f"the authorization response came from issuer {iss[:200]!r}, not {issuer!r} (RFC 9207; not used)")
+    elif iss_supported:
+        raise MCPAuthorizationError(
+            f"the authorization response has no iss although {issuer!r} advertises it (RFC 9207; not used)")
+
+
+def request_token(
+    session: requests.Session, endpoint: str, data: dict[str, str], client: ClientAuth, audience: str,
+    timeout_seconds: float, clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """POST a token request; the stored token dict (``access_token``, ``token_type``, ``expires_at``...).
+
+    Raises:
+        MCPAuthorizationError: unreachable, an error answer (its ``error`` and
+            ``error_description``), a redirect, or an answer without
+            ``access_token``. ``status_code`` is None (the authorization server's status is in the text).
+    """
+    headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
+    client.apply(data, headers, audience)
+    where = display_url(endpoint)
+    try:
+        response = session.post(endpoint, data=data, headers=headers, timeout=timeout_seconds,
+                                allow_redirects=False, stream=True)
+    except (requests.RequestException, ValueError) as exc:
+        raise MCPAuthorizationError(f"the token request to {where} failed: {type(exc).__name__}") from None
+    with response:
+        try:
+            body = response.raw.read(_MAX_TOKEN_BYTES + 1, decode_content=True)
+            document = requests.models.complexjson.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
+        except (ValueError, requests.RequestException, OSError):
+            document = None
+    answer = document if isinstance(document, dict) else {}
+    if response.status_code != 200 or "error" in answer:
+        error = str(answer.get("error") or "no error code")[:100]
+        description = str(answer.get("error_description") or "")[:200]
+        raise MCPAuthorizationError(
+            f"the token endpoint {where} answered HTTP {response.status_code}: {error}"
+            + (f" ({description})" if description else ""))
+    token = answer.get("access_token")
+    if not isinstance(token, str) or not token:
+        raise MCPAuthorizationError(f"the token endpoint {where} answered without an access_token")
+    token_type = str(answer.get("token_type") or "Bearer")
+    expires_in = answer.get("expires_in")
+    tokens: dict[str, Any] = {
+        "access_token": token, "token_type": token_type,
+        "expires_at": clock() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+    }
+    if isinstance(answer.get("refresh_token"), str) and answer["refresh_token"]:
+        tokens["refresh_token"] = answer["refresh_token"]
+    if isinstance(answer.get("scope"), str):
+        tokens["scope"] = answer["scope"]
+    return tokens
