@@ -130,7 +130,7 @@ def _refresh_many(path: str, rounds: int, out: Any) -> None:
     written = 0
     for _ in range(rounds):
         current = storage.get_tokens(URL) or {"access_token": "0"}
-        if storage.set_tokens(URL, {"access_token": str(int(current["access_token"]) + 1)}):
+        if storage.set_tokens_if_unchanged(URL, {"access_token": str(int(current["access_token"]) + 1)}):
             written += 1
     out.put(written)
 
@@ -172,12 +172,12 @@ def test_claude_code_84440_losing_refresh_never_clears_the_winners_tokens(tmp_pa
     winner.set_tokens(URL, {"access_token": "t1", "refresh_token": "r1"})
     assert loser.get_tokens(URL)["refresh_token"] == "r1"
     winner.get_tokens(URL)
-    assert winner.set_tokens(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # rotated
-    assert loser.delete(URL) is False  # its refresh with r1 got invalid_grant
-    assert loser.set_tokens(URL, {"access_token": "stale"}) is False
+    assert winner.set_tokens_if_unchanged(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # rotated
+    assert loser.delete_if_unchanged(URL) is False  # its refresh with r1 got invalid_grant
+    assert loser.set_tokens_if_unchanged(URL, {"access_token": "stale"}) is False
     assert make().get_tokens(URL) == {"access_token": "t2", "refresh_token": "r2"}
     assert loser.get_tokens(URL) == {"access_token": "t2", "refresh_token": "r2"}
-    assert loser.delete(URL) is True  # a logout after reading the current tokens
+    assert loser.delete_if_unchanged(URL) is True  # a logout after reading the current tokens
     assert make().get_tokens(URL) is None
 
 

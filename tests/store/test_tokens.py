@@ -26,7 +26,7 @@ def test_round_trip_tokens_and_clients(store: Any) -> None:
     assert storage.get_client("https://as.example.com") is None
     tokens = {"access_token": "a1", "token_type": "Bearer", "expires_at": 1.5e9, "refresh_token": "r1",
               "scope": "read write"}
-    assert storage.set_tokens(URL, tokens) is True
+    assert storage.set_tokens_if_unchanged(URL, tokens) is True
     storage.set_client("https://as.example.com", {"client_id": "cid", "client_secret": "cs"})
     other = StoreTokenStorage(store)  # what another worker reads
     assert other.get_tokens(URL) == tokens
@@ -41,10 +41,10 @@ def test_a_slow_refresh_never_overwrites_a_newer_token(store_factory: Callable[[
     worker_a.set_tokens(URL, {"access_token": "t0", "refresh_token": "r0"})
     assert worker_a.get_tokens(URL)["refresh_token"] == "r0"  # type: ignore[index]
     assert worker_b.get_tokens(URL)["refresh_token"] == "r0"  # type: ignore[index]
-    assert worker_b.set_tokens(URL, {"access_token": "t1", "refresh_token": "r1"}) is True  # B refreshed first
-    assert worker_a.set_tokens(URL, {"access_token": "t0b", "refresh_token": "r0b"}) is False  # A is late
+    assert worker_b.set_tokens_if_unchanged(URL, {"access_token": "t1", "refresh_token": "r1"}) is True  # B first
+    assert worker_a.set_tokens_if_unchanged(URL, {"access_token": "t0b", "refresh_token": "r0b"}) is False  # A is late
     assert worker_a.get_tokens(URL) == {"access_token": "t1", "refresh_token": "r1"}
-    assert worker_a.set_tokens(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # after a re-read
+    assert worker_a.set_tokens_if_unchanged(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # re-read
     assert worker_b.get_tokens(URL)["access_token"] == "t2"  # type: ignore[index]
 
 
@@ -55,7 +55,7 @@ def test_delete_then_a_new_login_is_not_mistaken_for_the_old_row(store_factory: 
     worker_b.get_tokens(URL)
     worker_a.delete(URL)
     worker_a.set_tokens(URL, {"access_token": "fresh-login"})
-    assert worker_b.set_tokens(URL, {"access_token": "stale"}) is False
+    assert worker_b.set_tokens_if_unchanged(URL, {"access_token": "stale"}) is False
     assert worker_b.get_tokens(URL) == {"access_token": "fresh-login"}
 
 
@@ -64,7 +64,7 @@ def _refresh_many(factory: Callable[[], Any], rounds: int, out: Any) -> None:
     written = 0
     for _ in range(rounds):
         current = storage.get_tokens(URL) or {"access_token": "0"}
-        if storage.set_tokens(URL, {"access_token": str(int(current["access_token"]) + 1)}):
+        if storage.set_tokens_if_unchanged(URL, {"access_token": str(int(current["access_token"]) + 1)}):
             written += 1
     storage.store.close()
     out.put(written)

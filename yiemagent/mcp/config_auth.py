@@ -201,7 +201,7 @@ def make_oauth(settings: Mapping[str, Any], *, storage: Any = None, redirect_han
     Raises:
         ConfigError: the installed ``OAuth`` does not take one of the settings.
     """
-    from .auth import OAuth  # type: ignore[attr-defined]
+    from .auth import OAuth
 
     kwargs: dict[str, Any] = {k: v for k, v in settings.items() if k in ("client_id", "client_secret", "scopes")}
     uri = redirect_uri or settings.get("redirect_uri")

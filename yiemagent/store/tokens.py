@@ -18,9 +18,9 @@ Concurrent refreshes (compare-and-set): the storage object remembers, per key,
 the ``version`` it last read (``get_tokens``) or wrote. ``set_tokens`` writes in
 one transaction that locks the row (``SELECT ... FOR UPDATE`` on PostgreSQL,
 SQLite's write lock) only when the row is still that version; when another
-process wrote the row since (it refreshed meanwhile), the row is kept, the
-call returns ``False`` and the next ``get_tokens`` returns the other process's
-tokens. So a slow refresh never overwrites a newer token (with rotating refresh
+process wrote the row since (it refreshed meanwhile), the row is kept
+(``set_tokens_if_unchanged`` says so with ``False``) and the next ``get_tokens``
+returns the other process's tokens. So a slow refresh never overwrites a newer token (with rotating refresh
 tokens, the stored refresh token is always the newest). ``delete`` is
 compare-and-set the same way: a process whose refresh lost the race never
 wipes the tokens the winner just stored (anthropics/claude-code#84440). A key
@@ -83,7 +83,6 @@ class StoreTokenStorage:
         >>> storage.get_tokens("https://mcp.example.com/mcp") is None
         True
         >>> storage.set_tokens("https://mcp.example.com/mcp", {"access_token": "a", "token_type": "Bearer"})
-        True
         >>> storage.get_tokens("https://mcp.example.com/mcp")["token_type"]
         'Bearer'
     """
@@ -107,7 +106,11 @@ class StoreTokenStorage:
         """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
         return self._get(_TOKENS, key)
 
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> bool:
+    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
+        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
+        self.set_tokens_if_unchanged(key, tokens)
+
+    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
         """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
 
         Returns:
@@ -124,7 +127,11 @@ class StoreTokenStorage:
         """Store the client registered at ``issuer`` (replaces any)."""
         self._set(_CLIENT, issuer, client, compare=False)
 
-    def delete(self, key: str) -> bool:
+    def delete(self, key: str) -> None:
+        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
+        self.delete_if_unchanged(key)
+
+    def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.
 
         Compare-and-set as ``set_tokens``: tokens another process wrote since

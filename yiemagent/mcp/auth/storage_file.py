@@ -20,8 +20,8 @@ Safety:
   waiting at most ``lock_timeout_seconds``.
 * Concurrent refreshes: as ``yiemagent.store.StoreTokenStorage``, ``set_tokens``
   is a compare-and-set against the version this object last read or wrote:
-  tokens another process wrote meanwhile are kept (``set_tokens`` returns
-  ``False``), so a slow refresh never overwrites a newer token; ``delete`` likewise
+  tokens another process wrote meanwhile are kept (``set_tokens_if_unchanged``
+  returns ``False``), so a slow refresh never overwrites a newer token; ``delete`` likewise
   keeps tokens written since this object read them (a refresh that lost the
   race never wipes the winner's tokens). ``refresh_lock(key)`` lets one process
   refresh at a time (for authorization servers that revoke a rotated refresh
@@ -93,7 +93,6 @@ class FileTokenStorage:
         >>> import os, tempfile
         >>> storage = FileTokenStorage(os.path.join(tempfile.mkdtemp(), "tokens.json"))
         >>> storage.set_tokens("https://mcp.example.com/mcp", {"access_token": "a", "token_type": "Bearer"})
-        True
         >>> oct(os.stat(storage.path).st_mode & 0o777)
         '0o600'
     """
@@ -113,7 +112,11 @@ class FileTokenStorage:
         """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
         return self._get(_TOKENS, key)
 
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> bool:
+    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
+        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
+        self.set_tokens_if_unchanged(key, tokens)
+
+    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
         """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
 
         Returns:
@@ -129,7 +132,11 @@ class FileTokenStorage:
         """Store the client registered at ``issuer`` (replaces any)."""
         self._set(_CLIENTS, issuer, client, compare=False)
 
-    def delete(self, key: str) -> bool:
+    def delete(self, key: str) -> None:
+        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
+        self.delete_if_unchanged(key)
+
+    def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.
 
         Compare-and-set as ``set_tokens``: tokens another process wrote since this
