@@ -216,3 +216,23 @@ def test_opencode_49439_file_refresh_lock_means_no_refresh_token_is_used_twice(t
         assert p.exitcode == 0
     refreshes, reuses = endpoint.counts()
     assert reuses == 0 and refreshes > 0
+
+
+def test_both_storages_are_token_storages_for_mypy_strict(tmp_path: Path) -> None:
+    """The protocol is structural: ``mypy --strict`` proves the file and store storages fit ``TokenStorage``
+    and the loopback handler fits ``RedirectHandler`` (a return type that drifts fails here)."""
+    mypy_api = pytest.importorskip("mypy.api", reason="mypy is part of the test extra")
+    root = Path(__file__).resolve().parents[2]
+    snippet = tmp_path / "uses_storages.py"
+    snippet.write_text(
+        "from yiemagent.mcp.auth import OAuth, RedirectHandler, TokenStorage\n"
+        "from yiemagent.mcp.auth.loopback import loopback_redirect_handler\n"
+        "from yiemagent.mcp.auth.storage_file import FileTokenStorage\n"
+        "from yiemagent.store import SQLiteStore, StoreTokenStorage\n"
+        "file_storage: TokenStorage = FileTokenStorage('tokens.json')\n"
+        "store_storage: TokenStorage = StoreTokenStorage(SQLiteStore('app.db'))\n"
+        "handler: RedirectHandler = loopback_redirect_handler()\n"
+        "OAuth(storage=file_storage, redirect_handler=handler)\n")
+    out, err, status = mypy_api.run(["--strict", "--no-error-summary", "--cache-dir", str(root / ".mypy_cache"),
+                                     str(snippet)])
+    assert status == 0, out + err
