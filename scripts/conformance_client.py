@@ -23,8 +23,20 @@ Scenarios:
                                           there) and accept with each field's ``default``
     sse-retry                             a tool whose SSE stream closes before the result: the
                                           transport resumes with GET + Last-Event-ID after ``retry``
-    auth/*                                not supported: yiemagent sends static headers only and has
-                                          no OAuth 2.1 client; exits with status 3 and says so
+    auth/*                                ``MCPClient(url, auth=OAuth(...))`` (``yiemagent.mcp.auth``):
+                                          connect, list and call the tools; the login runs on the
+                                          server's 401 with the headless redirect handler. The
+                                          client's configuration, as a real one's, comes from
+                                          ``MCP_CONFORMANCE_CONTEXT``: ``client_id``/``client_secret``
+                                          (pre-registered; with ``issuer`` bound to it), a
+                                          ``private_key_pem`` (client_credentials with
+                                          private_key_jwt); a client secret without a login
+                                          (``auth/client-credentials-*``) is client_credentials. Its
+                                          Client ID Metadata Document URL is the suite's
+                                          (``CIMD_URL``). A refused login (an issuer or resource
+                                          mismatch) exits with status 1. Extensions that need
+                                          other grants (enterprise-managed authorization, workload
+                                          identity federation, cross-app access, DPoP) exit with 3.
 """
 
 from __future__ import annotations
@@ -38,10 +50,42 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from yiemagent.exceptions import MCPAuthorizationError
 from yiemagent.mcp import SUPPORTED_PROTOCOL_VERSIONS, MCPClient
+from yiemagent.mcp.auth import HeadlessRedirectHandler, OAuth
 
 NOT_SUPPORTED = 3
 """Exit status for a scenario yiemagent does not implement (the runner reports it as "cannot run")."""
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+"""The Client ID Metadata Document URL the suite's authorization servers expect of this client."""
+REDIRECT_URI = "http://localhost:3000/callback"
+OTHER_GRANTS = ("idp_id_token", "valid_jwt", "idp_issuer")
+"""Context keys of extension grants yiemagent does not implement (token exchange, JWT bearer assertions)."""
+
+
+def conformance_context() -> dict[str, Any]:
+    """``MCP_CONFORMANCE_CONTEXT`` as a dict ({} if unset or not a JSON object)."""
+    try:
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    except ValueError:
+        return {}
+    return context if isinstance(context, dict) else {}
+
+
+def oauth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
+    """The ``OAuth`` a real client would be configured with for this server; None if it needs another grant."""
+    if any(key in context for key in OTHER_GRANTS) or "dpop" in scenario or "cross-app" in scenario:
+        return None
+    if context.get("private_key_pem"):
+        return OAuth(client_id=context.get("client_id"), grant_type="client_credentials",
+                     private_key=context["private_key_pem"], token_endpoint_auth_method="private_key_jwt",
+                     signing_algorithm=context.get("signing_algorithm") or "ES256", timeout_seconds=10)
+    if scenario.startswith("auth/client-credentials"):
+        return OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
+                     grant_type="client_credentials", timeout_seconds=10)
+    return OAuth(client_id=context.get("client_id"), client_secret=context.get("client_secret"),
+                 client_issuer=context.get("issuer"), client_metadata_url=CIMD_URL, redirect_uri=REDIRECT_URI,
+                 redirect_handler=HeadlessRedirectHandler(timeout_seconds=10), timeout_seconds=10)
 
 
 def accept_with_defaults(params: dict[str, Any]) -> dict[str, Any]:
@@ -79,13 +123,17 @@ def run(scenario: str, url: str) -> int:
     each field's default.
     """
     wire = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
+    auth = None
     if scenario.startswith("auth/"):
-        print(f"{scenario}: yiemagent has no OAuth 2.1 client (static auth headers only)", file=sys.stderr)
-        return NOT_SUPPORTED
+        auth = oauth_for(scenario, conformance_context())
+        if auth is None:
+            print(f"{scenario}: an extension grant yiemagent does not implement", file=sys.stderr)
+            return NOT_SUPPORTED
     options: dict[str, Any] = {"timeout_seconds": 10, "name": scenario or "conformance",
                                "capabilities": {"elicitation": {}},
                                "request_handlers": {"elicitation/create": accept_with_defaults},
-                               "protocol_version": wire if wire in SUPPORTED_PROTOCOL_VERSIONS else None}
+                               "protocol_version": wire if wire in SUPPORTED_PROTOCOL_VERSIONS else None,
+                               "auth": auth}
     if scenario == "elicitation-sep1034-client-defaults":
         # the suite's server sends elicitation/create on the standalone GET stream, not the call's stream
         options["listen"] = True
@@ -124,7 +172,11 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: conformance_client.py <server url>", file=sys.stderr)
         return 2
-    return run(os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), argv[-1])
+    try:
+        return run(os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), argv[-1])
+    except MCPAuthorizationError as exc:
+        print(f"authorization refused: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

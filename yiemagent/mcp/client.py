@@ -43,6 +43,7 @@ from ..textpolicy import display_text
 from .callbacks import ClientCallbacks
 from .client_arguments import HTTP_ONLY_KEYWORDS, check_call_arguments, check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
+from .auth import OAuth
 from .http import HTTPTransport
 from .http_headers import header_paths, tool_header_problem
 from .listening import Listening
@@ -131,6 +132,10 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         max_input_rounds: 2026-07-28 ``input_required`` retries of one
             ``tools/call``/``prompts/get``/``resources/read`` at most
             (default 8); past it ``MCPProtocolError``.
+        auth: HTTP: OAuth 2.1 (``yiemagent.mcp.auth.OAuth``): bearer tokens on
+            every request, the login flow on a 401 or 403
+            ``insufficient_scope`` (then the request once more); a failed
+            login raises ``MCPAuthorizationError``.
 
     Thread safety: safe to call from several threads; the handshake runs once,
     and an expired session is re-initialized once however many threads meet it.
@@ -159,6 +164,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         protocol_version: str | None = None,
         probe_timeout_seconds: float = 5.0,
         max_input_rounds: int = 8,
+        auth: OAuth | None = None,
     ) -> None:
         check_client_arguments(locals())
         super().__init__()
@@ -167,7 +173,7 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
                 raise ConfigError("MCPClient needs a url or a transport")
             transport = HTTPTransport(url, headers=headers, timeout_seconds=timeout_seconds, name=name,
                                       connect_timeout_seconds=connect_timeout_seconds,
-                                      follow_cross_origin_redirects=follow_cross_origin_redirects)
+                                      follow_cross_origin_redirects=follow_cross_origin_redirects, auth=auth)
             name = name or default_server_name(url)
         self.transport = transport
         self._name = name or transport.name or "mcp"

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 HTTP_ONLY_KEYWORDS = frozenset({"url", "headers", "transport", "connect_timeout_seconds",
-                                "follow_cross_origin_redirects"})
+                                "follow_cross_origin_redirects", "auth"})
 """Keywords of ``MCPClient()`` that ``MCPClient.stdio()`` does not take (every other one it passes on)."""
 
 
@@ -119,3 +119,7 @@ def check_client_arguments(args: dict[str, Any]) -> None:
                           f"{', '.join(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)}, not {version!r:.40}")
     check_number("probe_timeout_seconds", args.get("probe_timeout_seconds", 5.0))
     check_int("max_input_rounds", args.get("max_input_rounds", 8), minimum=0)
+    auth = args.get("auth")
+    if auth is not None and not (callable(getattr(auth, "headers", None))
+                                 and callable(getattr(auth, "handle_unauthorized", None))):
+        raise ConfigError(f"auth must be a yiemagent.mcp.auth.OAuth, not {type(auth).__name__}")

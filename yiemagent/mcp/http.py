@@ -47,6 +47,8 @@ from .._http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
+from .auth import OAuth
+from .auth.hook import reauthorize
 from .http_body import (
     Cancelled,
     check_accepted,
@@ -56,7 +58,7 @@ from .http_body import (
     redirect_error,
     session_id_of,
 )
-from .http_headers import param_headers, request_headers
+from .http_headers import message_headers
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .http_resume import StreamResumption
@@ -102,6 +104,9 @@ class HTTPTransport(StreamResumption, Transport):
         max_messages: messages one request may receive before its response
             (``MAX_MESSAGES``). Past a limit the request fails with
             ``MCPProtocolError`` and the rest is not read.
+        auth: OAuth 2.1 (``yiemagent.mcp.auth.OAuth``): its token on every POST, GET and DELETE; a 401
+            (or 403 ``insufficient_scope``) runs its flow (not counted in ``timeout_seconds``), then the
+            request once more (safe for ``tools/call``: the server refused it before running it).
 
     Thread safety: ``send`` may be called from several threads at once.
     """
@@ -120,8 +125,10 @@ class HTTPTransport(StreamResumption, Transport):
         max_body_bytes: int = MAX_BODY_BYTES,
         max_event_bytes: int = MAX_EVENT_BYTES,
         max_messages: int = MAX_MESSAGES,
+        auth: OAuth | None = None,
     ) -> None:
         self.url = url
+        self.auth = auth
         self.display_url = display_url(url)
         self.name = name or self.display_url
         self.timeout_seconds = timeout_seconds
@@ -158,8 +165,16 @@ class HTTPTransport(StreamResumption, Transport):
         return http_transport_repr(self.display_url, sorted(self._static_headers))
 
     def scrub(self, text: str) -> str:
-        """``text`` with every static header value (and URL secret) replaced by ``***``."""
-        return scrub(text, self._secrets)
+        """``text`` with every static header value, URL secret and OAuth secret replaced by ``***``."""
+        return scrub(text, self.secrets())
+
+    def secrets(self) -> list[Secret]:
+        """The texts hidden in messages: static header values, URL secrets, the OAuth tokens and client secret."""
+        return self._secrets if self.auth is None else self._secrets + self.auth.secrets()
+
+    def reauthorize(self, response: requests.Response) -> bool:
+        """``auth.hook.reauthorize`` for this transport: True means send the request once more."""
+        return reauthorize(self.auth, self.url, response, self.clock, self.name)
 
     _scrub = scrub
 
@@ -182,15 +197,7 @@ class HTTPTransport(StreamResumption, Transport):
 
     def _message_headers(self, message: dict[str, Any]) -> dict[str, str]:
         """The modern era's ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers of ``message``."""
-        if not self.modern or "method" not in message:
-            return {}
-        method = str(message["method"])
-        params = message.get("params") if isinstance(message.get("params"), dict) else None
-        headers = request_headers(method, params)
-        if method == "tools/call" and params is not None:
-            headers.update(param_headers(self.tool_header_paths.get(str(params.get("name")), []),
-                                         params.get("arguments")))
-        return headers
+        return message_headers(message, self.tool_header_paths) if self.modern else {}
 
     def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
         headers = {
@@ -203,6 +210,8 @@ class HTTPTransport(StreamResumption, Transport):
             headers[SESSION_HEADER] = self.session_id
         if self.protocol_version:
             headers[VERSION_HEADER] = self.protocol_version
+        if self.auth is not None:
+            headers.update(self.auth.headers(self.url))
         return headers
 
     def stream_headers(self, last_event_id: str | None = None) -> dict[str, str]:
@@ -294,7 +303,7 @@ class HTTPTransport(StreamResumption, Transport):
                                           server=self.name) from exc  # the watchdog cut the socket
                 raise
         except MCPError as exc:
-            scrub_exception(exc, self._secrets)  # tracebacks print the chained exceptions too
+            scrub_exception(exc, self.secrets())  # tracebacks print the chained exceptions too
             raise
 
     def _encode(self, message: dict[str, Any], what: str) -> bytes:
@@ -302,7 +311,7 @@ class HTTPTransport(StreamResumption, Transport):
 
     def _send(
         self, message: dict[str, Any], method: str, what: str, timeout: float, deadline: float, generation: int,
-        on_message: MessageHandler | None,
+        on_message: MessageHandler | None, authorized_again: bool = False,
     ) -> dict[str, Any] | None:
         body = self._encode(message, what)
         sent_session = self.session_id
@@ -320,6 +329,9 @@ class HTTPTransport(StreamResumption, Transport):
             raise error from exc
         with response:
             self._check(generation)  # cut while connecting: the new connection escaped the cut
+            if not authorized_again and response.status_code in (401, 403) and self.reauthorize(response):
+                response.close()
+                return self._send(message, method, what, timeout, deadline, generation, on_message, True)
             if response.status_code >= 400:
                 self._raise_for_status(response, what, sent_session, deadline,
                                        message.get("id") if jsonrpc.is_request(message) else None)

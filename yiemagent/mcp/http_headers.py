@@ -28,7 +28,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["encode_header_value", "header_paths", "param_headers", "request_headers", "tool_header_problem"]
+__all__ = ["encode_header_value", "header_paths", "message_headers", "param_headers", "request_headers",
+           "tool_header_problem"]
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 """RFC 9110 ``token`` (``1*tchar``)."""
@@ -123,4 +124,20 @@ def param_headers(paths: list[tuple[tuple[str, ...], str]], arguments: Any) -> d
         else:
             continue  # absent, null, or not a primitive the header can carry
         headers[f"Mcp-Param-{name}"] = encode_header_value(text)
+    return headers
+
+
+def message_headers(message: dict[str, Any], tool_header_paths: dict[str, list[tuple[tuple[str, ...], str]]],
+                    ) -> dict[str, str]:
+    """The 2026-07-28 ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers of a POST of ``message``.
+
+    ``tool_header_paths``: tool name -> its ``x-mcp-header`` declarations (``header_paths``).
+    """
+    if "method" not in message:
+        return {}
+    method = str(message["method"])
+    params = message.get("params") if isinstance(message.get("params"), dict) else None
+    headers = request_headers(method, params)
+    if method == "tools/call" and params is not None:
+        headers.update(param_headers(tool_header_paths.get(str(params.get("name")), []), params.get("arguments")))
     return headers

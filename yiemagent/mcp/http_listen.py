@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import requests
 
 from .._http import CancellableSession, body_chunks
-from ..exceptions import FormatError, MCPProtocolError
+from ..exceptions import FormatError, MCPError, MCPProtocolError
 from ..sse import SSEEvent, SSEParser
 from .http_reply import NO_REQUEST, ReplyReader
 from .transport import MessageHandler
@@ -47,6 +47,8 @@ class _Owner(Protocol):
     follow_cross_origin_redirects: bool
 
     def stream_headers(self, last_event_id: str | None) -> dict[str, str]: ...
+
+    def reauthorize(self, response: requests.Response) -> bool: ...
 
     def answer(self, message: dict[str, Any], on_message: MessageHandler | None) -> None: ...
 
@@ -112,6 +114,7 @@ class Listener:
         last_id: str | None = None
         wait = _DEFAULT_RETRY_SECONDS
         failures = 0
+        reauthorized = False
         while not self._stop.is_set() and failures <= _MAX_FAILURES:
             reader = ReplyReader(NO_REQUEST, what=f"GET stream of {owner.name}", server=owner.name,
                                  deliver=lambda item: owner.answer(item, self.on_message),
@@ -120,6 +123,9 @@ class Listener:
             try:
                 with self._open(last_id) as response:
                     content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+                    if response.status_code in (401, 403) and not reauthorized and self._reauthorize(response):
+                        reauthorized = True  # a new token (OAuth): open the stream once more
+                        continue
                     if response.status_code >= 400 or content_type != "text/event-stream":
                         # spec: SSE or 405; a web page or JSON is not a stream to reopen forever
                         self._refused(response, content_type)
@@ -139,6 +145,14 @@ class Listener:
             wait = parser.retry_ms / 1000 if parser.retry_ms is not None else wait
             failures += 1
             self._stop.wait(wait)
+
+    def _reauthorize(self, response: requests.Response) -> bool:
+        """The transport's OAuth flow for a 401/403 of the stream; False (logged) if it failed."""
+        try:
+            return self.owner.reauthorize(response)
+        except MCPError as exc:
+            logger.warning("%s: no %s: %s", self.owner.name, self.kind, exc)
+            return False
 
     def _refused(self, response: requests.Response, content_type: str) -> None:
         """Record and log that the server has no such stream (an error status, or not ``text/event-stream``)."""

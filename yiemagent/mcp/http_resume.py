@@ -69,6 +69,8 @@ class StreamResumption:
 
         def _redirect_kwargs(self, method: str) -> dict[str, Any]: ...
 
+        def reauthorize(self, response: requests.Response) -> bool: ...
+
         def _check(self, generation: int) -> None: ...
 
         def _transport_error(self, what: str, exc: BaseException, timeout: float) -> MCPTransportError: ...
@@ -151,7 +153,8 @@ class StreamResumption:
             self._cancelled.wait_for(lambda: self._cancel_generation != generation, timeout=seconds)
 
     def _resume(
-        self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int
+        self, last_event_id: str, what: str, deadline: float, timeout: float, generation: int,
+        authorized_again: bool = False,
     ) -> requests.Response:
         """``GET`` the endpoint with ``Last-Event-ID``: the server replays the stream from there."""
         remaining = max(deadline - self.clock.now(), 0.001)
@@ -166,6 +169,9 @@ class StreamResumption:
         if self._cancel_generation != generation:
             response.close()
             raise Cancelled()
+        if response.status_code in (401, 403) and not authorized_again and self.reauthorize(response):
+            response.close()  # a new token (OAuth): the GET once more
+            return self._resume(last_event_id, what, deadline, timeout, generation, True)
         if response.status_code >= 400:
             with response:
                 self._raise_for_status(response, f"{what} (resuming with GET)", self.session_id, deadline)

@@ -53,6 +53,9 @@ class OAuth:
             (when the authorization server supports Client ID Metadata
             Documents) or Dynamic Client Registration.
         client_secret: the pre-registered client's secret (confidential client).
+        client_issuer: the issuer of the authorization server the client was
+            pre-registered at: another one is refused (``MCPAuthorizationError``),
+            never sent these credentials (MCP 2026-07-28 "Authorization Server Binding").
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
             Document, used as ``client_id`` where the authorization server
             advertises ``client_id_metadata_document_supported``.
@@ -91,6 +94,7 @@ class OAuth:
         client_id: str | None = None,
         client_secret: str | None = None,
         client_metadata_url: str | None = None,
+        client_issuer: str | None = None,
         scopes: str | list[str] | None = None,
         redirect_uri: str = DEFAULT_REDIRECT_URI,
         redirect_handler: RedirectHandler | None = None,
@@ -114,6 +118,7 @@ class OAuth:
         self.client_id = client_id
         self._client_secret = Secret(client_secret) if client_secret else None
         self.client_metadata_url = client_metadata_url
+        self.client_issuer = client_issuer
         self.scopes = " ".join(scopes) if isinstance(scopes, list) else scopes
         self.redirect_uri = redirect_uri
         self.redirect_handler = redirect_handler
@@ -265,7 +270,7 @@ class OAuth:
     def _client_settings(self) -> ClientSettings:
         return ClientSettings(self.client_id, self._client_secret, self.client_metadata_url, self.redirect_uri,
                               self.client_name, self.token_endpoint_auth_method, self.grant_type,
-                              self._private_key, self.signing_algorithm, self.scopes)
+                              self._private_key, self.signing_algorithm, self.scopes, self.client_issuer)
 
     def _store(self, resource_url: str, tokens: dict[str, Any], previous: dict[str, Any] | None) -> None:
         server = self._servers[resource_url]

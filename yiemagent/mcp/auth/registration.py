@@ -49,6 +49,7 @@ class ClientSettings:
     private_key: str | bytes | None
     signing_algorithm: str
     scope: str | None = None
+    client_issuer: str | None = None
 
     def __repr__(self) -> str:
         return f"ClientSettings(client_id={self.client_id!r}, grant_type={self.grant_type!r})"
@@ -93,6 +94,10 @@ def client_identity(settings: ClientSettings, server: AuthorizationServer, stora
             no CIMD support, no registration endpoint) or registration failed.
     """
     if settings.client_id:
+        if settings.client_issuer and settings.client_issuer != server.issuer:
+            raise MCPAuthorizationError(
+                f"the client was registered at {settings.client_issuer!r}, but the server's authorization server "
+                f"is {server.issuer!r}: its credentials are not sent there (register it there too)")
         method = pick_auth_method(server, settings.client_secret is not None, settings.private_key is not None,
                                   settings.token_endpoint_auth_method)
         return ClientAuth(settings.client_id, settings.client_secret, method, settings.private_key,
