@@ -143,3 +143,16 @@ def test_never_opens_a_browser_unless_asked(monkeypatch: pytest.MonkeyPatch) -> 
         _callback(handler, code=CODE, state="s")
         thread.join(timeout=20)
     assert opened == [AUTHORIZE.format(state="s")]
+
+
+def test_hermes_agent_99503_an_oauth_redirect_uri_on_another_port_is_refused(free_port: int) -> None:
+    """The handler learns OAuth's redirect_uri before each login: one naming another port (or path) is a
+    RedirectError, not a login that waits where the browser is never sent.
+    """
+    handler = LoopbackRedirectHandler(free_port, output=io.StringIO())
+    handler.redirect_uri = f"http://localhost:{free_port}/callback"  # the same place: accepted
+    for wrong in (f"http://127.0.0.1:{free_port + 1}/callback", f"http://127.0.0.1:{free_port}/other",
+                  f"https://127.0.0.1:{free_port}/callback", f"http://evil.example.com:{free_port}/callback"):
+        with pytest.raises(RedirectError, match="not where the login is awaited"):
+            handler.redirect_uri = wrong
+    handler.close()

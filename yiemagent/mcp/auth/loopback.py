@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from ...exceptions import YiemagentError
 
-__all__ = ["LoopbackRedirectHandler", "RedirectError", "loopback_redirect_handler"]
+__all__ = ["LoopbackRedirectHandler", "RedirectError", "check_redirect_uri", "loopback_redirect_handler"]
 
 logger = logging.getLogger("yiemagent.mcp.auth")
 
@@ -86,8 +86,17 @@ class LoopbackRedirectHandler:
 
     @property
     def redirect_uri(self) -> str:
-        """``http://127.0.0.1:<port><path>``: the redirect URI to register and send."""
+        """``http://127.0.0.1:<port><path>``: the redirect URI to register and send.
+
+        Set by ``OAuth`` to its own ``redirect_uri``: accepted when it names this port and path
+        (host ``127.0.0.1``, ``localhost`` or ``[::1]``), else ``RedirectError`` (the login would
+        wait on a port the browser is never sent to).
+        """
         return f"http://127.0.0.1:{self.port}{self.path}"
+
+    @redirect_uri.setter
+    def redirect_uri(self, uri: str) -> None:
+        check_redirect_uri(uri, self.port, self.path)
 
     def __repr__(self) -> str:
         return f"LoopbackRedirectHandler({self.redirect_uri!r})"
@@ -208,6 +217,19 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
             self._answer(400, "The redirect carries no code.")
             return
         done.set()
+
+
+def check_redirect_uri(uri: str, port: int, path: str) -> None:
+    """Raise ``RedirectError`` unless ``uri`` is a loopback http URI on ``port`` with ``path``."""
+    parts = urllib.parse.urlsplit(uri)
+    try:
+        uri_port = parts.port
+    except ValueError:
+        uri_port = None
+    if (parts.scheme, parts.hostname, uri_port, parts.path or "/") != ("http", parts.hostname, port, path) or \
+            parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise RedirectError(f"the redirect URI {uri!r} is not where the login is awaited "
+                            f"(http://127.0.0.1:{port}{path}); give OAuth redirect_uri=handler.redirect_uri")
 
 
 def loopback_redirect_handler(port: int = 0, *, timeout_seconds: float = 300.0, open_browser: bool = False,
