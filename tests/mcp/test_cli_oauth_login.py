@@ -68,7 +68,17 @@ def _finish(process: subprocess.Popen[str], lines: queue.Queue[str]) -> tuple[st
         if not line:
             break
         err.append(line)
+    _close(process)
     return out, "".join(err)
+
+
+def _close(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=30)
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def test_cli_tools_logs_in_once_through_the_loopback_and_reuses_the_token_file(
@@ -81,8 +91,7 @@ def test_cli_tools_logs_in_once_through_the_loopback_and_reuses_the_token_file(
         _, before = _browse(lines, free_port)
         out, err = _finish(process, lines)
     finally:
-        if process.poll() is None:
-            process.kill()
+        _close(process)
     assert process.returncode == 0, err
     assert "add" in out and "echo" in out and LOGIN_LINE in "".join(before)
     assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
@@ -110,8 +119,7 @@ def test_cli_call_with_a_registered_client_and_the_secret_from_the_environment(
         url, before = _browse(lines, free_port)
         out, err = _finish(process, lines)
     finally:
-        if process.poll() is None:
-            process.kill()
+        _close(process)
     assert process.returncode == 0, err
     assert "client_id=cli-app" in url
     assert "5" in [block.get("text") for block in json.loads(out)["content"]]
