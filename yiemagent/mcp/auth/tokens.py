@@ -2,7 +2,8 @@
 ``client_credentials``, and client authentication.
 
 Client authentication at the token endpoint (RFC 6749 §2.3, RFC 7523):
-``client_secret_basic`` (HTTP Basic of the form-encoded id and secret),
+``client_secret_basic`` (HTTP Basic of the form-encoded id and secret; ``client_id`` in the body
+too, as OAuth 2.1 §3.2.1 allows and the mcp SDK's server requires),
 ``client_secret_post`` (both in the body), ``none`` (``client_id`` in the
 body), ``private_key_jwt`` (a signed assertion: ``iss`` = ``sub`` = client id,
 ``aud`` = the issuer, 5 minutes; needs the ``jwt`` extra, PyJWT[crypto]).
@@ -70,12 +71,11 @@ class ClientAuth:
 
     def apply(self, data: dict[str, str], headers: dict[str, str], audience: str) -> None:
         """Add this client's authentication to a token request's form ``data`` and ``headers``."""
+        data["client_id"] = self.client_id  # also with Basic: servers such as the mcp SDK's require it
         if self.method == "client_secret_basic" and self.client_secret:
             pair = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self.client_secret, safe='')}"
             headers["Authorization"] = Secret("Basic " + base64.b64encode(pair.encode()).decode("ascii"))
-            return
-        data["client_id"] = self.client_id
-        if self.method == "client_secret_post" and self.client_secret:
+        elif self.method == "client_secret_post" and self.client_secret:
             data["client_secret"] = self.client_secret
         elif self.method == "private_key_jwt":
             data["client_assertion_type"] = JWT_BEARER_ASSERTION
