@@ -27,12 +27,13 @@ from typing import Any, Protocol
 import requests
 
 from .http_listen import Listener
+from .http_listen import _Owner as _ListenerOwner
 from .transport import MessageHandler
 
 __all__ = ["SubscriptionListener"]
 
 
-class _Owner(Protocol):
+class _Owner(_ListenerOwner, Protocol):
     """What the subscription needs of its ``HTTPTransport`` (besides what ``Listener`` needs)."""
 
     url: str
