@@ -62,9 +62,15 @@ def test_auth_oauth_gives_the_url_server_an_oauth_with_the_flags(tmp_path: Path,
     assert "cid" in text and "40123" in text
     storages = [v for v in vars(oauth).values() if isinstance(v, FileTokenStorage)]
     assert [s.path for s in storages] == [token_file]
+
+
+def test_the_client_of_an_oauth_server_carries_its_oauth(tmp_path: Path) -> None:
+    (server,) = _configs(["tools", URL, "--auth", "oauth", "--token-file", str(tmp_path / "t.json")])
     client = server.client()
-    assert getattr(client.transport, "auth", None) is oauth or "auth" in repr(vars(client.transport))
-    client.close()
+    try:
+        assert server.auth in [getattr(client, "auth", None), getattr(client.transport, "auth", None)]
+    finally:
+        client.close()
 
 
 def test_chat_and_tools_take_the_same_flags(tmp_path: Path) -> None:

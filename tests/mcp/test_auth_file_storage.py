@@ -101,7 +101,7 @@ def test_garbage_file_is_a_token_storage_error_naming_the_file(tmp_path: Path) -
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     os.write(fd, b"{not json")
     os.close(fd)
-    with pytest.raises(TokenStorageError, match="tokens.json"):
+    with pytest.raises(TokenStorageError, match=r"tokens\.json"):
         FileTokenStorage(path).get_tokens(URL)
 
 
@@ -130,7 +130,7 @@ def _refresh_many(path: str, rounds: int, out: Any) -> None:
     written = 0
     for _ in range(rounds):
         current = storage.get_tokens(URL) or {"access_token": "0"}
-        if storage.set_tokens(URL, {"access_token": str(int(current["access_token"]) + 1)}):
+        if storage.set_tokens_if_unchanged(URL, {"access_token": str(int(current["access_token"]) + 1)}):
             written += 1
     out.put(written)
 
@@ -172,12 +172,12 @@ def test_claude_code_84440_losing_refresh_never_clears_the_winners_tokens(tmp_pa
     winner.set_tokens(URL, {"access_token": "t1", "refresh_token": "r1"})
     assert loser.get_tokens(URL)["refresh_token"] == "r1"
     winner.get_tokens(URL)
-    assert winner.set_tokens(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # rotated
-    assert loser.delete(URL) is False  # its refresh with r1 got invalid_grant
-    assert loser.set_tokens(URL, {"access_token": "stale"}) is False
+    assert winner.set_tokens_if_unchanged(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # rotated
+    assert loser.delete_if_unchanged(URL) is False  # its refresh with r1 got invalid_grant
+    assert loser.set_tokens_if_unchanged(URL, {"access_token": "stale"}) is False
     assert make().get_tokens(URL) == {"access_token": "t2", "refresh_token": "r2"}
     assert loser.get_tokens(URL) == {"access_token": "t2", "refresh_token": "r2"}
-    assert loser.delete(URL) is True  # a logout after reading the current tokens
+    assert loser.delete_if_unchanged(URL) is True  # a logout after reading the current tokens
     assert make().get_tokens(URL) is None
 
 
@@ -186,3 +186,53 @@ def test_secrets_not_in_repr(tmp_path: Path) -> None:
     storage.set_tokens(URL, {"access_token": "SENTINEL-abc"})
     storage.set_client("https://as.example.com", {"client_id": "c", "client_secret": "SENTINEL-def"})
     assert "SENTINEL" not in repr(storage)
+
+
+def _locked_worker(path: str, endpoint_path: str, out: Any) -> None:
+    from tests.store.rotating_as import RotatingTokenEndpoint, refresh_rounds
+
+    refresh_rounds(FileTokenStorage(path), RotatingTokenEndpoint(endpoint_path), URL, 25, use_lock=True)
+    out.put("done")
+
+
+def test_opencode_49439_file_refresh_lock_means_no_refresh_token_is_used_twice(tmp_path: Path) -> None:
+    """anomalyco/opencode#49439: "no cross-process single-flight for the refresh transaction" (its file
+    lock covered read/write only); against a rotating server one overlap killed the login for 27 h.
+    4 processes x 25 expiries under ``refresh_lock``: no reuse.
+    """
+    from tests.store.rotating_as import RotatingTokenEndpoint
+
+    path = str(tmp_path / "tokens.json")
+    endpoint = RotatingTokenEndpoint(str(tmp_path / "as.db"))
+    FileTokenStorage(path).set_tokens(URL, {"access_token": "a0", "refresh_token": endpoint.issue()})
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    processes = [ctx.Process(target=_locked_worker, args=(path, endpoint.path, out)) for _ in range(4)]
+    for p in processes:
+        p.start()
+    assert [out.get(timeout=120) for _ in processes] == ["done"] * 4
+    for p in processes:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    refreshes, reuses = endpoint.counts()
+    assert reuses == 0 and refreshes > 0
+
+
+def test_both_storages_are_token_storages_for_mypy_strict(tmp_path: Path) -> None:
+    """The protocol is structural: ``mypy --strict`` proves the file and store storages fit ``TokenStorage``
+    and the loopback handler fits ``RedirectHandler`` (a return type that drifts fails here)."""
+    mypy_api = pytest.importorskip("mypy.api", reason="mypy is part of the test extra")
+    root = Path(__file__).resolve().parents[2]
+    snippet = tmp_path / "uses_storages.py"
+    snippet.write_text(
+        "from yiemagent.mcp.auth import OAuth, RedirectHandler, TokenStorage\n"
+        "from yiemagent.mcp.auth.loopback import loopback_redirect_handler\n"
+        "from yiemagent.mcp.auth.storage_file import FileTokenStorage\n"
+        "from yiemagent.store import SQLiteStore, StoreTokenStorage\n"
+        "file_storage: TokenStorage = FileTokenStorage('tokens.json')\n"
+        "store_storage: TokenStorage = StoreTokenStorage(SQLiteStore('app.db'))\n"
+        "handler: RedirectHandler = loopback_redirect_handler()\n"
+        "OAuth(storage=file_storage, redirect_handler=handler)\n")
+    out, err, status = mypy_api.run(["--strict", "--no-error-summary", "--cache-dir", str(root / ".mypy_cache"),
+                                     str(snippet)])
+    assert status == 0, out + err

@@ -62,8 +62,9 @@ def test_code_and_state_come_back_and_the_server_stops(caplog: pytest.LogCapture
     out = handler.output
     assert isinstance(out, io.StringIO)
     assert requests.get(f"http://127.0.0.1:{handler.port}/favicon.ico", timeout=10).status_code == 404
-    answer = _callback(handler, code=CODE, state="s-123")
+    answer = _callback(handler, code=CODE, state="s-123", iss="https://as.example.com")
     thread.join(timeout=20)
+    assert handler.iss == "https://as.example.com"  # RFC 9207: kept for the caller's issuer check
     assert answer.status_code == 200 and "Login complete" in answer.text
     assert box == {"result": (CODE, "s-123")}
     assert AUTHORIZE.format(state="s-123") in out.getvalue()
@@ -129,7 +130,7 @@ def test_access_denied_is_a_redirect_error_with_the_error_code() -> None:
 
 def test_no_redirect_within_the_deadline() -> None:
     handler = LoopbackRedirectHandler(timeout_seconds=0.3, output=io.StringIO())
-    with pytest.raises(RedirectError, match="within 0.3 s"):
+    with pytest.raises(RedirectError, match=r"within 0\.3 s"):
         handler(AUTHORIZE.format(state="s"))
 
 
@@ -142,3 +143,16 @@ def test_never_opens_a_browser_unless_asked(monkeypatch: pytest.MonkeyPatch) -> 
         _callback(handler, code=CODE, state="s")
         thread.join(timeout=20)
     assert opened == [AUTHORIZE.format(state="s")]
+
+
+def test_hermes_agent_99503_an_oauth_redirect_uri_on_another_port_is_refused(free_port: int) -> None:
+    """The handler learns OAuth's redirect_uri before each login: one naming another port (or path) is a
+    RedirectError, not a login that waits where the browser is never sent.
+    """
+    handler = LoopbackRedirectHandler(free_port, output=io.StringIO())
+    handler.redirect_uri = f"http://localhost:{free_port}/callback"  # the same place: accepted
+    for wrong in (f"http://127.0.0.1:{free_port + 1}/callback", f"http://127.0.0.1:{free_port}/other",
+                  f"https://127.0.0.1:{free_port}/callback", f"http://evil.example.com:{free_port}/callback"):
+        with pytest.raises(RedirectError, match="not where the login is awaited"):
+            handler.redirect_uri = wrong
+    handler.close()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_round_trip_tokens_and_clients(store: Any) -> None:
     assert storage.get_client("https://as.example.com") is None
     tokens = {"access_token": "a1", "token_type": "Bearer", "expires_at": 1.5e9, "refresh_token": "r1",
               "scope": "read write"}
-    assert storage.set_tokens(URL, tokens) is True
+    assert storage.set_tokens_if_unchanged(URL, tokens) is True
     storage.set_client("https://as.example.com", {"client_id": "cid", "client_secret": "cs"})
     other = StoreTokenStorage(store)  # what another worker reads
     assert other.get_tokens(URL) == tokens
@@ -40,10 +41,10 @@ def test_a_slow_refresh_never_overwrites_a_newer_token(store_factory: Callable[[
     worker_a.set_tokens(URL, {"access_token": "t0", "refresh_token": "r0"})
     assert worker_a.get_tokens(URL)["refresh_token"] == "r0"  # type: ignore[index]
     assert worker_b.get_tokens(URL)["refresh_token"] == "r0"  # type: ignore[index]
-    assert worker_b.set_tokens(URL, {"access_token": "t1", "refresh_token": "r1"}) is True  # B refreshed first
-    assert worker_a.set_tokens(URL, {"access_token": "t0b", "refresh_token": "r0b"}) is False  # A is late
+    assert worker_b.set_tokens_if_unchanged(URL, {"access_token": "t1", "refresh_token": "r1"}) is True  # B first
+    assert worker_a.set_tokens_if_unchanged(URL, {"access_token": "t0b", "refresh_token": "r0b"}) is False  # A is late
     assert worker_a.get_tokens(URL) == {"access_token": "t1", "refresh_token": "r1"}
-    assert worker_a.set_tokens(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # after a re-read
+    assert worker_a.set_tokens_if_unchanged(URL, {"access_token": "t2", "refresh_token": "r2"}) is True  # re-read
     assert worker_b.get_tokens(URL)["access_token"] == "t2"  # type: ignore[index]
 
 
@@ -54,7 +55,7 @@ def test_delete_then_a_new_login_is_not_mistaken_for_the_old_row(store_factory: 
     worker_b.get_tokens(URL)
     worker_a.delete(URL)
     worker_a.set_tokens(URL, {"access_token": "fresh-login"})
-    assert worker_b.set_tokens(URL, {"access_token": "stale"}) is False
+    assert worker_b.set_tokens_if_unchanged(URL, {"access_token": "stale"}) is False
     assert worker_b.get_tokens(URL) == {"access_token": "fresh-login"}
 
 
@@ -63,7 +64,7 @@ def _refresh_many(factory: Callable[[], Any], rounds: int, out: Any) -> None:
     written = 0
     for _ in range(rounds):
         current = storage.get_tokens(URL) or {"access_token": "0"}
-        if storage.set_tokens(URL, {"access_token": str(int(current["access_token"]) + 1)}):
+        if storage.set_tokens_if_unchanged(URL, {"access_token": str(int(current["access_token"]) + 1)}):
             written += 1
     storage.store.close()
     out.put(written)
@@ -136,3 +137,47 @@ def test_a_corrupt_row_reads_as_no_tokens(tmp_path: Any, caplog: pytest.LogCaptu
 def test_needs_an_sql_store() -> None:
     with pytest.raises(ConfigError):
         StoreTokenStorage(object())  # type: ignore[arg-type]
+
+
+def _locked_worker(factory: Callable[[], Any], endpoint_path: str, out: Any) -> None:
+    from tests.store.rotating_as import RotatingTokenEndpoint, refresh_rounds
+
+    storage = StoreTokenStorage(factory())
+    refresh_rounds(storage, RotatingTokenEndpoint(endpoint_path), URL, 25, use_lock=True)
+    storage.store.close()
+    out.put("done")
+
+
+def test_claude_code_91641_workers_refresh_one_at_a_time_against_a_rotating_server(
+        store_factory: Callable[[], Any], tmp_path: Any) -> None:
+    """anthropics/claude-code#91641 (and #84440): processes sharing one refresh token, against an IdP with
+    single-use refresh tokens and reuse detection, kill the token family when two refresh at once.
+    4 processes x 25 expiries under ``refresh_lock``: no refresh token is ever used twice.
+    """
+    from tests.store.rotating_as import RotatingTokenEndpoint
+
+    endpoint = RotatingTokenEndpoint(str(tmp_path / "as.db"))
+    first = endpoint.issue()
+    StoreTokenStorage(store_factory()).set_tokens(URL, {"access_token": "a0", "refresh_token": first})
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    processes = [ctx.Process(target=_locked_worker, args=(store_factory, endpoint.path, out)) for _ in range(4)]
+    for p in processes:
+        p.start()
+    assert [out.get(timeout=120) for _ in processes] == ["done"] * 4
+    for p in processes:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    refreshes, reuses = endpoint.counts()
+    assert reuses == 0 and refreshes > 0
+    stored = StoreTokenStorage(store_factory()).get_tokens(URL)
+    assert stored is not None and stored["access_token"] == "a-" + stored["refresh_token"]
+
+
+def test_a_dead_holder_frees_the_refresh_lock_after_its_ttl(store: Any) -> None:
+    holder, waiter = StoreTokenStorage(store), StoreTokenStorage(store)
+    assert holder._try_lock(URL, "dead-process", 0.3) is True  # taken, never released
+    with waiter.refresh_lock(URL, timeout_seconds=0.1) as taken:
+        assert taken is False  # still held
+    with waiter.refresh_lock(URL, timeout_seconds=5) as taken:
+        assert taken is True  # expired after 0.3 s

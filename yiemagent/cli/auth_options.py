@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..mcp.auth.loopback import LoopbackRedirectHandler
+from ..mcp.auth.loopback import LoopbackRedirectHandler, check_redirect_uri
 from ..mcp.auth.storage_file import FileTokenStorage
 from ..mcp.config import MCPServerConfig
 from ..mcp.config_auth import make_oauth
@@ -101,6 +101,10 @@ class _LoginOnDemand:
     @property
     def redirect_uri(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.path}"
+
+    @redirect_uri.setter
+    def redirect_uri(self, uri: str) -> None:  # OAuth sets its own: it must be ours
+        check_redirect_uri(uri, self.port, self.path)
 
     def __call__(self, authorization_url: str) -> tuple[str, str | None]:
         if self._handler is None:

@@ -171,8 +171,10 @@ def _value(name: str, item: Any, place: str) -> Any:
 
 def expand_oauth(settings: Mapping[str, Any] | None, where: str,
                  expand: Callable[[str, str], str]) -> dict[str, Any] | None:
-    """``settings`` with ``expand(text, where)`` (``${VAR}``) applied to its strings; the client secret
-    is registered as a secret (shown ``***`` everywhere, ``yiemagent.textpolicy``)."""
+    """``settings`` with ``expand(text, where)`` (``${VAR}``) applied to its strings.
+
+    The client secret is registered as a secret (shown ``***`` everywhere, ``yiemagent.textpolicy``).
+    """
     if settings is None:
         return None
     out: dict[str, Any] = {}
@@ -199,7 +201,7 @@ def make_oauth(settings: Mapping[str, Any], *, storage: Any = None, redirect_han
     Raises:
         ConfigError: the installed ``OAuth`` does not take one of the settings.
     """
-    from .auth import OAuth  # type: ignore[attr-defined]
+    from .auth import OAuth
 
     kwargs: dict[str, Any] = {k: v for k, v in settings.items() if k in ("client_id", "client_secret", "scopes")}
     uri = redirect_uri or settings.get("redirect_uri")

@@ -18,14 +18,23 @@ Concurrent refreshes (compare-and-set): the storage object remembers, per key,
 the ``version`` it last read (``get_tokens``) or wrote. ``set_tokens`` writes in
 one transaction that locks the row (``SELECT ... FOR UPDATE`` on PostgreSQL,
 SQLite's write lock) only when the row is still that version; when another
-process wrote the row since (it refreshed meanwhile), the row is kept, the
-call returns ``False`` and the next ``get_tokens`` returns the other process's
-tokens. So a slow refresh never overwrites a newer token (with rotating refresh
+process wrote the row since (it refreshed meanwhile), the row is kept
+(``set_tokens_if_unchanged`` says so with ``False``) and the next ``get_tokens``
+returns the other process's tokens. So a slow refresh never overwrites a newer token (with rotating refresh
 tokens, the stored refresh token is always the newest). ``delete`` is
 compare-and-set the same way: a process whose refresh lost the race never
 wipes the tokens the winner just stored (anthropics/claude-code#84440). A key
 this object never read is written or deleted unconditionally; ``set_client`` is
 unconditional. After ``False``, call ``get_tokens`` to adopt the newer tokens.
+
+One refresher at a time (``refresh_lock``): against an authorization server that
+rotates refresh tokens and revokes the whole family when an old one is used
+again (RFC 9700 4.14.2), two workers refreshing with the same refresh token
+lose the login even with compare-and-set. ``with storage.refresh_lock(key):``
+around "read the tokens again, refresh only if still needed, store" lets one
+worker refresh while the others wait and then read its tokens. The lock is a
+row (``kind = "lock"``) with an expiry on the store's lease clock, so a worker
+that dies holding it blocks the others ``ttl_seconds`` at most.
 
 Values are JSON text in the database, readable by whoever can read the
 database: protect it as you protect the conversations.
@@ -33,11 +42,13 @@ database: protect it as you protect the conversations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import ConfigError
@@ -50,6 +61,7 @@ logger = logging.getLogger("yiemagent.store")
 
 _TOKENS = "tokens"
 _CLIENT = "client"
+_LOCK = "lock"
 
 
 class StoreTokenStorage:
@@ -71,7 +83,6 @@ class StoreTokenStorage:
         >>> storage.get_tokens("https://mcp.example.com/mcp") is None
         True
         >>> storage.set_tokens("https://mcp.example.com/mcp", {"access_token": "a", "token_type": "Bearer"})
-        True
         >>> storage.get_tokens("https://mcp.example.com/mcp")["token_type"]
         'Bearer'
     """
@@ -95,7 +106,11 @@ class StoreTokenStorage:
         """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
         return self._get(_TOKENS, key)
 
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> bool:
+    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
+        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
+        self.set_tokens_if_unchanged(key, tokens)
+
+    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
         """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
 
         Returns:
@@ -112,7 +127,11 @@ class StoreTokenStorage:
         """Store the client registered at ``issuer`` (replaces any)."""
         self._set(_CLIENT, issuer, client, compare=False)
 
-    def delete(self, key: str) -> bool:
+    def delete(self, key: str) -> None:
+        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
+        self.delete_if_unchanged(key)
+
+    def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.
 
         Compare-and-set as ``set_tokens``: tokens another process wrote since
@@ -128,8 +147,8 @@ class StoreTokenStorage:
             with self._lock:
                 known = (_TOKENS, key) in self._seen
                 expected = self._seen.get((_TOKENS, key))
+            self._ensure(conn)
             with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
                 if known and expected is not None:
                     cur.execute(sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
                                 (_TOKENS, key, expected))
@@ -150,25 +169,78 @@ class StoreTokenStorage:
         cur.execute(self.store._sql(f"SELECT 1 FROM {self.table} WHERE kind = ? AND key = ?"), (_TOKENS, key))
         return cur.fetchone() is not None
 
+    @contextlib.contextmanager
+    def refresh_lock(self, key: str, *, ttl_seconds: float = 30.0, timeout_seconds: float = 30.0) -> Iterator[bool]:
+        """Hold the refresh lock of ``key`` across processes (see the module); yields whether it was taken.
+
+        Waits at most ``timeout_seconds`` for another holder; then yields ``False``
+        (the caller may go on: ``set_tokens`` is still compare-and-set). A holder
+        that dies frees it after ``ttl_seconds``.
+        """
+        owner = uuid.uuid4().hex
+        deadline = time.monotonic() + timeout_seconds
+        pause = 0.01
+        while not self._try_lock(key, owner, ttl_seconds):
+            if time.monotonic() >= deadline:
+                logger.warning("the refresh lock for %r stayed taken for %.0f s; going on without it", key,
+                               timeout_seconds)
+                yield False
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+        try:
+            yield True
+        finally:
+            with self.store._use() as conn, self.store._transaction(conn) as cur:
+                cur.execute(self.store._sql(f"DELETE FROM {self.table} WHERE kind = ? AND key = ? AND version = ?"),
+                            (_LOCK, key, owner))
+
+    def _try_lock(self, key: str, owner: str, ttl_seconds: float) -> bool:
+        sql = self.store._sql
+        with self.store._use() as conn:
+            self._ensure(conn)
+            with self.store._transaction(conn) as cur:
+                cur.execute(sql(f"SELECT value FROM {self.table} WHERE kind = ? AND key = ?" + self.store._for_update),
+                            (_LOCK, key))
+                row = cur.fetchone()
+                now = self.store._now(cur)
+                value = json.dumps({"expires_at": now + ttl_seconds, "clock": self.store._clock_id})
+                if row is None:
+                    cur.execute(sql(f"INSERT INTO {self.table} (kind, key, value, version, updated_at) "
+                                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO NOTHING"),
+                                (_LOCK, key, value, owner, time.time()))
+                    return bool(cur.rowcount == 1)
+                try:
+                    held = json.loads(row[0])
+                    live = held["clock"] == self.store._clock_id and now < float(held["expires_at"]) <= now + 86400
+                except (TypeError, ValueError, KeyError):
+                    live = False  # a corrupt lock row holds nothing
+                if live:
+                    return False
+                cur.execute(sql(f"UPDATE {self.table} SET value = ?, version = ?, updated_at = ? "
+                                "WHERE kind = ? AND key = ?"), (value, owner, time.time(), _LOCK, key))
+                return True
+
     # ------------------------------------------------------------------ internals
 
-    def _ensure(self, conn: Any, cur: Any) -> None:
-        """Create the table once per connection (under an advisory lock on PostgreSQL)."""
+    def _ensure(self, conn: Any) -> None:
+        """Create the table once per connection, in its own transaction (advisory lock on PostgreSQL)."""
         if self._ready_conn is conn:
             return
-        if isinstance(self.store, PostgresStore):  # concurrent CREATE TABLE IF NOT EXISTS can collide there
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
-        cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (kind TEXT NOT NULL, key TEXT NOT NULL, "
-                    "value TEXT NOT NULL, version TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
-                    "PRIMARY KEY (kind, key))")
+        with self.store._transaction(conn) as cur:
+            if isinstance(self.store, PostgresStore):  # concurrent CREATE TABLE IF NOT EXISTS can collide there
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.table,))
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                        "value TEXT NOT NULL, version TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+                        "PRIMARY KEY (kind, key))")
         self._ready_conn = conn
 
     def _get(self, kind: str, key: str) -> dict[str, Any] | None:
+        statement = self.store._sql(f"SELECT value, version FROM {self.table} WHERE kind = ? AND key = ?")
         with self.store._use() as conn:
-            with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
-                cur.execute(self.store._sql(f"SELECT value, version FROM {self.table} WHERE kind = ? AND key = ?"),
-                            (kind, key))
+            self._ensure(conn)
+            with self.store._cursor(conn) as cur:  # a plain read (autocommit): no write lock per request
+                cur.execute(statement, (kind, key))
                 row = cur.fetchone()
             with self._lock:
                 self._seen[(kind, key)] = None if row is None else str(row[1])
@@ -193,8 +265,8 @@ class StoreTokenStorage:
             with self._lock:
                 known = (kind, key) in self._seen
                 expected = self._seen.get((kind, key))
+            self._ensure(conn)
             with self.store._transaction(conn) as cur:
-                self._ensure(conn, cur)
                 cur.execute(sql(f"SELECT version FROM {self.table} WHERE kind = ? AND key = ?"
                                 + self.store._for_update), (kind, key))
                 row = cur.fetchone()

@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from ...exceptions import YiemagentError
 
-__all__ = ["LoopbackRedirectHandler", "RedirectError", "loopback_redirect_handler"]
+__all__ = ["LoopbackRedirectHandler", "RedirectError", "check_redirect_uri", "loopback_redirect_handler"]
 
 logger = logging.getLogger("yiemagent.mcp.auth")
 
@@ -76,6 +76,8 @@ class LoopbackRedirectHandler:
         self.timeout_seconds = timeout_seconds
         self.open_browser = open_browser
         self.output = output
+        self.iss: str | None = None
+        """The ``iss`` parameter of the last redirect (RFC 9207), for the caller to check; None if absent."""
         self._server: http.server.ThreadingHTTPServer | None = None
         self._lock = threading.Lock()
         self._bind(port)
@@ -84,8 +86,17 @@ class LoopbackRedirectHandler:
 
     @property
     def redirect_uri(self) -> str:
-        """``http://127.0.0.1:<port><path>``: the redirect URI to register and send."""
+        """``http://127.0.0.1:<port><path>``: the redirect URI to register and send.
+
+        Set by ``OAuth`` to its own ``redirect_uri``: accepted when it names this port and path
+        (host ``127.0.0.1``, ``localhost`` or ``[::1]``), else ``RedirectError`` (the login would
+        wait on a port the browser is never sent to).
+        """
         return f"http://127.0.0.1:{self.port}{self.path}"
+
+    @redirect_uri.setter
+    def redirect_uri(self, uri: str) -> None:
+        check_redirect_uri(uri, self.port, self.path)
 
     def __repr__(self) -> str:
         return f"LoopbackRedirectHandler({self.redirect_uri!r})"
@@ -139,7 +150,8 @@ class LoopbackRedirectHandler:
                 except Exception:  # no browser here: the printed URL is enough
                     logger.debug("webbrowser.open failed", exc_info=True)
             if not done.wait(self.timeout_seconds):
-                extra = f" ({outcome['rejected']} callback(s) with a wrong state ignored)" if outcome["rejected"] else ""
+                rejected = outcome["rejected"]
+                extra = f" ({rejected} callback(s) with a wrong state ignored)" if rejected else ""
                 raise RedirectError(f"no OAuth redirect to {self.redirect_uri} within "
                                     f"{self.timeout_seconds:g} s{extra}")
         finally:
@@ -151,6 +163,7 @@ class LoopbackRedirectHandler:
             raise RedirectError(f"the authorization server refused: {error}"
                                 + (f" ({description})" if description else ""),
                                 error=error, error_description=description)
+        self.iss = outcome.get("iss")
         return outcome["code"], outcome["state"]
 
 
@@ -172,7 +185,7 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         path, expected, outcome, done = self.server.callback  # type: ignore[attr-defined]
         parts = urllib.parse.urlsplit(self.path)
         if parts.path != path:
@@ -198,12 +211,25 @@ class _CallbackRequest(http.server.BaseHTTPRequestHandler):
             outcome["error_description"] = query.get("error_description")
             self._answer(400, f"Login failed: {query['error']}. You may close this tab.")
         elif query.get("code"):
-            outcome["code"], outcome["state"] = query["code"], state
+            outcome["code"], outcome["state"], outcome["iss"] = query["code"], state, query.get("iss")
             self._answer(200, "Login complete. You may close this tab and return to yiemagent.")
         else:
             self._answer(400, "The redirect carries no code.")
             return
         done.set()
+
+
+def check_redirect_uri(uri: str, port: int, path: str) -> None:
+    """Raise ``RedirectError`` unless ``uri`` is a loopback http URI on ``port`` with ``path``."""
+    parts = urllib.parse.urlsplit(uri)
+    try:
+        uri_port = parts.port
+    except ValueError:
+        uri_port = None
+    if (parts.scheme, parts.hostname, uri_port, parts.path or "/") != ("http", parts.hostname, port, path) or \
+            parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise RedirectError(f"the redirect URI {uri!r} is not where the login is awaited "
+                            f"(http://127.0.0.1:{port}{path}); give OAuth redirect_uri=handler.redirect_uri")
 
 
 def loopback_redirect_handler(port: int = 0, *, timeout_seconds: float = 300.0, open_browser: bool = False,

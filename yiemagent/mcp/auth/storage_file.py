@@ -20,10 +20,12 @@ Safety:
   waiting at most ``lock_timeout_seconds``.
 * Concurrent refreshes: as ``yiemagent.store.StoreTokenStorage``, ``set_tokens``
   is a compare-and-set against the version this object last read or wrote:
-  tokens another process wrote meanwhile are kept (``set_tokens`` returns
-  ``False``), so a slow refresh never overwrites a newer token; ``delete`` likewise
+  tokens another process wrote meanwhile are kept (``set_tokens_if_unchanged``
+  returns ``False``), so a slow refresh never overwrites a newer token; ``delete`` likewise
   keeps tokens written since this object read them (a refresh that lost the
-  race never wipes the winner's tokens).
+  race never wipes the winner's tokens). ``refresh_lock(key)`` lets one process
+  refresh at a time (for authorization servers that revoke a rotated refresh
+  token's whole family when it is used twice).
 
 File format (JSON)::
 
@@ -91,7 +93,6 @@ class FileTokenStorage:
         >>> import os, tempfile
         >>> storage = FileTokenStorage(os.path.join(tempfile.mkdtemp(), "tokens.json"))
         >>> storage.set_tokens("https://mcp.example.com/mcp", {"access_token": "a", "token_type": "Bearer"})
-        True
         >>> oct(os.stat(storage.path).st_mode & 0o777)
         '0o600'
     """
@@ -111,7 +112,11 @@ class FileTokenStorage:
         """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
         return self._get(_TOKENS, key)
 
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> bool:
+    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
+        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
+        self.set_tokens_if_unchanged(key, tokens)
+
+    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
         """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
 
         Returns:
@@ -127,7 +132,11 @@ class FileTokenStorage:
         """Store the client registered at ``issuer`` (replaces any)."""
         self._set(_CLIENTS, issuer, client, compare=False)
 
-    def delete(self, key: str) -> bool:
+    def delete(self, key: str) -> None:
+        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
+        self.delete_if_unchanged(key)
+
+    def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.
 
         Compare-and-set as ``set_tokens``: tokens another process wrote since this
@@ -146,6 +155,36 @@ class FileTokenStorage:
                 self._save(data)
             self._seen[(_TOKENS, key)] = None
         return True
+
+    @contextlib.contextmanager
+    def refresh_lock(self, key: str, *, timeout_seconds: float = 30.0) -> Iterator[bool]:
+        """One refresher at a time across processes (``<file>.refresh.lock``); yields whether it was taken.
+
+        Against an authorization server that rotates refresh tokens and revokes
+        the family on reuse, wrap "read the tokens again, refresh only if still
+        needed, store" in it. Waits at most ``timeout_seconds``, then yields
+        ``False`` (``set_tokens`` stays compare-and-set). The lock is released
+        when the holder's process ends, however it ends. ``key`` is accepted for
+        the protocol; one lock serves every key of the file.
+        """
+        with self._thread_lock:
+            self._ensure_dir()
+        lock_path = str(self.path) + ".refresh.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise TokenStorageError(f"cannot open the token lock file {lock_path}: {exc.strerror}") from exc
+        try:
+            try:
+                _lock(fd, timeout_seconds, lock_path)
+            except TokenStorageError:
+                logger.warning("the refresh lock %s stayed taken for %.0f s; going on without it", lock_path,
+                               timeout_seconds)
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
 
     # ------------------------------------------------------------------ internals
 
