@@ -67,7 +67,7 @@ def refused(url: str) -> tuple[str, str | None]:
 
 def test_google_workspace_mcp_446_no_oauth_secret_in_any_channel(oauth_server, era, store, caplog, capsys):
     """Both eras, SQLite and PostgreSQL: a stored conversation whose agent logs in (DCR, PKCE), calls tools,
-    outlives two token expiries by refresh, steps up for ``admin``, then fails to log in again after the
+    outlives a token expiry by refresh, steps up for ``admin``, then fails to log in again after the
     grant is revoked (an error event, an error tool result, an ``MCPAuthorizationError``). The Protected
     Resource Metadata lives on another origin (``--metadata-on-trap``). No sentinel in any channel; the trap
     origin got the metadata requests but no ``Authorization`` header and no sentinel.
@@ -153,10 +153,14 @@ def test_adobe_fetch_447_a_token_endpoint_redirect_to_another_origin_is_not_foll
     """
     caplog.set_level(logging.DEBUG)
     server = oauth_server("--token-redirect", split=True, trap=True)
-    with MCPClient(server.url, auth=OAuth(redirect_handler=HeadlessRedirectHandler(timeout_seconds=10),
-                                          timeout_seconds=10), timeout_seconds=10, retry_attempts=1) as client:
+    client = MCPClient(server.url, auth=OAuth(redirect_handler=HeadlessRedirectHandler(timeout_seconds=10),
+                                              timeout_seconds=10), timeout_seconds=10, retry_attempts=1)
+    try:
         with pytest.raises(MCPAuthorizationError) as caught:
             client.call_tool("add", {"a": 1, "b": 1})
+    finally:
+        client.close()
+    assert "HTTP 307" in str(caught.value)
     secrets = server.issued()
     assert secrets["codes"] and secrets["client_secrets"], secrets  # the flow got as far as the code
     assert [e["path"] for e in server.log("as") if e["path"] == "/token"]  # and asked the real token endpoint
