@@ -28,7 +28,9 @@ The authorization server (``AutoApproveProvider``, in memory) is the SDK's ``OAu
       demands it: 403 ``insufficient_scope`` with ``scope="mcp admin"``, so a client steps up);
     - access tokens live ``--token-seconds`` (default 3600); refresh tokens rotate on every refresh grant
       (the old one is refused afterwards; ``--no-refresh-rotation``: the refresh response has no
-      ``refresh_token`` and the old one stays valid, as Google's and Auth0's do by default); tokens carry the RFC 8707 ``resource`` and the resource server
+      ``refresh_token`` and the old one stays valid, as Google's and Auth0's do by default;
+      ``--refresh-delay-seconds``: a slow refresh grant, so concurrent refreshes with one token overlap and
+      all but the first get ``invalid_grant``); tokens carry the RFC 8707 ``resource`` and the resource server
       refuses a token issued for another resource (``validate_token_resource=True``).
 
 Test-only routes (no auth; on the authorization server's origin):
@@ -129,8 +131,10 @@ class LoopbackClient(OAuthClientInformationFull):
 class AutoApproveProvider:
     """In-memory ``OAuthAuthorizationServerProvider`` that approves every authorization request at once."""
 
-    def __init__(self, token_seconds: int, issuer: str, rotate_refresh_tokens: bool = True) -> None:
+    def __init__(self, token_seconds: int, issuer: str, rotate_refresh_tokens: bool = True,
+                 refresh_delay_seconds: float = 0.0) -> None:
         self.token_seconds = token_seconds
+        self.refresh_delay_seconds = refresh_delay_seconds
         self.rotate_refresh_tokens = rotate_refresh_tokens
         self.issuer = issuer
         self.clients: dict[str, OAuthClientInformationFull] = {}
@@ -190,6 +194,7 @@ class AutoApproveProvider:
 
     async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken,
                                      scopes: list[str]) -> OAuthToken:
+        await asyncio.sleep(self.refresh_delay_seconds)  # a slow IdP: concurrent refreshes overlap
         if refresh_token.token not in self.refresh:
             raise TokenError("invalid_grant", "refresh token already used")
         _count("refresh_grants")
@@ -413,7 +418,8 @@ def build(options: argparse.Namespace) -> list[tuple[Any, int]]:
     as_base = f"http://127.0.0.1:{options.as_port}" if options.as_port else rs_base
     trap_base = f"http://127.0.0.1:{options.trap_port}" if options.trap_port else None
     resource = f"{rs_base}/mcp"
-    provider = AutoApproveProvider(options.token_seconds, as_base, not options.no_refresh_rotation)
+    provider = AutoApproveProvider(options.token_seconds, as_base, not options.no_refresh_rotation,
+                                   options.refresh_delay_seconds)
     if options.client_id:
         method = options.client_auth_method or ("client_secret_post" if options.client_secret else "none")
         provider.clients[options.client_id] = LoopbackClient(
@@ -477,6 +483,8 @@ def main() -> None:
     parser.add_argument("--no-dcr", action="store_true", help="no Dynamic Client Registration")
     parser.add_argument("--no-refresh-rotation", action="store_true",
                         help="refresh responses omit refresh_token; the old one stays valid")
+    parser.add_argument("--refresh-delay-seconds", type=float, default=0.0,
+                        help="the refresh grant waits this long before it checks and rotates the refresh token")
     parser.add_argument("--token-redirect", action="store_true")
     parser.add_argument("--metadata-on-trap", action="store_true")
     asyncio.run(serve(build(parser.parse_args())))

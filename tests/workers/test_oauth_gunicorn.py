@@ -2,7 +2,8 @@
 
 Real gunicorn (2 sync workers) serving ``tests/apps/oauth_app.py``: store-backed conversations whose
 agents call the ``note`` tool of the real OAuth-protected SDK server (tests/servers/oauth_sdk_server.py,
-authorization server on its own origin, access tokens living 3 s, rotating refresh tokens). The tokens live
+authorization server on its own origin, access tokens living 3 s, rotating refresh tokens, a refresh grant
+taking 1 s so that the two workers' refreshes overlap). The tokens live
 in the store's ``oauth`` table (``StoreTokenStorage``). On PostgreSQL and on SQLite (one file, WAL).
 
 Public cases:
@@ -30,7 +31,8 @@ from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_proces
 def _start_oauth_server(token_seconds: int) -> tuple[Any, str, str]:
     port, as_port = free_port(), free_port()
     process = start_process([PYTHON, str(SERVERS / "oauth_sdk_server.py"), "--port", str(port),
-                             "--as-port", str(as_port), "--token-seconds", str(token_seconds)])
+                             "--as-port", str(as_port), "--token-seconds", str(token_seconds),
+                             "--refresh-delay-seconds", "1"])
     wait_for_port(port, timeout_seconds=20, process=process)
     wait_for_port(as_port, timeout_seconds=20, process=process)
     return process, f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{as_port}"
