@@ -429,7 +429,7 @@ def build(options: argparse.Namespace) -> list[tuple[Any, int]]:
             grant_types=["authorization_code", "refresh_token"])
         _keep("client_secrets", options.client_secret)
     registration = ClientRegistrationOptions(enabled=not options.no_dcr, valid_scopes=SCOPES, default_scopes=REQUIRED)
-    settings = AuthSettings(issuer_url=as_base, resource_server_url=resource,  # type: ignore[arg-type]
+    settings = AuthSettings(issuer_url=as_base, resource_server_url=resource,
                             required_scopes=REQUIRED, client_registration_options=registration,
                             revocation_options=RevocationOptions(enabled=True), validate_token_resource=True)
     prm_url = f"{rs_base}/.well-known/oauth-protected-resource/mcp"
@@ -441,7 +441,7 @@ def build(options: argparse.Namespace) -> list[tuple[Any, int]]:
     if options.as_port:
         server = MCPServer("yiemagent-test-oauth-rs", version="1.0.0", log_level="WARNING",
                            token_verifier=ProviderVerifier(provider), auth=settings)
-        routes = create_auth_routes(provider=provider, issuer_url=settings.issuer_url,  # type: ignore[arg-type]
+        routes = create_auth_routes(provider=provider, issuer_url=settings.issuer_url,
                                     client_registration_options=registration,
                                     revocation_options=settings.revocation_options)
         as_app: Any = Starlette(routes=[*routes, *test_routes(provider)])
@@ -450,7 +450,7 @@ def build(options: argparse.Namespace) -> list[tuple[Any, int]]:
         apps.append((recorded(as_app, "as"), options.as_port))
     else:
         server = MCPServer("yiemagent-test-oauth-server", version="1.0.0", log_level="WARNING",
-                           auth_server_provider=provider, auth=settings)  # type: ignore[arg-type]
+                           auth_server_provider=provider, auth=settings)
         for route in test_routes(provider):
             server.custom_route(route.path, methods=sorted(route.methods or ["GET"]))(route.endpoint)
     build_tools(server)
