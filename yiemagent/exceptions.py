@@ -209,8 +209,9 @@ class MCPAuthorizationError(MCPTransportError):
     handler), the token request or a refresh fails, when an issuer or
     resource does not match (RFC 9207, RFC 9728), or when the server still
     answers 401/403 after a new token. ``status_code`` is the MCP server's
-    401/403 (None when the failure is at the authorization server). The text
-    never holds a token, a client secret, a code or a verifier.
+    401/403 that started the flow (None outside a request, e.g. a direct
+    call of a helper). The text never holds a token, a client secret, a
+    code or a verifier.
     """
 
 

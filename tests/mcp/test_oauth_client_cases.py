@@ -47,7 +47,8 @@ def form(text: str) -> dict[str, str]:
 
 def test_python_sdk_1315_client_secret_basic_also_sends_client_id_in_the_body(oauth_server):
     """The SDK's token endpoint reads ``client_id`` from the body even with HTTP Basic: the client sends it
-    there too (not a second authentication method: the secret is only in the header)."""
+    there too (not a second authentication method: the secret is only in the header).
+    """
     server = oauth_server("--no-dcr", "--client-id", "basic-app", "--client-secret", "cs-basic-0123456789",
                           "--client-auth-method", "client_secret_basic")
     auth = make_oauth(client_id="basic-app", client_secret="cs-basic-0123456789")
@@ -74,7 +75,8 @@ def test_litellm_31635_basic_credentials_are_form_urlencoded_before_the_join():
 
 def test_vercel_ai_13988_resource_is_sent_exactly_as_the_prm_names_it_on_every_request(oauth_server):
     """The PRM's ``resource`` goes verbatim (no trailing slash added, never left out) on ``/authorize``, the
-    code exchange and the refresh; the SDK's resource server checks the token's resource."""
+    code exchange and the refresh; the SDK's resource server checks the token's resource.
+    """
     server = oauth_server(split=True)
     prm = __import__("requests").get(server.url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp"),
                                      timeout=10).json()
@@ -93,7 +95,8 @@ def test_vercel_ai_13988_resource_is_sent_exactly_as_the_prm_names_it_on_every_r
 def test_kimi_code_2606_a_stored_registration_for_another_redirect_uri_is_registered_again(oauth_server):
     """The loopback port changed between logins: the stored DCR client (registered for the old redirect URI)
     is not reused with the new one (which the authorization server would refuse); the client registers
-    again, and the login works."""
+    again, and the login works.
+    """
     server = oauth_server(split=True)
     storage = MemoryTokenStorage()
     with MCPClient(server.url, auth=make_oauth(storage=storage, redirect_uri="http://127.0.0.1:41001/callback"),
@@ -118,7 +121,8 @@ def form_json(text: str) -> dict[str, Any]:
 def test_claude_code_28258_step_up_is_a_new_authorization_for_the_union_not_a_refresh(oauth_server):
     """403 ``insufficient_scope`` with a refresh token at hand: a refresh would give the same scopes back
     (403 again); the client asks for a new authorization with the union of the old and challenged
-    scopes, and repeats the call once."""
+    scopes, and repeats the call once.
+    """
     server = oauth_server(split=True)
     with MCPClient(server.url, auth=make_oauth(), timeout_seconds=10) as client:
         assert text_of(client.call_tool("echo", {"text": "x"})) == "x"
@@ -134,7 +138,8 @@ def test_claude_code_28258_step_up_is_a_new_authorization_for_the_union_not_a_re
 def test_mcpjungle_293_the_challenges_metadata_url_is_followed_and_never_gets_a_token(oauth_server):
     """The 401 names ``resource_metadata`` on another origin (the trap serves the genuine document): the
     client reads it there (before the well-known URLs) and logs in; the trap never sees a bearer token,
-    a client secret or a code."""
+    a client secret or a code.
+    """
     server = oauth_server("--metadata-on-trap", split=True, trap=True)
     with MCPClient(server.url, auth=make_oauth(), timeout_seconds=10) as client:
         assert text_of(client.call_tool("echo", {"text": "t"})) == "t"
@@ -149,7 +154,8 @@ def test_mcpjungle_293_the_challenges_metadata_url_is_followed_and_never_gets_a_
 @pytest.mark.parametrize("listed", [True, False])
 def test_offline_access_is_asked_only_when_the_authorization_server_lists_it(listed):
     """MCP 2026-07-28 "Refresh Tokens": ``offline_access`` is added to a non-empty scope only when the
-    authorization server's ``scopes_supported`` has it (the conformance suite checks both ways too)."""
+    authorization server's ``scopes_supported`` has it (the conformance suite checks both ways too).
+    """
     from yiemagent.mcp.auth.discovery import AuthorizationServer, Discovery
     from yiemagent.mcp.auth.oauth import _Server
 
@@ -159,3 +165,37 @@ def test_offline_access_is_asked_only_when_the_authorization_server_lists_it(lis
     oauth = OAuth()
     assert oauth._with_offline_access("mcp", server) == ("mcp offline_access" if listed else "mcp")
     assert oauth._with_offline_access(None, server) is None
+
+
+def test_the_token_goes_on_the_get_stream_and_the_delete_too(oauth_server):
+    """2025-11-25 era with ``listen=True``: the standalone ``GET`` stream and the closing ``DELETE`` carry
+    the bearer token as every POST does (no 401 on them)."""
+    server = oauth_server(split=True)
+    with MCPClient(server.url, auth=make_oauth(), timeout_seconds=10, protocol_version="2025-11-25",
+                   listen=True) as client:
+        assert text_of(client.call_tool("echo", {"text": "g"})) == "g"
+        assert client.transport.listening.wait(5)
+    methods = {}
+    for entry in server.log("rs"):
+        if entry["path"] == "/mcp":
+            bearer = {k.lower(): v for k, v in entry["headers"].items()}.get("authorization", "")
+            methods.setdefault(entry["method"], []).append(bearer.startswith("Bearer "))
+    assert methods["GET"] and all(methods["GET"]), methods
+    assert methods["DELETE"] == [True], methods
+    assert methods["POST"].count(False) == 1, methods  # only the very first request, before any login
+
+
+def test_a_server_that_refuses_every_new_token_ends_in_one_authorization_error(oauth_server):
+    """Tokens that are dead on arrival (lifetime -1 s): after the flow the request is sent once more, its
+    401 is final: ``MCPAuthorizationError`` with the server's status, no loop of logins."""
+    from yiemagent.exceptions import MCPAuthorizationError
+
+    server = oauth_server("--token-seconds=-1", split=True)
+    client = MCPClient(server.url, auth=make_oauth(), timeout_seconds=10, retry_attempts=1)
+    try:
+        with pytest.raises(MCPAuthorizationError) as caught:
+            client.connect()
+    finally:
+        client.close()
+    assert caught.value.status_code == 401
+    assert server.counts()["authorizations"] == 1

@@ -40,10 +40,10 @@ from typing import Any
 from .._checks import check_callable, check_str
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
+from .auth import OAuth
 from .callbacks import ClientCallbacks
 from .client_arguments import HTTP_ONLY_KEYWORDS, check_call_arguments, check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
-from .auth import OAuth
 from .http import HTTPTransport
 from .http_headers import header_paths, tool_header_problem
 from .listening import Listening

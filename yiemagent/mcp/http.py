@@ -172,9 +172,9 @@ class HTTPTransport(StreamResumption, Transport):
         """The texts hidden in messages: static header values, URL secrets, the OAuth tokens and client secret."""
         return self._secrets if self.auth is None else self._secrets + self.auth.secrets()
 
-    def reauthorize(self, response: requests.Response) -> bool:
+    def reauthorize(self, response: requests.Response, again: bool = False) -> bool:
         """``auth.hook.reauthorize`` for this transport: True means send the request once more."""
-        return reauthorize(self.auth, self.url, response, self.clock, self.name)
+        return reauthorize(self.auth, self.url, response, self.clock, self.name, again)
 
     _scrub = scrub
 
@@ -329,7 +329,7 @@ class HTTPTransport(StreamResumption, Transport):
             raise error from exc
         with response:
             self._check(generation)  # cut while connecting: the new connection escaped the cut
-            if not authorized_again and response.status_code in (401, 403) and self.reauthorize(response):
+            if response.status_code in (401, 403) and self.reauthorize(response, authorized_again):
                 response.close()
                 return self._send(message, method, what, timeout, deadline, generation, on_message, True)
             if response.status_code >= 400:

@@ -48,7 +48,7 @@ class _Owner(Protocol):
 
     def stream_headers(self, last_event_id: str | None) -> dict[str, str]: ...
 
-    def reauthorize(self, response: requests.Response) -> bool: ...
+    def reauthorize(self, response: requests.Response, again: bool = False) -> bool: ...
 
     def answer(self, message: dict[str, Any], on_message: MessageHandler | None) -> None: ...
 
@@ -132,6 +132,7 @@ class Listener:
                         return
                     self.listening.set()
                     self._settled.set()
+                    reauthorized = False  # the token may expire again while the stream is open
                     if self._read(response, reader, parser):
                         failures = 0
             except (requests.RequestException, MCPProtocolError) as exc:

@@ -69,7 +69,8 @@ class StreamResumption:
 
         def _redirect_kwargs(self, method: str) -> dict[str, Any]: ...
 
-        def reauthorize(self, response: requests.Response) -> bool: ...
+        def reauthorize(self, response: requests.Response, again: bool = False) -> bool:
+            """The OAuth flow for a 401/403 (``HTTPTransport.reauthorize``); True: send once more."""
 
         def _check(self, generation: int) -> None: ...
 
@@ -169,7 +170,7 @@ class StreamResumption:
         if self._cancel_generation != generation:
             response.close()
             raise Cancelled()
-        if response.status_code in (401, 403) and not authorized_again and self.reauthorize(response):
+        if response.status_code in (401, 403) and self.reauthorize(response, authorized_again):
             response.close()  # a new token (OAuth): the GET once more
             return self._resume(last_event_id, what, deadline, timeout, generation, True)
         if response.status_code >= 400:

@@ -25,6 +25,7 @@ Spec: MCP 2025-11-25 "Authorization" ("Authorization Server Discovery"), MCP
 
 from __future__ import annotations
 
+import json
 import logging
 import urllib.parse
 from dataclasses import dataclass, field
@@ -53,14 +54,17 @@ class AuthorizationServer:
 
     @property
     def authorization_endpoint(self) -> str | None:
+        """The ``authorization_endpoint`` URL, or None."""
         return _text(self.metadata.get("authorization_endpoint"))
 
     @property
     def token_endpoint(self) -> str | None:
+        """The ``token_endpoint`` URL, or None."""
         return _text(self.metadata.get("token_endpoint"))
 
     @property
     def registration_endpoint(self) -> str | None:
+        """The ``registration_endpoint`` URL (RFC 7591), or None."""
         return _text(self.metadata.get("registration_endpoint"))
 
     def supports(self, member: str, value: str) -> bool:
@@ -79,10 +83,12 @@ class Discovery:
 
     @property
     def resource(self) -> str | None:
+        """The PRM's ``resource`` (sent as the RFC 8707 ``resource`` parameter), or None without a PRM."""
         return _text((self.resource_metadata or {}).get("resource"))
 
     @property
     def scopes_supported(self) -> list[str] | None:
+        """The PRM's ``scopes_supported``, or None."""
         scopes = (self.resource_metadata or {}).get("scopes_supported")
         return [str(s) for s in scopes] if isinstance(scopes, list) else None
 
@@ -166,7 +172,7 @@ def fetch_json(session: requests.Session, url: str, timeout_seconds: float) -> d
                 return None
             try:
                 body = response.raw.read(_MAX_METADATA_BYTES + 1, decode_content=True)
-                document = requests.models.complexjson.loads(body) if len(body) <= _MAX_METADATA_BYTES else None
+                document = json.loads(body) if len(body) <= _MAX_METADATA_BYTES else None
             except (ValueError, requests.RequestException, OSError):
                 document = None
             return document if isinstance(document, dict) else None

@@ -66,7 +66,8 @@ class HeadlessRedirectHandler:
                         "to the redirect URI (a login page needs a browser: use an interactive redirect handler)")
             target = urllib.parse.urljoin(url, location)
             query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(target).query))
-            if self._is_redirect_uri(target) or "code" in query or "error" in query:
+            final = self._is_redirect_uri(target) if self.redirect_uri else ("code" in query or "error" in query)
+            if final:
                 if "error" in query:
                     description = query.get("error_description", "")
                     raise MCPAuthorizationError(

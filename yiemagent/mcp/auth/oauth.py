@@ -60,12 +60,14 @@ class OAuth:
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
             Document, used as ``client_id`` where the authorization server
             advertises ``client_id_metadata_document_supported``.
-        scopes: scopes to request (space-separated string or list); None
-            selects them as the spec says (the challenge's ``scope``, else the
-            Protected Resource Metadata's ``scopes_supported``, else none).
+        scopes: scopes to request (space-separated string or list), with the
+            challenge's ``scope`` added; None selects them as the spec says (the
+            challenge's ``scope``, else the Protected Resource Metadata's
+            ``scopes_supported``, else none).
         redirect_uri: where the authorization server sends the user back.
         redirect_handler: ``handler(authorization_url) -> (code, state)`` or
-            ``(code, state, iss)``: lets the user log in (``HeadlessRedirectHandler``
+            ``(code, state, iss)`` (or a 2-tuple and the redirect's ``iss`` in its
+            ``iss`` attribute): lets the user log in (``HeadlessRedirectHandler``
             for tests). Required for ``authorization_code`` unless tokens are stored.
         storage: where tokens and registered clients live; None keeps them in memory.
         token_endpoint_auth_method: ``client_secret_basic``, ``client_secret_post``,
@@ -262,8 +264,8 @@ class OAuth:
             server.step_ups[wanted] = done + 1
             union = dict.fromkeys((server.requested_scope or "").split() + (challenged or "").split())
             return " ".join(union) or None
-        if self.scopes is not None:
-            return self.scopes or None
+        if self.scopes is not None:  # the caller's scopes, plus what the challenge demands (authoritative)
+            return " ".join(dict.fromkeys(self.scopes.split() + (challenged or "").split())) or None
         if challenged:
             return challenged
         supported = server.discovery.scopes_supported
@@ -294,8 +296,8 @@ class OAuth:
     def _renew(self, resource_url: str, tokens: dict[str, Any]) -> dict[str, Any] | None:
         """A fresh token before expiry (refresh, or ``client_credentials`` again); None if not possible yet."""
         server = self._servers.get(resource_url)
-        if server is None or server.discovery.authorization_server.issuer != tokens.get("issuer", None) and (
-                tokens.get("issuer") is not None):
+        if server is None or (server.discovery.authorization_server.issuer != tokens.get("issuer", None) and (
+                tokens.get("issuer") is not None)):
             return None  # no discovery in this process yet: the server's 401 will start it
         if tokens.get("refresh_token"):
             self._store(resource_url, self._refresh(server, tokens), tokens)
@@ -360,7 +362,8 @@ class OAuth:
         except Exception as exc:  # the handler's own failure: its type only (its text may hold the URL)
             raise MCPAuthorizationError(f"the login failed: {type(exc).__name__}") from None
         code, state = answer[0], answer[1]
-        iss = answer[2] if len(answer) > 2 else None  # type: ignore[misc]
+        # the redirect's iss: a 3-tuple's third item, or the handler's ``iss`` attribute (set by each call)
+        iss = answer[2] if len(answer) > 2 else getattr(self.redirect_handler, "iss", None)
         self._remember_secret(code)
         check_authorization_response(state, iss, pkce.state, issuer,
                                      metadata.metadata.get("authorization_response_iss_parameter_supported") is True)

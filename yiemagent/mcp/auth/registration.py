@@ -15,6 +15,7 @@ registration.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import urllib.parse
 from dataclasses import dataclass
@@ -168,7 +169,7 @@ def register(settings: ClientSettings, server: AuthorizationServer, session: req
     with response:
         try:
             raw = response.raw.read(_MAX_REGISTRATION_BYTES + 1, decode_content=True)
-            document = requests.models.complexjson.loads(raw) if len(raw) <= _MAX_REGISTRATION_BYTES else None
+            document = json.loads(raw) if len(raw) <= _MAX_REGISTRATION_BYTES else None
         except (ValueError, requests.RequestException, OSError):
             document = None
     answer = document if isinstance(document, dict) else {}

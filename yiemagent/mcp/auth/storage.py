@@ -12,7 +12,8 @@ needed, store", so that one process refreshes at a time (authorization
 servers that rotate refresh tokens revoke the family when one is used twice).
 
 Token dicts: ``{"access_token": str, "token_type": str, "expires_at": float
-(epoch seconds) | None, "refresh_token"?: str, "scope"?: str, "issuer"?: str}`` (``issuer``: the authorization server that issued them). Client dicts:
+(epoch seconds) | None, "refresh_token"?: str, "scope"?: str, "issuer"?: str}`` (``issuer``: the
+authorization server that issued them). Client dicts:
 the RFC 7591 registration response (``client_id``, ``client_secret``?,
 ``token_endpoint_auth_method``?, ...).
 """
@@ -71,23 +72,28 @@ class MemoryTokenStorage:
             return f"MemoryTokenStorage(tokens={sorted(self._tokens)!r}, clients={sorted(self._clients)!r})"
 
     def get_tokens(self, key: str) -> dict[str, Any] | None:
+        """A copy of the tokens of ``key``, or None."""
         with self._lock:
             found = self._tokens.get(key)
             return copy.deepcopy(found) if found is not None else None
 
     def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
+        """Store a copy of ``tokens`` for ``key``."""
         with self._lock:
             self._tokens[key] = copy.deepcopy(tokens)
 
     def get_client(self, issuer: str) -> dict[str, Any] | None:
+        """A copy of the client registered at ``issuer``, or None."""
         with self._lock:
             found = self._clients.get(issuer)
             return copy.deepcopy(found) if found is not None else None
 
     def set_client(self, issuer: str, client: dict[str, Any]) -> None:
+        """Store a copy of ``client`` for ``issuer``."""
         with self._lock:
             self._clients[issuer] = copy.deepcopy(client)
 
     def delete(self, key: str) -> None:
+        """Forget the tokens of ``key``."""
         with self._lock:
             self._tokens.pop(key, None)

@@ -1,5 +1,6 @@
-"""Token endpoint requests: the authorization code grant (PKCE S256, ``state``, ``iss``), refresh,
-``client_credentials``, and client authentication.
+"""Token endpoint requests and client authentication.
+
+The authorization code grant (PKCE S256, ``state``, ``iss``), refresh, ``client_credentials``.
 
 Client authentication at the token endpoint (RFC 6749 §2.3, RFC 7523):
 ``client_secret_basic`` (HTTP Basic of the form-encoded id and secret; ``client_id`` in the body
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import secrets
 import time
 import urllib.parse
@@ -50,6 +52,7 @@ class Pkce:
 
     @classmethod
     def new(cls) -> Pkce:
+        """A fresh verifier (96 characters), its S256 challenge, and a ``state``."""
         verifier = secrets.token_urlsafe(64)[:96]
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=")
         return cls(Secret(verifier), challenge.decode("ascii"), Secret(secrets.token_urlsafe(32)))
@@ -154,10 +157,13 @@ def request_token(
     with response:
         try:
             body = response.raw.read(_MAX_TOKEN_BYTES + 1, decode_content=True)
-            document = requests.models.complexjson.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
+            document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
         except (ValueError, requests.RequestException, OSError):
             document = None
     answer = document if isinstance(document, dict) else {}
+    if 300 <= response.status_code < 400:
+        raise MCPAuthorizationError(f"the token endpoint {where} answered HTTP {response.status_code}, a redirect: "
+                                    "not followed (the request holds the code, verifier or client secret)")
     if response.status_code != 200 or "error" in answer:
         error = str(answer.get("error") or "no error code")[:100]
         description = str(answer.get("error_description") or "")[:200]
