@@ -108,6 +108,7 @@ def test_google_workspace_mcp_446_no_oauth_secret_in_any_channel(oauth_server, e
         reprs = {
             "repr(client)": repr(client), "repr(transport)": repr(client.transport),
             "vars(transport)": str(vars(client.transport)), "repr(oauth)": repr(auth),
+            "vars(oauth)": str(vars(auth)), "vars(client)": str(vars(client)),
             "repr(storage)": repr(storage), "repr(agent)": repr(agent), "repr(tools)": repr(list(agent.tools)),
             "repr(failing)": repr(failing), "repr(failing.transport)": repr(failing.transport),
         }
