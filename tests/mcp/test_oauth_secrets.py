@@ -30,7 +30,7 @@ from tests.mcp.conftest import assert_era
 from tests.mcp.oauth_rig import OAuthServer, find_leaks, oauth_server  # noqa: F401  (fixture)
 from tests.mcp.test_secrets import chain_texts
 from yiemagent import Agent
-from yiemagent.exceptions import MCPAuthorizationError, MCPTransportError
+from yiemagent.exceptions import MCPAuthorizationError, MCPError
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.auth import HeadlessRedirectHandler, OAuth
 from yiemagent.store import StoreTokenStorage
@@ -173,11 +173,11 @@ def test_adobe_fetch_447_a_token_endpoint_redirect_to_another_origin_is_not_foll
 
 @pytest.mark.parametrize("follow", [False, True], ids=["refused", "followed"])
 def test_crawlee_4134_the_bearer_token_never_follows_a_cross_origin_redirect_of_the_mcp_endpoint(
-        oauth_server, caplog, follow):
+        oauth_server, caplog, follow, era):
     """crawlee 4134, whatwg/fetch 944: after the login, the MCP endpoint answers an authorized ``tools/list``
     with 307 to another origin. By default the redirect is refused (the trap gets nothing); with
     ``follow_cross_origin_redirects=True`` the trap gets the request without ``Authorization`` and without
-    any sentinel (it answers 404, so listing fails).
+    any sentinel (it answers 404, so listing fails). Both eras.
     """
     caplog.set_level(logging.DEBUG)
     server = oauth_server("--mcp-redirect", split=True, trap=True)
@@ -186,7 +186,8 @@ def test_crawlee_4134_the_bearer_token_never_follows_a_cross_origin_redirect_of_
                        timeout_seconds=10, retry_attempts=1, follow_cross_origin_redirects=follow)
     try:
         client.connect()
-        with pytest.raises(MCPTransportError) as caught:  # a refused redirect, or the trap's 404
+        assert_era(client, era)
+        with pytest.raises(MCPError) as caught:  # a refused redirect, or the trap's 404 (read as a lost session)
             client.list_tools()
     finally:
         client.close()
