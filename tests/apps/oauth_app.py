@@ -43,7 +43,7 @@ class CountingLogin:
     def redirect_uri(self, value: str | None) -> None:
         self.handler.redirect_uri = value
 
-    def __call__(self, url: str) -> tuple[str, str | None]:
+    def __call__(self, url: str) -> tuple[str, str | None, str | None]:
         with open(os.environ["YIEMAGENT_TEST_LOGINS"], "a") as handle:
             handle.write(json.dumps({"pid": os.getpid()}) + "\n")
         return self.handler(url)

@@ -250,10 +250,14 @@ def test_a_revoked_grant_ends_in_one_new_login_or_a_clear_error(oauth_server):
     assert server.counts()["authorizations"] == 2
     server.revoke()
     before = server.counts()
-    with MCPClient(server.url, auth=make_oauth(storage=storage, redirect_handler=login_refused_quietly),
-                   timeout_seconds=10, retry_attempts=1) as client:
-        with pytest.raises(MCPAuthorizationError):
+    client = MCPClient(server.url, auth=make_oauth(storage=storage, redirect_handler=login_refused_quietly),
+                       timeout_seconds=10, retry_attempts=1)
+    try:
+        with pytest.raises(MCPAuthorizationError) as caught:
             client.call_tool("add", {"a": 3, "b": 3})
+    finally:
+        client.close()
+    assert "the login failed" in str(caught.value)
     after = server.counts()
     assert after["authorizations"] == before["authorizations"]
     assert after["rs_401"] - before["rs_401"] <= 2, (before, after)

@@ -13,7 +13,7 @@ Public cases:
     google_workspace_mcp 446 / opencode PR 33711: bearer tokens and OAuth state in logs and debug output
     adobe/fetch 447, crawlee 4134, whatwg/fetch 944: credentials carried across a cross-origin redirect;
         here the token endpoint answers 307 to another origin (a POST body with the code, the verifier and
-        the client secret would follow a 307)
+        the client secret would follow a 307), and the MCP endpoint redirects an authorized call there
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.mcp.conftest import assert_era
 from tests.mcp.oauth_rig import OAuthServer, find_leaks, oauth_server  # noqa: F401  (fixture)
 from tests.mcp.test_secrets import chain_texts
 from yiemagent import Agent
-from yiemagent.exceptions import MCPAuthorizationError
+from yiemagent.exceptions import MCPAuthorizationError, MCPError
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.auth import HeadlessRedirectHandler, OAuth
 from yiemagent.store import StoreTokenStorage
@@ -67,7 +67,7 @@ def refused(url: str) -> tuple[str, str | None]:
 
 def test_google_workspace_mcp_446_no_oauth_secret_in_any_channel(oauth_server, era, store, caplog, capsys):
     """Both eras, SQLite and PostgreSQL: a stored conversation whose agent logs in (DCR, PKCE), calls tools,
-    outlives two token expiries by refresh, steps up for ``admin``, then fails to log in again after the
+    outlives a token expiry by refresh, steps up for ``admin``, then fails to log in again after the
     grant is revoked (an error event, an error tool result, an ``MCPAuthorizationError``). The Protected
     Resource Metadata lives on another origin (``--metadata-on-trap``). No sentinel in any channel; the trap
     origin got the metadata requests but no ``Authorization`` header and no sentinel.
@@ -108,6 +108,7 @@ def test_google_workspace_mcp_446_no_oauth_secret_in_any_channel(oauth_server, e
         reprs = {
             "repr(client)": repr(client), "repr(transport)": repr(client.transport),
             "vars(transport)": str(vars(client.transport)), "repr(oauth)": repr(auth),
+            "vars(oauth)": str(vars(auth)), "vars(client)": str(vars(client)),
             "repr(storage)": repr(storage), "repr(agent)": repr(agent), "repr(tools)": repr(list(agent.tools)),
             "repr(failing)": repr(failing), "repr(failing.transport)": repr(failing.transport),
         }
@@ -153,14 +154,48 @@ def test_adobe_fetch_447_a_token_endpoint_redirect_to_another_origin_is_not_foll
     """
     caplog.set_level(logging.DEBUG)
     server = oauth_server("--token-redirect", split=True, trap=True)
-    with MCPClient(server.url, auth=OAuth(redirect_handler=HeadlessRedirectHandler(timeout_seconds=10),
-                                          timeout_seconds=10), timeout_seconds=10, retry_attempts=1) as client:
+    client = MCPClient(server.url, auth=OAuth(redirect_handler=HeadlessRedirectHandler(timeout_seconds=10),
+                                              timeout_seconds=10), timeout_seconds=10, retry_attempts=1)
+    try:
         with pytest.raises(MCPAuthorizationError) as caught:
             client.call_tool("add", {"a": 1, "b": 1})
+    finally:
+        client.close()
+    assert "HTTP 307" in str(caught.value)
     secrets = server.issued()
     assert secrets["codes"] and secrets["client_secrets"], secrets  # the flow got as far as the code
     assert [e["path"] for e in server.log("as") if e["path"] == "/token"]  # and asked the real token endpoint
     assert server.log("trap") == []
     channels = {f"exception {i}": t for i, t in enumerate(chain_texts(caught.value))}
     channels["log"] = caplog.text
+    assert not find_leaks(channels, secrets)
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["refused", "followed"])
+def test_crawlee_4134_the_bearer_token_never_follows_a_cross_origin_redirect_of_the_mcp_endpoint(
+        oauth_server, caplog, follow, era):
+    """crawlee 4134, whatwg/fetch 944: after the login, the MCP endpoint answers an authorized ``tools/list``
+    with 307 to another origin. By default the redirect is refused (the trap gets nothing); with
+    ``follow_cross_origin_redirects=True`` the trap gets the request without ``Authorization`` and without
+    any sentinel (it answers 404, so listing fails). Both eras.
+    """
+    caplog.set_level(logging.DEBUG)
+    server = oauth_server("--mcp-redirect", split=True, trap=True)
+    client = MCPClient(server.url, auth=OAuth(redirect_handler=HeadlessRedirectHandler(timeout_seconds=10),
+                                              timeout_seconds=10),
+                       timeout_seconds=10, retry_attempts=1, follow_cross_origin_redirects=follow)
+    try:
+        client.connect()
+        assert_era(client, era)
+        with pytest.raises(MCPError) as caught:  # a refused redirect, or the trap's 404 (read as a lost session)
+            client.list_tools()
+    finally:
+        client.close()
+    secrets = server.issued()
+    assert secrets["access_tokens"] and server.counts()["authorizations"] == 1
+    trap = server.log("trap")
+    assert (len(trap) > 0) == follow, trap
+    assert not [e for e in trap if "authorization" in e["headers"]]
+    channels = {"trap": json.dumps(trap), "log": caplog.text,
+                **{f"exception {i}": t for i, t in enumerate(chain_texts(caught.value))}}
     assert not find_leaks(channels, secrets)
