@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.mcp.oauth_rig import oauth_server  # noqa: F401  (the OAuth-protected server fixture of this folder)
 from yiemagent.mcp import MCPClient
 
 _NEGOTIATING = ("test_modern", "test_conformance")

@@ -220,7 +220,8 @@ def test_opencode_49439_file_refresh_lock_means_no_refresh_token_is_used_twice(t
 
 def test_both_storages_are_token_storages_for_mypy_strict(tmp_path: Path) -> None:
     """The protocol is structural: ``mypy --strict`` proves the file and store storages fit ``TokenStorage``
-    and the loopback handler fits ``RedirectHandler`` (a return type that drifts fails here)."""
+    and the loopback handler fits ``RedirectHandler`` (a return type that drifts fails here).
+    """
     mypy_api = pytest.importorskip("mypy.api", reason="mypy is part of the test extra")
     root = Path(__file__).resolve().parents[2]
     snippet = tmp_path / "uses_storages.py"

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from tests.mcp.oauth_rig import oauth_server  # noqa: F401  (fixture)
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.auth import HeadlessRedirectHandler, MemoryTokenStorage, OAuth
 from yiemagent.mcp.auth.tokens import ClientAuth
@@ -169,7 +168,8 @@ def test_offline_access_is_asked_only_when_the_authorization_server_lists_it(lis
 
 def test_the_token_goes_on_the_get_stream_and_the_delete_too(oauth_server):
     """2025-11-25 era with ``listen=True``: the standalone ``GET`` stream and the closing ``DELETE`` carry
-    the bearer token as every POST does (no 401 on them)."""
+    the bearer token as every POST does (no 401 on them).
+    """
     server = oauth_server(split=True)
     with MCPClient(server.url, auth=make_oauth(), timeout_seconds=10, protocol_version="2025-11-25",
                    listen=True) as client:
@@ -187,7 +187,8 @@ def test_the_token_goes_on_the_get_stream_and_the_delete_too(oauth_server):
 
 def test_a_server_that_refuses_every_new_token_ends_in_one_authorization_error(oauth_server):
     """Tokens that are dead on arrival (lifetime -1 s): after the flow the request is sent once more, its
-    401 is final: ``MCPAuthorizationError`` with the server's status, no loop of logins."""
+    401 is final: ``MCPAuthorizationError`` with the server's status, no loop of logins.
+    """
     from yiemagent.exceptions import MCPAuthorizationError
 
     server = oauth_server("--token-seconds=-1", split=True)

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.conftest import assert_era
-from tests.mcp.oauth_rig import OAuthServer, oauth_server  # noqa: F401  (fixture)
+from tests.mcp.oauth_rig import OAuthServer
 from yiemagent import Agent
 from yiemagent.exceptions import MCPAuthorizationError
 from yiemagent.mcp import MCPClient
@@ -104,7 +104,7 @@ def test_the_token_expires_and_the_next_call_survives_by_refresh_without_a_secon
 
 
 def test_codex_17265_a_401_for_a_token_the_client_thinks_valid_is_refreshed_not_resent(oauth_server):
-    """codex 17265 (also claude-code 76939, opencode 34582): the server ends the token early (its
+    """Codex 17265 (also claude-code 76939, opencode 34582): the server ends the token early (its
     ``expires_at`` is an hour away for the client); the next call's 401 runs one refresh grant, the call is
     repeated once with the new token and succeeds; the dead token is sent exactly once; no second login.
     """
@@ -127,9 +127,9 @@ def test_codex_17265_a_401_for_a_token_the_client_thinks_valid_is_refreshed_not_
 def test_python_sdk_3250_a_new_client_on_stored_tokens_refreshes_at_the_metadata_token_endpoint(oauth_server,
                                                                                                 tmp_path):
     """python-sdk 3250 / PR 2875 (and 2492): a second ``OAuth`` object and ``FileTokenStorage`` (a restarted
-    process) on the same token file, with an expired stored token: it refreshes with the stored refresh token and registered client
-    instead of logging in (its redirect handler fails the test if called), and the refresh goes to the
-    authorization server's ``token_endpoint`` (another origin here), never to ``<MCP server>/token``.
+    process) on the same token file, with an expired stored token: it refreshes with the stored refresh
+    token and registered client instead of logging in (its redirect handler fails the test if called), and the
+    refresh goes to the authorization server's ``token_endpoint`` (another origin here), never to ``<MCP server>/token``.
     """
     server = oauth_server(split=True)
     path = tmp_path / "tokens.json"
@@ -166,7 +166,7 @@ def test_python_sdk_2270_a_refresh_response_without_refresh_token_keeps_the_stor
 
 
 def test_opencode_34074_parallel_calls_on_an_expired_token_share_one_refresh(oauth_server):
-    """opencode 34074: 6 threads call at once after the server expired the token (rotating refresh tokens):
+    """Opencode 34074: 6 threads call at once after the server expired the token (rotating refresh tokens):
     they all succeed, with one refresh grant (not 6 racing ones, whose losers would get ``invalid_grant``)
     and no second login.
     """
@@ -182,7 +182,7 @@ def test_opencode_34074_parallel_calls_on_an_expired_token_share_one_refresh(oau
             barrier.wait(5)
             try:
                 results.append(text_of(client.call_tool("add", {"a": n, "b": 100})))
-            except BaseException as exc:  # noqa: BLE001 - reported below
+            except BaseException as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=call, args=(n,)) for n in range(6)]

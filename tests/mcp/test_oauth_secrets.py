@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.conftest import assert_era
-from tests.mcp.oauth_rig import OAuthServer, find_leaks, oauth_server  # noqa: F401  (fixture)
+from tests.mcp.oauth_rig import find_leaks
 from tests.mcp.test_secrets import chain_texts
 from yiemagent import Agent
 from yiemagent.exceptions import MCPAuthorizationError, MCPError
@@ -174,7 +174,7 @@ def test_adobe_fetch_447_a_token_endpoint_redirect_to_another_origin_is_not_foll
 @pytest.mark.parametrize("follow", [False, True], ids=["refused", "followed"])
 def test_crawlee_4134_the_bearer_token_never_follows_a_cross_origin_redirect_of_the_mcp_endpoint(
         oauth_server, caplog, follow, era):
-    """crawlee 4134, whatwg/fetch 944: after the login, the MCP endpoint answers an authorized ``tools/list``
+    """Crawlee 4134, whatwg/fetch 944: after the login, the MCP endpoint answers an authorized ``tools/list``
     with 307 to another origin. By default the redirect is refused (the trap gets nothing); with
     ``follow_cross_origin_redirects=True`` the trap gets the request without ``Authorization`` and without
     any sentinel (it answers 404, so listing fails). Both eras.

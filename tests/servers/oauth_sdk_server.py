@@ -53,8 +53,8 @@ genuine Protected Resource Metadata with ``--metadata-on-trap``):
                             metadata hosted elsewhere, as a CDN would): the trap serves the genuine document;
                             a client must not send it a bearer token
 
-Tools (all need scope ``mcp``): ``add(a, b)``, ``echo(text)``, ``note(label)``, ``whoami()`` (client_id and scopes of the
-token), ``admin_report()`` (needs ``admin`` too).
+Tools (all need scope ``mcp``): ``add(a, b)``, ``echo(text)``, ``note(label)``, ``whoami()`` (client_id and
+scopes of the token), ``admin_report()`` (needs ``admin`` too).
 """
 
 from __future__ import annotations
