@@ -129,7 +129,8 @@ def test_python_sdk_3250_a_new_client_on_stored_tokens_refreshes_at_the_metadata
     """python-sdk 3250 / PR 2875 (and 2492): a second ``OAuth`` object and ``FileTokenStorage`` (a restarted
     process) on the same token file, with an expired stored token: it refreshes with the stored refresh
     token and registered client instead of logging in (its redirect handler fails the test if called), and the
-    refresh goes to the authorization server's ``token_endpoint`` (another origin here), never to ``<MCP server>/token``.
+    refresh goes to the authorization server's ``token_endpoint`` (another origin here), never to
+    ``<MCP server>/token``.
     """
     server = oauth_server(split=True)
     path = tmp_path / "tokens.json"
