@@ -56,6 +56,9 @@ class ClientSettings:
         return f"ClientSettings(client_id={self.client_id!r}, grant_type={self.grant_type!r})"
 
 
+_SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
 def pick_auth_method(server: AuthorizationServer, has_secret: bool, has_key: bool, wanted: str | None) -> str:
     """The token endpoint authentication method: ``wanted``, else the best the server supports for what we have.
 
@@ -101,8 +104,13 @@ def client_identity(settings: ClientSettings, server: AuthorizationServer, stora
                 f"is {server.issuer!r}: its credentials are not sent there (register it there too)")
         method = pick_auth_method(server, settings.client_secret is not None, settings.private_key is not None,
                                   settings.token_endpoint_auth_method)
+        alternatives: tuple[str, ...] = ()
+        if settings.token_endpoint_auth_method is None and method in _SECRET_METHODS:
+            # which secret method the server has on file is unknown: the other one it lists, on invalid_client
+            listed = server.metadata.get("token_endpoint_auth_methods_supported")
+            alternatives = tuple(m for m in _SECRET_METHODS if m != method and isinstance(listed, list) and m in listed)
         return ClientAuth(settings.client_id, settings.client_secret, method, settings.private_key,
-                          settings.signing_algorithm)
+                          settings.signing_algorithm, alternatives)
     stored = storage.get_client(server.issuer)
     if stored and isinstance(stored.get("client_id"), str) and _fits(stored, settings):
         return _auth_of(stored, server, settings)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import secrets
 import time
 import urllib.parse
@@ -37,6 +38,8 @@ from ..._secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 
 __all__ = ["ClientAuth", "Pkce", "authorization_url", "check_authorization_response", "request_token"]
+
+logger = logging.getLogger("yiemagent.mcp.auth")
 
 JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 _MAX_TOKEN_BYTES = 64 * 1024
@@ -68,6 +71,10 @@ class ClientAuth:
     """``client_secret_basic``, ``client_secret_post``, ``private_key_jwt`` or ``none``."""
     private_key: str | bytes | None = None
     signing_algorithm: str = "ES256"
+    alternatives: tuple[str, ...] = ()
+    """Methods to try, in order, when the token endpoint answers ``invalid_client`` to ``method``: a
+    pre-registered client whose method was not given does not know which one the server has on file
+    (the mcp SDK's server, for one, registers ``client_secret_post`` and lists it first)."""
 
     def __repr__(self) -> str:
         return f"ClientAuth(client_id={self.client_id!r}, method={self.method!r})"
@@ -135,6 +142,28 @@ def check_authorization_response(state: str | None, iss: str | None, expected_st
             f"the authorization response has no iss although {issuer!r} advertises it (RFC 9207; not used)")
 
 
+def _post_token_request(
+    session: requests.Session, endpoint: str, data: dict[str, str], client: ClientAuth, audience: str,
+    timeout_seconds: float,
+) -> tuple[requests.Response, dict[str, Any]]:
+    """One token request with ``client``'s authentication: the response and its JSON object (``{}`` if none)."""
+    headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
+    client.apply(data, headers, audience)
+    try:
+        response = session.post(endpoint, data=data, headers=headers, timeout=timeout_seconds,
+                                allow_redirects=False, stream=True)
+    except (requests.RequestException, ValueError) as exc:
+        raise MCPAuthorizationError(
+            f"the token request to {display_url(endpoint)} failed: {type(exc).__name__}") from None
+    with response:
+        try:
+            body = response.raw.read(_MAX_TOKEN_BYTES + 1, decode_content=True)
+            document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
+        except (ValueError, requests.RequestException, OSError):
+            document = None
+    return response, document if isinstance(document, dict) else {}
+
+
 def request_token(
     session: requests.Session, endpoint: str, data: dict[str, str], client: ClientAuth, audience: str,
     timeout_seconds: float, clock: Callable[[], float] = time.time,
@@ -146,21 +175,15 @@ def request_token(
             ``error_description``), a redirect, or an answer without
             ``access_token``. ``status_code`` is None (the authorization server's status is in the text).
     """
-    headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
-    client.apply(data, headers, audience)
     where = display_url(endpoint)
-    try:
-        response = session.post(endpoint, data=data, headers=headers, timeout=timeout_seconds,
-                                allow_redirects=False, stream=True)
-    except (requests.RequestException, ValueError) as exc:
-        raise MCPAuthorizationError(f"the token request to {where} failed: {type(exc).__name__}") from None
-    with response:
-        try:
-            body = response.raw.read(_MAX_TOKEN_BYTES + 1, decode_content=True)
-            document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
-        except (ValueError, requests.RequestException, OSError):
-            document = None
-    answer = document if isinstance(document, dict) else {}
+    while True:
+        response, answer = _post_token_request(session, endpoint, dict(data), client, audience, timeout_seconds)
+        if response.status_code in (400, 401) and answer.get("error") == "invalid_client" and client.alternatives:
+            # the server refused how the client authenticated (before looking at the grant): try the next method
+            logger.info("the token endpoint %s refused %s; trying %s", where, client.method, client.alternatives[0])
+            client.method, client.alternatives = client.alternatives[0], client.alternatives[1:]
+            continue
+        break
     if 300 <= response.status_code < 400:
         raise MCPAuthorizationError(f"the token endpoint {where} answered HTTP {response.status_code}, a redirect: "
                                     "not followed (the request holds the code, verifier or client secret)")
