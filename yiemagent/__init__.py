@@ -25,6 +25,7 @@ from .exceptions import (
     ConfigError,
     FormatError,
     InvalidRequestError,
+    LLMConnectionError,
     LLMError,
     LLMTimeoutError,
     MaxTurnsExceeded,
@@ -74,6 +75,7 @@ from .messages import (
 )
 from .models.adapters import litellm_chat, openai_client_chat
 from .models.constrained import ConstrainedToolCalls
+from .models.fallback import FallbackLLM, fallback_llm
 from .models.openai_chat import openai_chat
 from .store.base import ConversationStore
 from .store.postgres import PostgresStore
@@ -101,10 +103,12 @@ __all__ = [
     "ConstrainedToolCalls",
     "ConversationStore",
     "Event",
+    "FallbackLLM",
     "FormatError",
     "FunctionTool",
     "ImageContent",
     "InvalidRequestError",
+    "LLMConnectionError",
     "LLMError",
     "LLMTimeoutError",
     "LoopConfig",
@@ -151,6 +155,7 @@ __all__ = [
     "from_openai",
     "from_openai_response",
     "is_destructive",
+    "fallback_llm",
     "litellm_chat",
     "load_mcp_config",
     "openai_chat",

@@ -13,7 +13,8 @@
     │   ├── ToolBlockedError                        before_tool_call blocked it; .reason
     │   └── ToolExecutionError                      the tool or a hook raised; original in __cause__
     ├── LLMError                                    llm_call raised or returned an unusable reply; .response, .status_code
-    │   └── LLMTimeoutError(LLMError, TimeoutError)  no complete reply within the whole-request deadline
+    │   ├── LLMTimeoutError(LLMError, TimeoutError)  no complete reply within the whole-request deadline
+    │   └── LLMConnectionError(LLMError, ConnectionError)  no connection to the model's server
     ├── MCPError                                    talking to an MCP server failed; .server
     │   ├── MCPTransportError(MCPError, ConnectionError)   unreachable, HTTP non-2xx, process gone; .status_code, .body,
     │   │                                                  .retry_after
@@ -161,6 +162,10 @@ class LLMError(YiemagentError):
 
 class LLMTimeoutError(LLMError, TimeoutError):
     """No complete reply within the whole-request deadline (``timeout_seconds``), however the bytes came."""
+
+
+class LLMConnectionError(LLMError, ConnectionError):
+    """No connection to the model's server (refused, reset, DNS, TLS), or it dropped before any reply byte."""
 
 
 class SimulatedCrash(BaseException):

@@ -10,7 +10,11 @@ local model is used by the ``model`` tests). Replies, by the last message of the
 * a ``tool`` message: ``The tool said: <its content>``
 * a user message with ``weather in <City>`` and tools offered: one call ``get_weather({"city": City})``
 * a user message with ``slow``: ``word1 word2 ...`` one word every 0.3 s, 200 words (a minute)
+* a user message with ``[empty]``: a valid reply with no text and no calls (``finish_reason: "stop"``)
 * anything else: ``You said: <text>``, a word every 0.05 s
+
+``--status CODE`` makes every request answer HTTP CODE (``Retry-After: 0``, an OpenAI-style error body):
+a provider that is down or refuses (fallback tests). ``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
 ``{"n", "last", "stream", "cut"}``; ``cut`` is true when the client closed the connection before the
@@ -30,6 +34,8 @@ from typing import Any
 _lock = threading.Lock()
 _count = [0]
 _log_path = ""
+_status = [0]
+_model = ["scripted"]
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -44,6 +50,8 @@ def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]
     found = re.search(r"weather in ([A-Za-z ]+?)[?.!]*$", content)
     if found and body.get("tools"):
         return [], [{"name": "get_weather", "arguments": json.dumps({"city": found.group(1).strip()})}], 0.0
+    if "[empty]" in content:
+        return [], [], 0.0
     if "slow" in content:
         return [f"word{i} " for i in range(1, 201)], [], 0.3
     return ["You said:", *(f" {w}" for w in content.split())], [], 0.05
@@ -65,7 +73,9 @@ class _Handler(BaseHTTPRequestHandler):
         last = (body.get("messages") or [{}])[-1].get("content")
         cut = False
         try:
-            if body.get("stream"):
+            if _status[0]:
+                self._error(_status[0])
+            elif body.get("stream"):
                 self._stream(pieces, calls, pause)
             else:
                 self._plain(pieces, calls)
@@ -74,12 +84,22 @@ class _Handler(BaseHTTPRequestHandler):
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
             log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut}) + "\n")
 
+    def _error(self, status: int) -> None:
+        data = json.dumps({"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",
+                                     "code": status}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Retry-After", "0")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _plain(self, pieces: list[str], calls: list[dict[str, Any]]) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces) or None}
         if calls:
             message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": c}
                                      for i, c in enumerate(calls)]
-        data = json.dumps({"id": "x", "object": "chat.completion", "model": "scripted", "choices": [
+        data = json.dumps({"id": "x", "object": "chat.completion", "model": _model[0], "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
         self.send_response(200)
@@ -101,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {"id": "x", "object": "chat.completion.chunk", "model": "scripted",
+            return {"id": "x", "object": "chat.completion.chunk", "model": _model[0],
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
         self._event(chunk({"role": "assistant", "content": ""}))
@@ -114,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                "function": {"name": call["name"], "arguments": ""}}]}))
             self._event(chunk({"tool_calls": [{"index": i, "function": {"arguments": call["arguments"]}}]}))
         self._event(chunk({}, "tool_calls" if calls else "stop"))
-        self._event({"id": "x", "object": "chat.completion.chunk", "model": "scripted", "choices": [],
+        self._event({"id": "x", "object": "chat.completion.chunk", "model": _model[0], "choices": [],
                      "usage": {"prompt_tokens": 10, "completion_tokens": len(pieces) or 5,
                                "total_tokens": 10 + (len(pieces) or 5)}})
         self._event("[DONE]")
@@ -127,8 +147,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log", required=True)
+    parser.add_argument("--status", type=int, default=0, help="answer every request with this HTTP status")
+    parser.add_argument("--model", default="scripted", help="the replies' model field")
     args = parser.parse_args()
     _log_path = args.log
+    _status[0] = args.status
+    _model[0] = args.model
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     server.serve_forever()

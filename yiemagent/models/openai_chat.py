@@ -23,7 +23,7 @@ from .._checks import check_number, check_str
 from .._http import CancellableSession, connection_problem
 from .._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
 from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
-from ..exceptions import ConfigError, LLMError, LLMTimeoutError
+from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
 from ..llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
 from ..sse import SSEParser
 from ..textpolicy import boundary, json_text
@@ -124,7 +124,8 @@ class OpenAIChat:
 
     Raises (from a call):
         LLMError: HTTP error (``.status_code``, the body in the message), a reply
-            that is not JSON, or a connection failure.
+            that is not JSON.
+        LLMConnectionError: a connection failure (an ``LLMError``).
         LLMTimeoutError: no complete reply within ``timeout_seconds``.
 
     Thread safety: safe to call from several threads; ``cancel()`` from another
@@ -194,7 +195,9 @@ class OpenAIChat:
             problem = connection_problem(exc, self.url)
             if problem is not None:  # one line says it all; urllib3's chain only in debug
                 logger.debug("POST %s: %r", self.url, exc)
-                raise LLMError(f"POST {self.url}: {problem}") from None
+                raise LLMConnectionError(f"POST {self.url}: {problem}") from None
+            if isinstance(exc, requests.ConnectionError):  # reset or dropped before any reply
+                raise LLMConnectionError(f"POST {self.url} failed: {exc}") from exc
             raise LLMError(f"POST {self.url} failed: {exc}") from exc
         if abort_event is not None and abort_event.is_set():  # aborted while sending: stop the generation
             response.close()
