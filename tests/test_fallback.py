@@ -1,0 +1,183 @@
+"""``fallback_llm``: the next model answers when a provider is down, never after a valid reply or a bad request.
+
+Real HTTP servers: tests/servers/scripted_openai_server.py, one started with ``--status 503`` (or 429, 500,
+400, 401) standing for a provider that is down or refuses, one healthy (``--model backup``); the
+``llm_call``s are yiemagent's own ``openai_chat``. Each server logs every request it got, so a test
+can tell which model was asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from yiemagent import Agent, LLMConnectionError, LLMError, fallback_llm, openai_chat
+from yiemagent.models.fallback import provider_down
+
+USER = [{"role": "user", "content": "hello there"}]
+
+Server = tuple[str, Path]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Server]]:
+    """``start(status=0, model="scripted") -> (base_url, request log)``; one server per (status, model)."""
+    started: dict[tuple[int, str], tuple[Server, Any]] = {}
+
+    def start(status: int = 0, model: str = "scripted") -> Server:
+        if (status, model) not in started:
+            log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
+            log.write_text("", encoding="utf-8")
+            port = free_port()
+            process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
+                                     "--log", str(log), "--status", str(status), "--model", model])
+            wait_for_port(port, timeout_seconds=20, process=process)
+            started[(status, model)] = ((f"http://127.0.0.1:{port}/v1", log), process)
+        return started[(status, model)][0]
+
+    try:
+        yield start
+    finally:
+        for _, process in started.values():
+            stop_process(process)
+
+
+def seen(log: Path) -> int:
+    """Requests the server answered so far."""
+    return len([line for line in log.read_text(encoding="utf-8").splitlines() if line.strip()])
+
+
+def text_of(reply: dict[str, Any]) -> Any:
+    return reply["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("status", [503, 429, 500])
+def test_provider_down_status_falls_back_to_the_next_model(servers: Callable[..., Server], status: int) -> None:
+    down_url, down_log = servers(status=status)
+    up_url, up_log = servers(model="backup")
+    before_down, before_up = seen(down_log), seen(up_log)
+    failures: list[tuple[Any, BaseException, Any]] = []
+    primary, backup = openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup")
+    llm = fallback_llm(primary, backup, on_fallback=lambda *a: failures.append(a))
+    reply = llm(USER, [])
+    assert text_of(reply) == "You said: hello there"
+    assert reply["model"] == "backup"
+    assert seen(down_log) > before_down and seen(up_log) == before_up + 1
+    assert len(failures) == 1 and failures[0][0] is primary and failures[0][2] is backup
+    assert isinstance(failures[0][1], LLMError) and failures[0][1].status_code == status
+
+
+def test_connection_refused_falls_back(servers: Callable[..., Server]) -> None:
+    up_url, _ = servers(model="backup")
+    dead = openai_chat(f"http://127.0.0.1:{free_port()}/v1", "primary", timeout_seconds=10)
+    with pytest.raises(LLMConnectionError):
+        dead(USER, [])
+    assert text_of(fallback_llm(dead, openai_chat(up_url, "backup"))(USER, [])) == "You said: hello there"
+
+
+@pytest.mark.parametrize("status", [400, 401])
+def test_bad_request_or_bad_key_is_raised_not_fallen_back(servers: Callable[..., Server], status: int) -> None:
+    bad_url, _ = servers(status=status)
+    up_url, up_log = servers(model="backup")
+    before = seen(up_log)
+    llm = fallback_llm(openai_chat(bad_url, "primary"), openai_chat(up_url, "backup"))
+    with pytest.raises(LLMError) as raised:
+        llm(USER, [])
+    assert raised.value.status_code == status
+    assert seen(up_log) == before  # the backup was never asked
+    assert not provider_down(raised.value)
+
+
+def test_valid_empty_reply_is_returned_never_retried(servers: Callable[..., Server]) -> None:
+    """A valid reply whatever its content: no text, no calls, ``finish_reason: "stop"``."""
+    first_url, first_log = servers(model="first")
+    up_url, up_log = servers(model="backup")
+    before_first, before_up = seen(first_log), seen(up_log)
+    reply = fallback_llm(openai_chat(first_url, "first"), openai_chat(up_url, "backup"))(
+        [{"role": "user", "content": "[empty]"}], [])
+    assert text_of(reply) is None and reply["choices"][0]["finish_reason"] == "stop"
+    assert reply["model"] == "first"
+    assert seen(first_log) == before_first + 1 and seen(up_log) == before_up
+
+
+def test_abort_stops_the_fallback(servers: Callable[..., Server]) -> None:
+    down_url, _ = servers(status=503)
+    up_url, up_log = servers(model="backup")
+    before = seen(up_log)
+    abort = threading.Event()
+    primary = openai_chat(down_url, "primary", timeout_seconds=10)
+
+    def aborting_primary(messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                         abort_event: threading.Event | None = None) -> dict[str, Any]:
+        try:
+            return primary(messages, tools, abort_event=abort_event)
+        finally:
+            abort.set()  # the run was aborted while the first provider was failing
+
+    llm = fallback_llm(aborting_primary, openai_chat(up_url, "backup"))
+    with pytest.raises(LLMError) as raised:
+        llm(USER, [], abort_event=abort)
+    assert raised.value.status_code == 503
+    assert seen(up_log) == before
+
+
+def test_streaming_through_the_fallback(servers: Callable[..., Server]) -> None:
+    down_url, _ = servers(status=503)
+    up_url, _ = servers(model="backup")
+    deltas: list[tuple[str, str]] = []
+    llm = fallback_llm(openai_chat(down_url, "primary", stream=True, timeout_seconds=10),
+                       openai_chat(up_url, "backup", stream=True))
+    reply = llm(USER, [], on_delta=lambda kind, delta, **_: deltas.append((kind, delta)))
+    assert text_of(reply) == "You said: hello there"
+    assert "".join(d for k, d in deltas if k == "text") == "You said: hello there"
+    assert reply["model"] == "backup"
+
+
+def test_agent_run_first_model_down_answers_from_the_second(servers: Callable[..., Server],
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    down_url, _ = servers(status=503)
+    up_url, _ = servers(model="backup")
+    events: list[Any] = []
+    llm = fallback_llm(openai_chat(down_url, "primary", stream=True, timeout_seconds=10),
+                       openai_chat(up_url, "backup", stream=True))
+    agent = Agent(llm, event_sink=events.append)
+    with caplog.at_level(logging.WARNING, logger="yiemagent.models.fallback"):
+        answer = agent.ask("hello there", timeout_seconds=30)
+    assert "You said: hello there" in json.dumps(answer, default=str)
+    assert any(getattr(e, "type", "") == "message_update" for e in events)
+    assert any("primary failed" in r.getMessage() and "backup" in r.getMessage() and "503" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_harper_1537_primary_error_is_surfaced_when_the_chain_fails(servers: Callable[..., Server]) -> None:
+    """HarperFast/harper #1537 (and Helicone PR #4254's review): a chain that fails must not hide the
+    first model's error behind the last one's. Here the primary is down (503) and the backup refuses
+    the request (400): the 400 is raised (a bad request is not fallen back past) and names the 503."""
+    down_url, _ = servers(status=503)
+    bad_url, _ = servers(status=400)
+    with pytest.raises(LLMError) as raised:
+        fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(bad_url, "backup"))(USER, [])
+    assert raised.value.status_code == 400
+    assert "primary" in str(raised.value) and "503" in str(raised.value)
+
+
+def test_harper_1537_deterministic_error_does_not_walk_the_chain(servers: Callable[..., Server]) -> None:
+    """HarperFast/harper #1537: an input/validation error fails identically on every candidate, so the
+    chain stops at once (openclaw PR #9427 went the other way, falling back on every 4xx)."""
+    bad_url, bad_log = servers(status=400)
+    up_url, up_log = servers(model="backup")
+    before_bad, before_up = seen(bad_log), seen(up_log)
+    started = time.monotonic()
+    with pytest.raises(LLMError):
+        fallback_llm(openai_chat(bad_url, "primary"), openai_chat(up_url, "backup"), openai_chat(up_url, "c"))(
+            USER, [])
+    assert seen(bad_log) == before_bad + 1 and seen(up_log) == before_up
+    assert time.monotonic() - started < 5
