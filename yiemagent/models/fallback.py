@@ -116,7 +116,7 @@ class FallbackLLM:
             if response_format is not None:
                 keywords["response_format"] = response_format
             try:
-                reply = llm_call(messages, tools, **keywords)
+                reply: dict[str, Any] = llm_call(messages, tools, **keywords)
             except Exception as exc:
                 stopped = (abort_event is not None and abort_event.is_set()) or self._cancelled != cancelled
                 last = index == len(self.llm_calls) - 1
