@@ -29,19 +29,21 @@ Server = tuple[str, Path]
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Server]]:
-    """``start(status=0, model="scripted") -> (base_url, request log)``; one server per (status, model)."""
-    started: dict[tuple[int, str], tuple[Server, Any]] = {}
+    """``start(status=0, model="scripted", in_stream=False) -> (base_url, request log)``; one server per set."""
+    started: dict[tuple[int, str, bool], tuple[Server, Any]] = {}
 
-    def start(status: int = 0, model: str = "scripted") -> Server:
-        if (status, model) not in started:
+    def start(status: int = 0, model: str = "scripted", in_stream: bool = False) -> Server:
+        key = (status, model, in_stream)
+        if key not in started:
             log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
             log.write_text("", encoding="utf-8")
             port = free_port()
             process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
-                                     "--log", str(log), "--status", str(status), "--model", model])
+                                     "--log", str(log), "--status", str(status), "--model", model,
+                                     *(["--status-in-stream"] if in_stream else [])])
             wait_for_port(port, timeout_seconds=20, process=process)
-            started[(status, model)] = ((f"http://127.0.0.1:{port}/v1", log), process)
-        return started[(status, model)][0]
+            started[key] = ((f"http://127.0.0.1:{port}/v1", log), process)
+        return started[key][0]
 
     try:
         yield start
@@ -181,3 +183,29 @@ def test_harper_1537_deterministic_error_does_not_walk_the_chain(servers: Callab
             USER, [])
     assert seen(bad_log) == before_bad + 1 and seen(up_log) == before_up
     assert time.monotonic() - started < 5
+
+
+def test_agentskit_1007_leading_stream_error_event_falls_back(servers: Callable[..., Server]) -> None:
+    """AgentsKit-io/agentskit PR #1007: OpenRouter reports a rate limit (or a stale model) as a first SSE
+    ``error`` event after HTTP 200, so a fallback chain that only looks at HTTP statuses never moves on.
+    ``openai_chat`` gives such a leading event's ``error.code`` as ``status_code``: 429 falls back."""
+    limited_url, limited_log = servers(status=429, in_stream=True)
+    up_url, _ = servers(model="backup")
+    before = seen(limited_log)
+    primary = openai_chat(limited_url, "primary", stream=True, timeout_seconds=10)
+    with pytest.raises(LLMError) as raised:
+        primary(USER, [])
+    assert raised.value.status_code == 429 and seen(limited_log) == before + 1
+    reply = fallback_llm(primary, openai_chat(up_url, "backup", stream=True))(USER, [])
+    assert text_of(reply) == "You said: hello there" and reply["model"] == "backup"
+
+
+def test_agentskit_1007_leading_stream_error_400_is_raised(servers: Callable[..., Server]) -> None:
+    """The same leading error event with a client error (400) is raised, not fallen back."""
+    bad_url, _ = servers(status=400, in_stream=True)
+    up_url, up_log = servers(model="backup")
+    before = seen(up_log)
+    with pytest.raises(LLMError) as raised:
+        fallback_llm(openai_chat(bad_url, "primary", stream=True), openai_chat(up_url, "backup", stream=True))(
+            USER, [])
+    assert raised.value.status_code == 400 and seen(up_log) == before

@@ -14,7 +14,9 @@ local model is used by the ``model`` tests). Replies, by the last message of the
 * anything else: ``You said: <text>``, a word every 0.05 s
 
 ``--status CODE`` makes every request answer HTTP CODE (``Retry-After: 0``, an OpenAI-style error body):
-a provider that is down or refuses (fallback tests). ``--model NAME`` sets the replies' ``model`` field.
+a provider that is down or refuses (fallback tests); with ``--status-in-stream`` a streamed request gets
+HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as OpenRouter sends a rate limit).
+``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
 ``{"n", "last", "stream", "cut"}``; ``cut`` is true when the client closed the connection before the
@@ -36,6 +38,7 @@ _count = [0]
 _log_path = ""
 _status = [0]
 _model = ["scripted"]
+_status_in_stream = [False]
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -73,7 +76,15 @@ class _Handler(BaseHTTPRequestHandler):
         last = (body.get("messages") or [{}])[-1].get("content")
         cut = False
         try:
-            if _status[0]:
+            if _status[0] and _status_in_stream[0] and body.get("stream"):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._event({"error": {"message": f"scripted error {_status[0]}", "code": _status[0]}})
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            elif _status[0]:
                 self._error(_status[0])
             elif body.get("stream"):
                 self._stream(pieces, calls, pause)
@@ -149,10 +160,12 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("--status", type=int, default=0, help="answer every request with this HTTP status")
     parser.add_argument("--model", default="scripted", help="the replies' model field")
+    parser.add_argument("--status-in-stream", action="store_true", help="send --status as a first SSE error event")
     args = parser.parse_args()
     _log_path = args.log
     _status[0] = args.status
     _model[0] = args.model
+    _status_in_stream[0] = args.status_in_stream
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     server.serve_forever()

@@ -39,8 +39,13 @@ class _RetryableStatus(LLMError):
 
 
 
-def _stream_chunk(data: str, url: str) -> dict[str, Any] | None:
-    """One SSE event's data as a chunk dict (None for a non-object); raises ``LLMError`` on bad JSON or an error."""
+def _stream_chunk(data: str, url: str, first: bool = False) -> dict[str, Any] | None:
+    """One SSE event's data as a chunk dict (None for a non-object); raises ``LLMError`` on bad JSON or an error.
+
+    An error event that comes ``first`` (before any chunk: OpenRouter sends a rate limit or an unavailable
+    model this way, after HTTP 200) gets its ``error.code`` as ``status_code`` when that is an HTTP status,
+    so it reads as the status would have (``fallback_llm``); a later one has none (the reply had begun).
+    """
     try:
         chunk = json.loads(data)
     except ValueError as exc:
@@ -48,7 +53,12 @@ def _stream_chunk(data: str, url: str) -> dict[str, Any] | None:
     except RecursionError as exc:
         raise LLMError(f"POST {url}: a stream event is nested too deeply", response=data[:200]) from exc
     if isinstance(chunk, dict) and "error" in chunk:
-        raise LLMError(f"POST {url}: the stream reported an error: {chunk['error']}", response=chunk)
+        error = chunk["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        if isinstance(code, str) and code.isdigit():
+            code = int(code)
+        status = code if first and isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600 else None
+        raise LLMError(f"POST {url}: the stream reported an error: {error}", response=chunk, status_code=status)
     return chunk if isinstance(chunk, dict) else None
 
 
@@ -79,7 +89,7 @@ def _read_stream(
             for data in _stream_events(response):
                 if data.strip() == "[DONE]":
                     return merger.reply()
-                chunk = _stream_chunk(data, url)
+                chunk = _stream_chunk(data, url, first=merger.first is None)
                 if chunk is not None:
                     merger.feed(chunk)
                     deltas.feed(chunk)
