@@ -209,3 +209,16 @@ def test_agentskit_1007_leading_stream_error_400_is_raised(servers: Callable[...
         fallback_llm(openai_chat(bad_url, "primary", stream=True), openai_chat(up_url, "backup", stream=True))(
             USER, [])
     assert raised.value.status_code == 400 and seen(up_log) == before
+
+
+def test_openai_sdk_connection_refused_falls_back(servers: Callable[..., Server]) -> None:
+    """The ``openai`` SDK adapter: its ``APIConnectionError`` becomes ``LLMConnectionError``, so it falls back."""
+    openai = pytest.importorskip("openai")
+    from yiemagent import openai_client_chat
+
+    up_url, _ = servers(model="backup")
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="none", max_retries=0, timeout=5)
+    dead = openai_client_chat(client, "primary")
+    with pytest.raises(LLMConnectionError, match="APIConnectionError"):
+        dead(USER, [])
+    assert text_of(fallback_llm(dead, openai_chat(up_url, "backup"))(USER, [])) == "You said: hello there"

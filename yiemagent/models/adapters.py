@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..exceptions import ConfigError, LLMError
+from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
 from ..llm import ChunkDeltas, OnDelta, merge_chunks
 
 __all__ = ["LiteLLMChat", "OpenAIClientChat", "litellm_chat", "openai_client_chat"]
@@ -93,10 +93,19 @@ def _read_chunks(chunks: Iterable[Any], on_delta: OnDelta | None, where: str) ->
 
 
 def _llm_error(where: str, exc: BaseException) -> LLMError:
+    """``LLMError`` for a library's error; its connection errors and timeouts (``openai.APIConnectionError``,
+    ``openai.APITimeoutError``, LiteLLM's subclasses of them, or built-in ones) keep that kind
+    (``LLMConnectionError``, ``LLMTimeoutError``: ``fallback_llm`` moves on after them)."""
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None) or getattr(exc, "message", None)
-    return LLMError(f"{where} failed: {type(exc).__name__}: {exc}",
-                    status_code=status if isinstance(status, int) else None, response=body)
+    kinds = {c.__name__ for c in type(exc).__mro__}
+    status_code = status if isinstance(status, int) and not isinstance(status, bool) else None
+    kind: type[LLMError] = LLMError
+    if status_code is None and ("APITimeoutError" in kinds or isinstance(exc, TimeoutError)):
+        kind = LLMTimeoutError
+    elif status_code is None and ("APIConnectionError" in kinds or isinstance(exc, ConnectionError)):
+        kind = LLMConnectionError
+    return kind(f"{where} failed: {type(exc).__name__}: {exc}", status_code=status_code, response=body)
 
 
 class OpenAIClientChat:
