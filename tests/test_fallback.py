@@ -8,7 +8,6 @@ can tell which model was asked.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -153,8 +152,11 @@ def test_agent_run_first_model_down_answers_from_the_second(servers: Callable[..
     agent = Agent(llm, event_sink=events.append)
     with caplog.at_level(logging.WARNING, logger="yiemagent.models.fallback"):
         answer = agent.ask("hello there", timeout_seconds=30)
-    assert "You said: hello there" in json.dumps(answer, default=str)
+    assert answer["content"] == "You said: hello there" and answer["status"] == "completed"
     assert any(getattr(e, "type", "") == "message_update" for e in events)
+    ends = [e.message for e in events if e.type == "message_end" and getattr(e.message, "role", "") == "assistant"]
+    assert [m.model for m in ends] == ["backup"]  # the event names the model that answered
+    assert agent.history[-1].model == "backup"
     assert any("primary failed" in r.getMessage() and "backup" in r.getMessage() and "503" in r.getMessage()
                for r in caplog.records)
 

@@ -93,7 +93,8 @@ def _closing_answer(reply: AssistantMessage, results: list[AgentToolResult], fal
     calls (those are answered in the history).
     """
     text = reply.text or "\n".join(r.text for r in results if r.text) or fallback
-    return AssistantMessage([TextContent(text)] if text else [], usage=reply.usage, finish_reason=reply.finish_reason)
+    return AssistantMessage([TextContent(text)] if text else [], usage=reply.usage, finish_reason=reply.finish_reason,
+                            model=reply.model)
 
 
 class _Run(ModelTurn, ToolBatch):

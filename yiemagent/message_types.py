@@ -241,6 +241,9 @@ class AssistantMessage(DataClassJsonMixin):
     """yiemagent-side: the response's ``finish_reason`` (``stop``, ``tool_calls``, ``length``)."""
     usage: dict[str, Any] | None = field(default=None, compare=False)
     """yiemagent-side: the response's ``usage`` (token counts), if reported."""
+    model: str | None = field(default=None, compare=False)
+    """yiemagent-side: the response's ``model`` (which model answered: ``fallback_llm`` sets it), or None;
+    never sent back to a model."""
     excluded: str | None = field(default=None, compare=False)
     """yiemagent-side: why this message is left out of what is sent to the model (its run failed), or None."""
     role: Literal["assistant"] = "assistant"
@@ -250,7 +253,7 @@ class AssistantMessage(DataClassJsonMixin):
         def __init__(
             self, content: str | Sequence[TextContent | ReasoningContent] = ..., tool_calls: list[ToolCall] = ...,
             extra: dict[str, Any] = ..., finish_reason: str | None = None, usage: dict[str, Any] | None = None,
-            role: Literal["assistant"] = "assistant",
+            model: str | None = None, role: Literal["assistant"] = "assistant",
         ) -> None: ...
 
     def __post_init__(self) -> None:

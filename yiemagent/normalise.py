@@ -79,4 +79,5 @@ def storable_reply(message: AssistantMessage) -> AssistantMessage:
     message.extra = _clean(message.extra)
     message.usage = _clean(message.usage)
     message.finish_reason = _clean(message.finish_reason)
+    message.model = _clean(message.model)
     return message

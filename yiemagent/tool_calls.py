@@ -422,6 +422,7 @@ def _parse(response: dict[str, Any], taken_ids: set[str] | None, tool_names: Col
         extra=parsed.extra,
         finish_reason=parsed.finish_reason,
         usage=parsed.usage,
+        model=response["model"][:200] if isinstance(response.get("model"), str) and response["model"] else None,
     )
     return storable_reply(message)
 
