@@ -32,8 +32,12 @@ a model that failed before the reply began sent no deltas, so the deltas the
 agent shows are the answering model's.
 
 Which model answered: the reply's ``model`` field (set to the inner call's
-``.model`` when the reply has none), a log line at WARNING naming the failed
-model and why, and ``on_fallback(failed, error, next)`` when given.
+``.model`` when the reply has none; the agent keeps it as ``AssistantMessage.model``,
+on the ``message_end`` event), a log line at WARNING naming the failed model and
+why, and ``on_fallback(failed, error, next)`` when given.
+
+Source: issue 18 point 4; peers: pydantic-ai ``FallbackModel``, LangChain
+``ModelFallbackMiddleware``, LiteLLM ``fallbacks``.
 """
 
 from __future__ import annotations
