@@ -224,3 +224,33 @@ def test_openai_sdk_connection_refused_falls_back(servers: Callable[..., Server]
     with pytest.raises(LLMConnectionError, match="APIConnectionError"):
         dead(USER, [])
     assert text_of(fallback_llm(dead, openai_chat(up_url, "backup"))(USER, [])) == "You said: hello there"
+
+
+def test_timeout_falls_back(servers: Callable[..., Server]) -> None:
+    """The primary streams too slowly for its ``timeout_seconds`` (``LLMTimeoutError``): the backup answers."""
+    slow_url, _ = servers(model="slowpoke")
+    up_url, _ = servers(model="backup")
+    llm = fallback_llm(openai_chat(slow_url, "primary", stream=True, timeout_seconds=1),
+                       openai_chat(up_url, "backup"))
+    started = time.monotonic()
+    reply = llm([{"role": "user", "content": "slow"}], [])
+    assert reply["model"] == "backup" and text_of(reply).startswith("word1 word2")
+    assert time.monotonic() - started < 8
+
+
+def test_cancel_during_a_failure_stops_the_fallback(servers: Callable[..., Server]) -> None:
+    """``cancel()`` (what ``Agent.abort()`` calls) while the first model fails: no further model is asked."""
+    up_url, up_log = servers(model="backup")
+    before = seen(up_log)
+    holder: list[Any] = []
+
+    def cut_primary(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        holder[0].cancel()
+        raise LLMConnectionError("cut (cancelled)")
+
+    llm = fallback_llm(cut_primary, openai_chat(up_url, "backup"))
+    holder.append(llm)
+    with pytest.raises(LLMConnectionError):
+        llm(USER, [])
+    assert seen(up_log) == before
+    assert text_of(fallback_llm(openai_chat(up_url, "backup"), cut_primary)(USER, [])) == "You said: hello there"
