@@ -180,3 +180,14 @@ def test_http_model_tool_call_limit_and_cost(scripted_model: tuple[str, Path]) -
         assert len(seen) == 1
         assert agent.ask("hello")["status"] == "completed"
         valid(agent)
+
+
+def test_alpha_loop_424_an_unpriced_model_is_an_error_not_a_free_reply() -> None:
+    """alpha-loop #424 (and codeburn #638): a model missing from the price table (there: an empty model
+    key) was priced 0, so a cost limit never tripped; here the run ends with an error naming the price."""
+    prices = {"a": {"input_per_million": 1.0}, "b": {"input_per_million": 2.0}}
+    llm = ScriptedLLM([weather_call(1), text_reply("done")])
+    with Agent(llm, tools=[get_weather], usage_limits=UsageLimits(cost=1.0, prices=prices)) as agent:
+        answer = agent.ask("q")
+        assert answer["status"] == "error" and "no price" in answer["error"]
+        valid(agent)

@@ -21,15 +21,19 @@ dict carries ``usage_limit``: ``{"limit": <name>, "maximum": <limit>, "value":
 
 Tokens are read from the replies' OpenAI ``usage`` (``prompt_tokens``,
 ``completion_tokens``, ``total_tokens``; ``input_tokens`` / ``output_tokens``
-too). Per conversation, ``requests`` and ``tool_calls`` are the counts of the
-conversation's summed ``usage`` keys ``requests`` / ``tool_calls``, which the
-loop adds to each run's usage.
+too). With limits set, a run's ``usage`` also counts ``requests``,
+``tool_calls`` (calls that ran) and ``cost`` (with ``prices``). Per
+conversation, the figures before the run are read from the history itself
+(each assistant message's ``usage``; each tool result counts as a tool call,
+"not run" ones included), so they survive a store round-trip and hold across
+processes.
 
 ``cost`` is in the currency of ``prices``: ``{model: {"input_per_million": x,
-"output_per_million": y}}``, the model being the reply's ``model`` field; one
-price table entry is used when the reply names no model or only one model is
-priced. A reply of a model with no price makes ``usage_cost`` raise
-``ConfigError`` when a ``cost`` limit is set (a cost cannot be silently 0).
+"output_per_million": y}}``, the model being the ``llm_call``'s ``model``
+attribute (``openai_chat`` has one); a table of one entry prices an
+``llm_call`` without a model. A model with no price makes ``reply_cost``
+raise ``ConfigError`` and the run end with status ``error`` (a cost is never
+silently 0).
 """
 
 from __future__ import annotations
