@@ -17,10 +17,9 @@ import pytest
 
 from tests import strict_openai
 from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
-from yiemagent import Agent, ConfigError, tool
+from yiemagent import Agent, ConfigError, UsageLimits, tool
 from yiemagent.models.openai_chat import openai_chat
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
-from yiemagent.usage_limits import UsageLimits
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 
@@ -191,3 +190,10 @@ def test_alpha_loop_424_an_unpriced_model_is_an_error_not_a_free_reply() -> None
         answer = agent.ask("q")
         assert answer["status"] == "error" and "no price" in answer["error"]
         valid(agent)
+
+
+def test_usage_limits_must_be_usage_limits_and_figures_valid() -> None:
+    with pytest.raises(ConfigError, match="usage_limits"):
+        Agent(ScriptedLLM([]), usage_limits={"requests": 1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="requests"):
+        UsageLimits(requests=-1)
