@@ -87,7 +87,7 @@ def test_pydantic_ai_2593_tool_calls_of_one_reply_are_counted_exactly() -> None:
 
 
 def test_agno_3408_calls_refused_by_a_limit_get_results_and_the_history_stays_valid() -> None:
-    """agno #3408: a tool-call limit left the model's calls unanswered, which models reject."""
+    """Agno #3408: a tool-call limit left the model's calls unanswered, which models reject."""
     llm = ScriptedLLM([many_calls(2), text_reply("next answer")])
     with Agent(llm, tools=[get_weather], usage_limits=UsageLimits(tool_calls=1)) as agent:
         assert agent.ask("go")["status"] == "usage_limit"
@@ -183,7 +183,8 @@ def test_http_model_tool_call_limit_and_cost(scripted_model: tuple[str, Path]) -
 
 def test_alpha_loop_424_an_unpriced_model_is_an_error_not_a_free_reply() -> None:
     """alpha-loop #424 (and codeburn #638): a model missing from the price table (there: an empty model
-    key) was priced 0, so a cost limit never tripped; here the run ends with an error naming the price."""
+    key) was priced 0, so a cost limit never tripped; here the run ends with an error naming the price.
+    """
     prices = {"a": {"input_per_million": 1.0}, "b": {"input_per_million": 2.0}}
     llm = ScriptedLLM([weather_call(1), text_reply("done")])
     with Agent(llm, tools=[get_weather], usage_limits=UsageLimits(cost=1.0, prices=prices)) as agent:

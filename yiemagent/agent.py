@@ -18,10 +18,10 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
-  (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit reached. An answer that ends a run on a tool
-  batch (``terminated``, ``max_turns``) has text and no ``tool_calls``. Strip
-  the extra keys before sending the dict to a model; use ``openai_messages()``
-  for the history.
+  (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit
+  reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
+  no ``tool_calls``. Strip the extra keys before sending the dict to a model;
+  use ``openai_messages()`` for the history.
 
 ``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
 queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and

@@ -58,9 +58,11 @@ class LimitReached:
     scope: str = "run"
 
     def as_dict(self) -> dict[str, Any]:
+        """``{"limit", "maximum", "value", "scope"}``: the answer's ``usage_limit``."""
         return {"limit": self.limit, "maximum": self.maximum, "value": self.value, "scope": self.scope}
 
     def message(self) -> str:
+        """The run's closing text, naming the limit and the figures."""
         return (f"Stopped: the {self.scope} usage limit on {self.limit} ({self.maximum:g}) was reached "
                 f"({self.value:g}).")
 
@@ -174,6 +176,7 @@ class UsageGuard:
 
     @property
     def active(self) -> bool:
+        """True when a run or conversation limit is set."""
         return self.run is not None or self.conversation is not None
 
     def _both(self, usage: dict[str, Any]) -> list[tuple[UsageLimits, dict[str, Any], str]]:
@@ -197,10 +200,12 @@ class UsageGuard:
             usage["cost"] = float(usage.get("cost", 0.0) or 0.0) + reply_cost(self.prices, self.model, reply_usage)
 
     def count_tools(self, usage: dict[str, Any], calls: int) -> None:
+        """Add ``calls`` tool calls to the run's ``usage`` (only when limits are set)."""
         if self.active:
             usage["tool_calls"] = int(usage.get("tool_calls", 0) or 0) + calls
 
     def before_request(self, usage: dict[str, Any]) -> LimitReached | None:
+        """The limit another model request would pass (run, then conversation), or None."""
         for limits, figures, scope in self._both(usage):
             reached = limits.before_request(figures, scope)
             if reached is not None:
@@ -208,6 +213,7 @@ class UsageGuard:
         return None
 
     def after_reply(self, usage: dict[str, Any]) -> LimitReached | None:
+        """The token or cost limit the last reply reached, or None."""
         for limits, figures, scope in self._both(usage):
             reached = limits.after_reply(figures, scope)
             if reached is not None:
@@ -215,6 +221,7 @@ class UsageGuard:
         return None
 
     def before_tools(self, usage: dict[str, Any], calls: int) -> LimitReached | None:
+        """The tool-call limit a batch of ``calls`` would pass, or None."""
         for limits, figures, scope in self._both(usage):
             reached = limits.before_tools(figures, calls, scope)
             if reached is not None:
