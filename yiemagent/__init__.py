@@ -83,6 +83,7 @@ from .store.sqlite import SQLiteStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
+from .usage_limits import UsageLimits
 
 from_openai_response = parse_response
 
@@ -143,6 +144,7 @@ __all__ = [
     "ToolNotFoundError",
     "ToolRegistry",
     "ToolResultMessage",
+    "UsageLimits",
     "UserMessage",
     "YiemagentError",
     "YiemagentWarning",

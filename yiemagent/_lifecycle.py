@@ -31,6 +31,7 @@ from .exceptions import AgentClosedError, ConfigError
 from .mcp.client import MCPClient
 from .store.base import ConversationStore
 from .tools import AgentTool
+from .usage_limits import UsageLimits
 
 __all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
 
@@ -59,6 +60,9 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     check_int("max_parallel_tools", args["max_parallel_tools"], minimum=1)
     check_int("max_result_chars", args["max_result_chars"], minimum=1, optional=True)
     check_choice("tool_execution", args["tool_execution"], ("parallel", "sequential"))
+    for name in ("usage_limits", "conversation_usage_limits"):
+        if args.get(name) is not None and not isinstance(args[name], UsageLimits):
+            raise ConfigError(f"{name} must be a yiemagent.usage_limits.UsageLimits, not {args[name]!r:.60}")
     if "lease_seconds" in args:
         check_number("lease_seconds", args["lease_seconds"])
     store = args.get("store")

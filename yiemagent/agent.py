@@ -17,11 +17,11 @@ Queues (all ``queue.Queue``, safe from any thread):
   input put on a queue: the final answer, or an error answer. Extra keys:
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
-  ``max_turns``, ``repeated_call``, ``aborted``, ``error``), ``finish_reason``
-  (the model's, or None) and, on failure, ``error`` (a message). An answer that ends a run on a tool
-  batch (``terminated``, ``max_turns``) has text and no ``tool_calls``. Strip
-  the extra keys before sending the dict to a model; use ``openai_messages()``
-  for the history.
+  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
+  (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit
+  reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
+  no ``tool_calls``. Strip the extra keys before sending the dict to a model;
+  use ``openai_messages()`` for the history.
 
 ``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
 queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and
@@ -58,7 +58,7 @@ from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
 from .formatting import OpenAIFormatter
 from .hooks import AfterToolCall, BeforeToolCall
-from .loop import LLMCall, LoopConfig
+from .loop import LLMCall, LoopConfig, UsageLimits
 from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .mcp.config import mcp_clients
@@ -112,6 +112,8 @@ class Agent(Serving):
         max_parallel_tools: worker threads for one batch of tool calls.
         max_result_chars: characters of one tool result the model sees; longer
             results are cut with a visible note. None: no cap.
+        usage_limits, conversation_usage_limits: ``UsageLimits`` of each run / of the
+            conversation (status ``usage_limit``; see ``yiemagent.usage_limits``).
         store: a ``ConversationStore`` (``SQLiteStore``, ``PostgresStore``)
             keeping the conversation ``conversation_id``: its history is loaded
             from there, every input goes through its inbox, each model reply
@@ -182,6 +184,7 @@ class Agent(Serving):
         mcp_required: bool = False,
         close_mcp_clients: bool = False,
         mcp_limits: MCPLimits | None = None,
+        usage_limits: UsageLimits | None = None, conversation_usage_limits: UsageLimits | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -213,17 +216,14 @@ class Agent(Serving):
             tools=self.tools,
             system_prompt=system_prompt,
             max_turns=max_turns,
-            before_tool_call=before_tool_call,
-            after_tool_call=after_tool_call,
-            prepare_context=prepare_context,
-            format_messages=format_messages or OpenAIFormatter(),
+            before_tool_call=before_tool_call, after_tool_call=after_tool_call,
+            prepare_context=prepare_context, format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
             before_model_call=self.mcp.refresh if clients else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
-            max_parallel_tools=max_parallel_tools,
-            max_result_chars=max_result_chars,
-            executor=self._executor,
+            max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
+            usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
         )
         self._init_lifecycle()
         self._init_serving()

@@ -365,6 +365,8 @@ class Conversation:
         answer["finish_reason"] = result.answer.finish_reason
         if result.status == "error" and result.error is not None:
             answer["error"] = describe(result.error)
+        if result.usage_limit is not None:
+            answer["usage_limit"] = dict(result.usage_limit)
         return self._finish(answer, result.input_ids)
 
     def error_answer(self, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:

@@ -24,7 +24,8 @@ Rules (each has a test):
   the answer was cut by the token limit or the stream ended early), when
   every result of a batch sets ``terminate`` (``terminated``), at
   ``max_turns`` (``max_turns``), when the model repeats one call
-  ``max_repeated_calls`` times in a row (``repeated_call``), on abort
+  ``max_repeated_calls`` times in a row (``repeated_call``), when a usage
+  limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), on abort
   (``aborted``) or when ``llm_call`` fails or the request cannot be made
   valid (``error``);
 * a failed run (status ``error``) leaves its messages in the history, each
@@ -76,8 +77,9 @@ from .messages import AssistantMessage, Message, TextContent, ToolResultMessage,
 from .model_turn import ModelTurn
 from .tool_batch import POLL_SECONDS, Aborted, ToolBatch
 from .tools import AgentToolResult
+from .usage_limits import LimitReached, UsageGuard, UsageLimits
 
-__all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usage", "run_turns"]
+__all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "UsageLimits", "add_usage", "run_turns"]
 
 logger = logging.getLogger("yiemagent.loop")
 
@@ -133,6 +135,7 @@ class _Run(ModelTurn, ToolBatch):
         }
         self.has_excluded = any(getattr(m, "excluded", None) for m in history)
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
+        self.reached: LimitReached | None = None
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -226,9 +229,15 @@ class _Run(ModelTurn, ToolBatch):
         aborts: tuple[type[BaseException], ...] = (
             (Aborted, KeyboardInterrupt) if threading.current_thread() is threading.main_thread() else (Aborted,))
         try:
+            self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
+                                     self.history[:self.start_len], getattr(self.config.llm_call, "model", None))
             while True:
                 if self.abort_event.is_set():
                     raise Aborted()
+                self.reached = self.limits.before_request(self.usage) if self.limits.active else None
+                if self.reached is not None:
+                    status, answer = "usage_limit", AssistantMessage([TextContent(self.reached.message())])
+                    break
                 self.turns += 1
                 last = self.turns >= self.config.max_turns
                 tools_enabled = not (last and self.config.final_turn_without_tools and self.turns > 1)
@@ -240,6 +249,7 @@ class _Run(ModelTurn, ToolBatch):
                 self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 answer = reply
+                self.limits.count_reply(self.usage, reply.usage)
                 if self.abort_event.is_set():
                     raise Aborted()
                 self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))
@@ -250,7 +260,14 @@ class _Run(ModelTurn, ToolBatch):
                     if reply.finish_reason in _CUT:
                         status = "truncated"
                     break
-                if last:
+                if self.limits.active:
+                    self.reached = (self.limits.after_reply(self.usage)
+                                    or self.limits.before_tools(self.usage, len(reply.tool_calls)))
+                if self.reached is not None:
+                    results = [AgentToolResult.error(f"Tool {c.name!r} was not run: {self.reached.message()}")
+                               for c in reply.tool_calls]
+                    aborted = False
+                elif last:
                     results = [
                         AgentToolResult.error(
                             f"Tool {c.name!r} was not run: the turn limit ({self.config.max_turns}) was reached."
@@ -260,11 +277,16 @@ class _Run(ModelTurn, ToolBatch):
                     aborted = False
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
+                    self.limits.count_tools(self.usage, len(results))
                 self.answer_calls(reply, results)
                 self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                           tool_calls=len(reply.tool_calls)))
                 if aborted:
                     raise Aborted()
+                if self.reached is not None:
+                    status = "usage_limit"
+                    answer = _closing_answer(reply, [], self.reached.message())
+                    break
                 if last:
                     status = "max_turns"
                     answer = _closing_answer(reply, [], "The turn limit was reached before a final answer.")
@@ -322,7 +344,7 @@ class _Run(ModelTurn, ToolBatch):
         return RunResult(
             answer=answer, status=status, run_id=self.run_id, turns=self.turns,
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
-            input_ids=self.input_ids,
+            input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
         )
 
 

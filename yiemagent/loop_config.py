@@ -18,11 +18,13 @@ from .hooks import AfterToolCall, BeforeToolCall
 from .llm import accepts_on_delta
 from .messages import AssistantMessage, Message, UserMessage
 from .tools import ToolRegistry
+from .usage_limits import UsageLimits
 
 __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usage"]
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
-Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "aborted", "error"]
+Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
+                 "error"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 
@@ -79,6 +81,10 @@ class LoopConfig:
                             tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]] = field(
         default_factory=RequestGuard)
     """``guard(messages, tools) -> (messages, tools, repairs)`` run on every request before ``llm_call``."""
+    usage_limits: UsageLimits | None = None
+    """Limits on each run (``yiemagent.usage_limits``); None: none."""
+    conversation_usage_limits: UsageLimits | None = None
+    """Limits on the conversation: the history's replies and tool results plus the run's; None: none."""
 
 
 @dataclass
@@ -96,6 +102,8 @@ class RunResult:
     usage: dict[str, Any] = field(default_factory=dict)
     input_ids: list[str] = field(default_factory=list)
     """Ids of every input this run answers (steered inputs included)."""
+    usage_limit: dict[str, Any] | None = None
+    """With status ``usage_limit``: ``LimitReached.as_dict()`` (limit, maximum, value, scope)."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:
