@@ -254,3 +254,19 @@ def test_cancel_during_a_failure_stops_the_fallback(servers: Callable[..., Serve
         llm(USER, [])
     assert seen(up_log) == before
     assert text_of(fallback_llm(openai_chat(up_url, "backup"), cut_primary)(USER, [])) == "You said: hello there"
+
+
+def test_usage_limit_cost_prices_the_model_that_answered(servers: Callable[..., Server]) -> None:
+    """Usage limits behind a fallback: the reply is priced as the model that answered (``AssistantMessage.model``),
+    not as the ``llm_call`` (a ``FallbackLLM`` has no single model)."""
+    from yiemagent import UsageLimits
+
+    down_url, _ = servers(status=503)
+    up_url, _ = servers(model="backup")
+    prices = {"primary": {"input_per_million": 1000.0, "output_per_million": 1000.0},
+              "backup": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    llm = fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup"))
+    agent = Agent(llm, usage_limits=UsageLimits(cost=1.0, prices=prices))
+    answer = agent.ask("hello there", timeout_seconds=30)
+    assert answer["status"] == "completed", answer
+    assert agent.usage["cost"] == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)

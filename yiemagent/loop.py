@@ -249,7 +249,7 @@ class _Run(ModelTurn, ToolBatch):
                 self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 answer = reply
-                self.limits.count_reply(self.usage, reply.usage)
+                self.limits.count_reply(self.usage, reply.usage, reply.model)
                 if self.abort_event.is_set():
                     raise Aborted()
                 self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))

@@ -29,8 +29,9 @@ conversation, the figures before the run are read from the history itself
 processes.
 
 ``cost`` is in the currency of ``prices``: ``{model: {"input_per_million": x,
-"output_per_million": y}}``, the model being the ``llm_call``'s ``model``
-attribute (``openai_chat`` has one); a table of one entry prices an
+"output_per_million": y}}``, the model being the reply's ``model`` when the
+table prices it (the model that answered, e.g. behind ``fallback_llm``), else
+the ``llm_call``'s ``model`` attribute (``openai_chat`` has one); a table of one entry prices an
 ``llm_call`` without a model. A model with no price makes ``reply_cost``
 raise ``ConfigError`` and the run end with status ``error`` (a cost is never
 silently 0).
@@ -167,7 +168,7 @@ class UsageGuard:
         if conversation is not None:  # the conversation so far, from its history (kept by a store too)
             for message in history:
                 if isinstance(message, AssistantMessage):
-                    self.count_reply(self.base, message.usage)
+                    self.count_reply(self.base, message.usage, message.model)
                     for key, value in (message.usage or {}).items():
                         if isinstance(value, (int, float)) and not isinstance(value, bool):
                             self.base[key] = (self.base.get(key, 0) or 0) + value
@@ -191,13 +192,20 @@ class UsageGuard:
             checks.append((self.conversation, merged, "conversation"))
         return checks
 
-    def count_reply(self, usage: dict[str, Any], reply_usage: dict[str, Any] | None) -> None:
-        """Add one request (and its cost, with prices) to ``usage``; its tokens are added by the loop."""
+    def count_reply(self, usage: dict[str, Any], reply_usage: dict[str, Any] | None,
+                    reply_model: str | None = None) -> None:
+        """Add one request (and its cost, with prices) to ``usage``; its tokens are added by the loop.
+
+        ``reply_model``: the reply's ``model`` (``AssistantMessage.model``); when ``prices`` has it, the
+        reply is priced as that model (the one that answered, e.g. behind ``fallback_llm``), else as the
+        ``llm_call``'s ``model``.
+        """
         if not self.active:
             return
         usage["requests"] = int(usage.get("requests", 0) or 0) + 1
         if self.prices:
-            usage["cost"] = float(usage.get("cost", 0.0) or 0.0) + reply_cost(self.prices, self.model, reply_usage)
+            model = reply_model if reply_model is not None and reply_model in self.prices else self.model
+            usage["cost"] = float(usage.get("cost", 0.0) or 0.0) + reply_cost(self.prices, model, reply_usage)
 
     def count_tools(self, usage: dict[str, Any], calls: int) -> None:
         """Add ``calls`` tool calls to the run's ``usage`` (only when limits are set)."""
