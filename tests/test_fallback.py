@@ -164,7 +164,8 @@ def test_agent_run_first_model_down_answers_from_the_second(servers: Callable[..
 def test_harper_1537_primary_error_is_surfaced_when_the_chain_fails(servers: Callable[..., Server]) -> None:
     """HarperFast/harper #1537 (and Helicone PR #4254's review): a chain that fails must not hide the
     first model's error behind the last one's. Here the primary is down (503) and the backup refuses
-    the request (400): the 400 is raised (a bad request is not fallen back past) and names the 503."""
+    the request (400): the 400 is raised (a bad request is not fallen back past) and names the 503.
+    """
     down_url, _ = servers(status=503)
     bad_url, _ = servers(status=400)
     with pytest.raises(LLMError) as raised:
@@ -175,7 +176,8 @@ def test_harper_1537_primary_error_is_surfaced_when_the_chain_fails(servers: Cal
 
 def test_harper_1537_deterministic_error_does_not_walk_the_chain(servers: Callable[..., Server]) -> None:
     """HarperFast/harper #1537: an input/validation error fails identically on every candidate, so the
-    chain stops at once (openclaw PR #9427 went the other way, falling back on every 4xx)."""
+    chain stops at once (openclaw PR #9427 went the other way, falling back on every 4xx).
+    """
     bad_url, bad_log = servers(status=400)
     up_url, up_log = servers(model="backup")
     before_bad, before_up = seen(bad_log), seen(up_log)
@@ -190,7 +192,8 @@ def test_harper_1537_deterministic_error_does_not_walk_the_chain(servers: Callab
 def test_agentskit_1007_leading_stream_error_event_falls_back(servers: Callable[..., Server]) -> None:
     """AgentsKit-io/agentskit PR #1007: OpenRouter reports a rate limit (or a stale model) as a first SSE
     ``error`` event after HTTP 200, so a fallback chain that only looks at HTTP statuses never moves on.
-    ``openai_chat`` gives such a leading event's ``error.code`` as ``status_code``: 429 falls back."""
+    ``openai_chat`` gives such a leading event's ``error.code`` as ``status_code``: 429 falls back.
+    """
     limited_url, limited_log = servers(status=429, in_stream=True)
     up_url, _ = servers(model="backup")
     before = seen(limited_log)
@@ -258,7 +261,8 @@ def test_cancel_during_a_failure_stops_the_fallback(servers: Callable[..., Serve
 
 def test_usage_limit_cost_prices_the_model_that_answered(servers: Callable[..., Server]) -> None:
     """Usage limits behind a fallback: the reply is priced as the model that answered (``AssistantMessage.model``),
-    not as the ``llm_call`` (a ``FallbackLLM`` has no single model)."""
+    not as the ``llm_call`` (a ``FallbackLLM`` has no single model).
+    """
     from yiemagent import UsageLimits
 
     down_url, _ = servers(status=503)

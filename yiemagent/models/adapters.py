@@ -93,9 +93,12 @@ def _read_chunks(chunks: Iterable[Any], on_delta: OnDelta | None, where: str) ->
 
 
 def _llm_error(where: str, exc: BaseException) -> LLMError:
-    """``LLMError`` for a library's error; its connection errors and timeouts (``openai.APIConnectionError``,
+    """``LLMError`` for a library's error.
+
+    Its connection errors and timeouts (``openai.APIConnectionError``,
     ``openai.APITimeoutError``, LiteLLM's subclasses of them, or built-in ones) keep that kind
-    (``LLMConnectionError``, ``LLMTimeoutError``: ``fallback_llm`` moves on after them)."""
+    (``LLMConnectionError``, ``LLMTimeoutError``: ``fallback_llm`` moves on after them).
+    """
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None) or getattr(exc, "message", None)
     kinds = {c.__name__ for c in type(exc).__mro__}
