@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import ConfigError
+from ..versioned_tokens import VersionedTokenStorage
 from .postgres import PostgresStore
 from .sql import SQLStoreBase
 
@@ -64,7 +65,7 @@ _CLIENT = "client"
 _LOCK = "lock"
 
 
-class StoreTokenStorage:
+class StoreTokenStorage(VersionedTokenStorage):
     """OAuth token storage (``yiemagent.mcp.auth.TokenStorage``) in a conversation store's database.
 
     Args:
@@ -87,6 +88,9 @@ class StoreTokenStorage:
         'Bearer'
     """
 
+    _tokens_kind = _TOKENS
+    _clients_kind = _CLIENT
+
     def __init__(self, store: SQLStoreBase) -> None:
         if not isinstance(store, SQLStoreBase):
             raise ConfigError(f"StoreTokenStorage needs an SQLiteStore or PostgresStore, not {type(store).__name__}")
@@ -100,36 +104,7 @@ class StoreTokenStorage:
     def __repr__(self) -> str:
         return f"StoreTokenStorage({self.store!r}, table {self.table!r})"
 
-    # ------------------------------------------------------------------ TokenStorage protocol
-
-    def get_tokens(self, key: str) -> dict[str, Any] | None:
-        """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
-        return self._get(_TOKENS, key)
-
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
-        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
-        self.set_tokens_if_unchanged(key, tokens)
-
-    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
-        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
-
-        Returns:
-            ``True`` when written; ``False`` when the row changed since this
-            object's last ``get_tokens``/``set_tokens`` of ``key`` (the newer row is kept).
-        """
-        return self._set(_TOKENS, key, tokens, compare=True)
-
-    def get_client(self, issuer: str) -> dict[str, Any] | None:
-        """The client registered at the authorization server ``issuer``, or ``None``."""
-        return self._get(_CLIENT, issuer)
-
-    def set_client(self, issuer: str, client: dict[str, Any]) -> None:
-        """Store the client registered at ``issuer`` (replaces any)."""
-        self._set(_CLIENT, issuer, client, compare=False)
-
-    def delete(self, key: str) -> None:
-        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
-        self.delete_if_unchanged(key)
+    # ------------------------------------------------------------------ TokenStorage protocol (VersionedTokenStorage)
 
     def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.

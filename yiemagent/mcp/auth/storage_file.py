@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ...exceptions import YiemagentError
+from ...versioned_tokens import VersionedTokenStorage
 
 __all__ = ["FileTokenStorage", "InsecureTokenFileError", "TokenStorageError", "default_token_path"]
 
@@ -78,7 +79,7 @@ def default_token_path() -> Path:
     return Path(base) / "yiemagent" / "tokens.json"
 
 
-class FileTokenStorage:
+class FileTokenStorage(VersionedTokenStorage):
     """OAuth token storage (``yiemagent.mcp.auth.TokenStorage``) in a 0600 JSON file.
 
     Args:
@@ -97,6 +98,9 @@ class FileTokenStorage:
         '0o600'
     """
 
+    _tokens_kind = _TOKENS
+    _clients_kind = _CLIENTS
+
     def __init__(self, path: str | os.PathLike[str] | None = None, *, lock_timeout_seconds: float = 10.0) -> None:
         self.path = Path(path) if path is not None else default_token_path()
         self.lock_timeout_seconds = lock_timeout_seconds
@@ -106,35 +110,7 @@ class FileTokenStorage:
     def __repr__(self) -> str:
         return f"FileTokenStorage({str(self.path)!r})"
 
-    # ------------------------------------------------------------------ TokenStorage protocol
-
-    def get_tokens(self, key: str) -> dict[str, Any] | None:
-        """The tokens stored for the MCP server ``key`` (its resource URL), or ``None``."""
-        return self._get(_TOKENS, key)
-
-    def set_tokens(self, key: str, tokens: dict[str, Any]) -> None:
-        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them."""
-        self.set_tokens_if_unchanged(key, tokens)
-
-    def set_tokens_if_unchanged(self, key: str, tokens: dict[str, Any]) -> bool:
-        """Store ``tokens`` for ``key`` unless another process wrote newer ones since this object read them.
-
-        Returns:
-            ``True`` when written, ``False`` when the newer entry was kept.
-        """
-        return self._set(_TOKENS, key, tokens, compare=True)
-
-    def get_client(self, issuer: str) -> dict[str, Any] | None:
-        """The client registered at the authorization server ``issuer``, or ``None``."""
-        return self._get(_CLIENTS, issuer)
-
-    def set_client(self, issuer: str, client: dict[str, Any]) -> None:
-        """Store the client registered at ``issuer`` (replaces any)."""
-        self._set(_CLIENTS, issuer, client, compare=False)
-
-    def delete(self, key: str) -> None:
-        """Forget the tokens of ``key`` (logout) unless newer ones were written since this object read them."""
-        self.delete_if_unchanged(key)
+    # ------------------------------------------------------------------ TokenStorage protocol (VersionedTokenStorage)
 
     def delete_if_unchanged(self, key: str) -> bool:
         """Forget the tokens of ``key`` (logout); registered clients stay.
