@@ -10,6 +10,7 @@ throw-away PostgreSQL server (Debian's ``initdb``/``pg_ctl``) on a free loopback
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,18 @@ class RecordingSession(requests.Session):
     def rpc(self, method: str) -> list[SentRequest]:
         """The recorded POSTs whose JSON-RPC ``method`` is ``method``."""
         return [r for r in self.sent if r.rpc_method == method]
+
+
+@contextlib.contextmanager
+def serve_http(args: Sequence[str], port: int | None = None, path: str = "/mcp") -> Iterator[str]:
+    """Start a server process (``args`` + ``--port <port>``), wait for its port, yield its URL, stop it."""
+    port = port or free_port()
+    process = start_process([*args, "--port", str(port)])
+    try:
+        wait_for_port(port, timeout_seconds=20, process=process)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        stop_process(process)
 
 
 def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, list[Any]]:

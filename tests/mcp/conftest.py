@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import PYTHON, SERVERS, serve_http
 from tests.mcp.oauth_rig import oauth_server  # noqa: F401  (the OAuth-protected server fixture of this folder)
 from yiemagent.mcp import MCPClient
 
@@ -62,3 +63,19 @@ def handshake_era_by_default(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         defaults["protocol_version"] = saved
+
+
+@pytest.fixture(scope="module")
+def modern_only_server() -> Iterator[str]:
+    """URL of the ``mcp`` SDK server in 2026-07-28-only mode (``--modern-only``: no handshake, no GET)."""
+    with serve_http([PYTHON, str(SERVERS / "sdk_server.py"), "--modern-only"]) as url:
+        yield url
+
+
+@pytest.fixture
+def clients() -> Iterator[list[MCPClient]]:
+    r"""A list to put ``MCPClient``\ s in; each is closed after the test."""
+    made: list[MCPClient] = []
+    yield made
+    for client in made:
+        client.close()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, RecordingSession, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON, SERVERS, RecordingSession, serve_http
 from yiemagent.exceptions import MCPRPCError, MCPTimeoutError
 from yiemagent.mcp import ClientCallbacks, HTTPTransport, LLMSampler, MCPClient
 
@@ -24,21 +24,9 @@ SERVER = str(SERVERS / "sdk_callbacks_server.py")
 
 @pytest.fixture(scope="module")
 def callbacks_server() -> Iterator[str]:
-    port = free_port()
-    process = start_process([PYTHON, SERVER, "--port", str(port)])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(process)
+    with serve_http([PYTHON, SERVER]) as url:
+        yield url
 
-
-@pytest.fixture
-def clients() -> Iterator[list[MCPClient]]:
-    made: list[MCPClient] = []
-    yield made
-    for client in made:
-        client.close()
 
 
 def http_client(clients: list[MCPClient], url: str, **kwargs: Any) -> MCPClient:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +40,6 @@ EVERYTHING_JS = Path(__file__).resolve().parents[1] / "node" / "servers" / "node
 META = "io.modelcontextprotocol/protocolVersion"
 
 
-@pytest.fixture(scope="module")
-def modern_only_server() -> Iterator[str]:
-    """URL of the ``mcp`` SDK server in 2026-07-28-only mode (``--modern-only``)."""
-    port = free_port()
-    process = start_process([sys.executable, str(SERVERS / "sdk_server.py"), "--port", str(port), "--modern-only"])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(process)
-
-
-@pytest.fixture
-def clients() -> Iterator[list[MCPClient]]:
-    made: list[MCPClient] = []
-    yield made
-    for client in made:
-        client.close()
 
 
 def recorded(url: str, made: list[MCPClient], **options: Any) -> tuple[MCPClient, RecordingSession]:

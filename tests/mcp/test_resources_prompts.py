@@ -203,20 +203,6 @@ def test_malformed_resources_and_prompts_are_skipped_one_by_one(raw_peer, open_c
         "'arguments' is not a list of {name, ...} objects", "no string 'name'"]
 
 
-@pytest.fixture(scope="module")
-def modern_only_server():
-    """URL of the ``mcp`` SDK server in 2026-07-28-only mode (``--modern-only``: no handshake, no GET)."""
-    from tests.helpers import PYTHON, free_port, start_process, stop_process, wait_for_port
-    from tests.mcp.test_modern_era import SERVERS
-
-    port = free_port()
-    process = start_process([PYTHON, str(SERVERS / "sdk_server.py"), "--port", str(port), "--modern-only"])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(process)
-
 
 def test_resources_prompts_and_completion_in_the_2026_07_28_era(modern_only_server):
     """The same calls against a server that speaks only 2026-07-28 (requests carry ``_meta`` and headers)."""
