@@ -54,6 +54,7 @@ from ._checks import check_number
 from ._inbox import SHUTDOWN, ClosableQueue
 from ._lifecycle import check_agent_arguments
 from ._serving import Serving
+from ._views import ConversationViews
 from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
 from .formatting import OpenAIFormatter
@@ -75,7 +76,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(Serving):
+class Agent(ConversationViews, Serving):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -238,42 +239,6 @@ class Agent(Serving):
                 q.accept = self._accept
         else:
             self.conversation = Conversation(config, servers=servers, mcp_required=mcp_required, steering=steering)
-
-    @property
-    def history(self) -> list[Message]:
-        """The conversation (yiemagent messages; no system prompt): ``conversation.history``."""
-        return self.conversation.history
-
-    @history.setter
-    def history(self, messages: list[Message]) -> None:
-        self.conversation.history = messages
-
-    @property
-    def usage(self) -> dict[str, Any]:
-        """Token counts summed over every run (from replies that report ``usage``)."""
-        return self.conversation.usage
-
-    @usage.setter
-    def usage(self, usage: dict[str, Any]) -> None:
-        self.conversation.usage = usage
-
-    @property
-    def config(self) -> LoopConfig:
-        """Model, tools, hooks and limits of every run (``yiemagent.loop.LoopConfig``)."""
-        return self.conversation.config
-
-    @config.setter
-    def config(self, config: LoopConfig) -> None:
-        self.conversation.config = config
-
-    @property
-    def mcp_required(self) -> bool:
-        """Answer an error while an MCP server cannot be reached (``conversation.mcp_required``)."""
-        return self.conversation.mcp_required
-
-    @mcp_required.setter
-    def mcp_required(self, required: bool) -> None:
-        self.conversation.mcp_required = required
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("running" if self.is_running else "idle")
@@ -463,24 +428,6 @@ class Agent(Serving):
                 client.cancel_in_flight()
             except BaseException:
                 logger.exception("cancelling requests to %s raised; ignored", client.name)
-
-    def openai_messages(self) -> list[dict[str, Any]]:
-        """The conversation in OpenAI chat format, system prompt first; fresh dicts.
-
-        Made valid by the request guard (``yiemagent.guard``), as every request
-        is; messages of failed runs (``excluded``) are left out, as they are
-        from every request (they stay in ``agent.history``).
-        """
-        return self.conversation.openai_messages()
-
-    def state_to_json(self) -> str:
-        """The conversation and usage as JSON text (yiemagent's own lossless form).
-
-        Shape: ``{"version": 1, "history": [<message dict>, ...], "usage": {...},
-        "system_prompt": str | null}``; tool-result ``details`` keep JSON values
-        (anything else becomes ``{"repr": "..."}``). Call it between runs.
-        """
-        return self.conversation.state_to_json()
 
     @classmethod
     def from_state(cls, state: str, llm_call: LLMCall, **kwargs: Any) -> Agent:
