@@ -35,6 +35,7 @@ order. It should return quickly. If it raises, the error is logged and ignored.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +62,10 @@ __all__ = [
     "ToolsChangedEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "add_observer",
     "emit",
+    "observe",
+    "remove_observer",
 ]
 
 logger = logging.getLogger("yiemagent.events")
@@ -101,6 +105,8 @@ class TurnStartEvent(_Base):
 
     turn: int = 0
     tools_enabled: bool = True
+    model: str | None = None
+    """The model the ``llm_call`` asks for (its ``model`` attribute), when it has one."""
     type: Literal["turn_start"] = field(default="turn_start", init=False)
 
 
@@ -269,3 +275,33 @@ def emit(sink: EventSink | None, event: Event) -> None:
         raise
     except BaseException:  # SystemExit/KeyboardInterrupt too: a sink never ends a run or a thread
         logger.exception("event sink raised on %s; ignored", event.type)
+
+
+_observers: tuple[EventSink, ...] = ()
+"""Process-wide observers of every run's events (``yiemagent.tracing``); empty unless instrumented."""
+_observers_lock = threading.Lock()
+
+
+def add_observer(observer: EventSink) -> None:
+    """See every event of every run in this process, after the run's own sink (e.g. ``tracing.instrument``).
+
+    Called on the thread running the loop, in order, like a sink; a raising
+    observer is logged and ignored.
+    """
+    global _observers
+    with _observers_lock:
+        if observer not in _observers:
+            _observers = (*_observers, observer)
+
+
+def remove_observer(observer: EventSink) -> None:
+    """Stop ``observer`` (added by ``add_observer``); unknown observers are ignored."""
+    global _observers
+    with _observers_lock:
+        _observers = tuple(o for o in _observers if o is not observer)
+
+
+def observe(event: Event) -> None:
+    """Hand ``event`` to the process-wide observers (none: one tuple read, nothing else)."""
+    for observer in _observers:
+        emit(observer, event)

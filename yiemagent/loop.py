@@ -140,6 +140,7 @@ class _Run(ModelTurn, ToolBatch):
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
         ev.emit(self.sink, event)
+        ev.observe(event)
 
     def flush_updates(self) -> None:
         """Emit progress reported by tools on worker threads, here on the loop's thread."""
@@ -245,7 +246,9 @@ class _Run(ModelTurn, ToolBatch):
                     error = MaxTurnsExceeded(self.config.max_turns)
                     self.error("max_turns", error)
                 turn_started = time.monotonic()
-                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled))
+                model = getattr(self.config.llm_call, "model", None)
+                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,
+                                            model=model if isinstance(model, str) else None))
                 self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 answer = reply
