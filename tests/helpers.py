@@ -424,7 +424,8 @@ def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 90)
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"phoenix serve was not up within {timeout_seconds}s: {process_output(process, 2000)}")
+                raise RuntimeError(f"phoenix serve was not up within {timeout_seconds}s: "
+                                   f"{process_output(process, 2000)}")
             time.sleep(0.5)
         yield url
     finally:

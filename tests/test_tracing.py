@@ -13,14 +13,14 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk.trace", reason="the otel test extra (opentelemetry-sdk) is not installed")
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 
-from yiemagent import Agent, events, tracing, tool  # noqa: E402
-from yiemagent.exceptions import LLMError  # noqa: E402
-from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply  # noqa: E402
+from yiemagent import Agent, events, tool, tracing
+from yiemagent.exceptions import LLMError
+from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_an_mcp_tool_call_carries_the_tool_spans_traceparent_to_a_real_server(ex
     agent.ask("trace")
     spans = by_name(exporter.get_finished_spans())
     (tool_span,) = spans["execute_tool trace_context"]
-    received = [m for m in agent.history if getattr(m, "tool_name", None) == "trace_context"][0].text
+    received = next(m for m in agent.history if getattr(m, "tool_name", None) == "trace_context").text
     version, trace_id, span_id, flags = received.split("-")
     assert version == "00" and int(flags, 16) & 1  # sampled
     assert int(trace_id, 16) == tool_span.context.trace_id  # the server is in the run's trace,
@@ -160,7 +160,7 @@ def test_without_instrument_nothing_observes_and_no_traceparent_is_sent(sdk_serv
     llm = ScriptedLLM([tool_call_reply("trace_context", {}), text_reply("ok")])
     agent = Agent(llm, mcp_servers=[client], builtin_list_tools=False)
     agent.ask("trace")
-    received = [m for m in agent.history if getattr(m, "tool_name", None) == "trace_context"][0].text
+    received = next(m for m in agent.history if getattr(m, "tool_name", None) == "trace_context").text
     assert received == "none"
 
 

@@ -17,14 +17,14 @@ import requests
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the test extra's OTLP exporter is missing")
 
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: E402
-from opentelemetry.sdk.resources import Resource  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tests import helpers  # noqa: E402
-from yiemagent import Agent, tracing  # noqa: E402
-from yiemagent.testing import ScriptedLLM, text_reply  # noqa: E402
+from tests import helpers
+from yiemagent import Agent, tracing
+from yiemagent.testing import ScriptedLLM, text_reply
 
 PROJECT = "yiemagent-e2e"
 
@@ -80,7 +80,7 @@ def test_a_run_with_two_mcp_tool_calls_appears_in_phoenix_as_one_trace(phoenix, 
     names = sorted(s["name"] for s in spans)
     assert names == ["chat gemma-3-270m", "chat gemma-3-270m", "execute_tool add", "execute_tool add",
                      "invoke_agent"]
-    root = [s for s in spans if s["name"] == "invoke_agent"][0]
+    root = next(s for s in spans if s["name"] == "invoke_agent")
     assert root["parent_id"] is None
     assert all(s["parent_id"] == root["context"]["span_id"] for s in spans if s is not root)
     kinds = {s["name"]: s["span_kind"] for s in spans}
