@@ -199,3 +199,18 @@ def test_runs_of_two_agents_at_once_get_separate_traces(exporter):
     for r in runs:
         children = [s for s in spans if s.parent is not None and s.parent.span_id == r.context.span_id]
         assert sorted(s.name for s in children) == ["chat", "chat", "execute_tool add", "execute_tool add"]
+
+
+def test_a_run_on_the_agent_thread_is_a_child_of_the_span_that_queued_its_input(exporter):
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    tracer = provider.get_tracer("web")
+    with Agent(ScriptedLLM([text_reply("one"), text_reply("two")])) as agent:  # started: its own thread
+        with tracer.start_as_current_span("POST /chat") as request:
+            assert agent.ask("first", timeout_seconds=30)["content"] == "one"
+        assert agent.ask("second", timeout_seconds=30)["content"] == "two"  # no span current: a root
+    runs = sorted((s for s in exporter.get_finished_spans() if s.name == "invoke_agent"), key=lambda s: s.start_time)
+    assert runs[0].parent is not None and runs[0].parent.span_id == request.get_span_context().span_id
+    assert runs[0].context.trace_id == request.get_span_context().trace_id
+    assert runs[1].parent is None

@@ -14,8 +14,9 @@ agent of the process (and every ``run_turns``). The spans are built from the
 event stream (``yiemagent.events.add_observer``), not from code in the loop:
 
 * one span per run, ``invoke_agent`` (``INTERNAL``), parent of the others;
-  its parent is the context current where the run started (the caller's, for
-  ``ask()`` before ``start()``);
+  its parent is the span current where its input was queued (``submit``,
+  ``stream``, ``ask``, a queue ``put``: a web request's span, for example), or
+  where the run started;
 * one per model call, ``chat {model}`` (``CLIENT``), from ``turn_start`` to the
   assistant's ``message_end`` (or the ``error`` that ended it);
 * one per tool call, ``execute_tool {name}`` (``INTERNAL``), from
@@ -41,6 +42,7 @@ Needs ``opentelemetry-api`` (``pip install -e ".[otel]"``); without
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import threading
@@ -54,7 +56,7 @@ from .exceptions import ConfigError
 from .messages import AssistantMessage
 from .textpolicy import boundary, display_text, json_text
 
-__all__ = ["instrument", "is_instrumented", "tool_scope", "trace_meta", "uninstrument"]
+__all__ = ["instrument", "is_instrumented", "note_input", "tool_scope", "trace_meta", "uninstrument"]
 
 logger = logging.getLogger("yiemagent.tracing")
 
@@ -82,6 +84,8 @@ class _Tracer:
         self.runs: dict[str, _RunSpans] = {}
         self.tool_spans: dict[str, Any] = {}
         """``tool_call_id -> span`` of the calls running now (for ``tool_scope``)."""
+        self.inputs: collections.OrderedDict[str, dict[str, str]] = collections.OrderedDict()
+        """``input_id -> trace context`` where each input was queued (``note_input``); the oldest go first."""
         self.lock = threading.Lock()
 
     def __call__(self, event: ev.Event) -> None:
@@ -91,8 +95,15 @@ class _Tracer:
                 handler(event)
 
     def on_agent_start(self, event: ev.AgentStartEvent) -> None:
+        parent = None
+        for input_id in event.input_ids:
+            carrier = self.inputs.pop(input_id, None)
+            if carrier is not None and parent is None:
+                from opentelemetry import propagate
+
+                parent = propagate.extract(carrier)
         span = self.tracer.start_span(
-            "invoke_agent", kind=self.trace.SpanKind.INTERNAL, start_time=_ns(event.timestamp),
+            "invoke_agent", context=parent, kind=self.trace.SpanKind.INTERNAL, start_time=_ns(event.timestamp),
             attributes={"gen_ai.operation.name": "invoke_agent", "yiemagent.run.id": event.run_id,
                         "yiemagent.input_ids": list(event.input_ids)})
         self.runs[event.run_id] = _RunSpans(span)
@@ -274,6 +285,29 @@ def tool_scope(tool_call_id: str) -> Iterator[None]:
         yield
     finally:
         context.detach(token)
+
+
+_MAX_NOTED_INPUTS = 4096
+
+
+def note_input(input_id: str) -> None:
+    """Remember the trace context current here for input ``input_id`` (no-op when not instrumented).
+
+    ``Agent`` calls it where an input is queued (``submit``, ``stream``, a
+    queue ``put``), so the run that serves it on the agent thread is a child of
+    the caller's span (a web request's, for example). At most 4,096 inputs
+    waiting are remembered (the oldest are forgotten).
+    """
+    tracer = _active
+    if tracer is None:
+        return
+    carrier = trace_meta()
+    if not carrier:
+        return
+    with tracer.lock:
+        tracer.inputs[input_id] = carrier
+        while len(tracer.inputs) > _MAX_NOTED_INPUTS:
+            tracer.inputs.popitem(last=False)
 
 
 def trace_meta() -> dict[str, str]:
