@@ -374,7 +374,7 @@ def test_an_agent_given_its_own_tool_refuses_at_once_instead_of_waiting_for_itse
     answer = agent.ask("go", timeout_seconds=10)
     assert answer["content"] == "answered alone" and time.monotonic() - began < 2
     [result] = tool_results(agent)
-    assert result.is_error and "narcissus" in result.text and "wait for itself" in result.text
+    assert result.is_error and "(narcissus -> narcissus)" in result.text and "wait for itself" in result.text
 
 
 @pytest.mark.parametrize("started", [False, True])
@@ -391,7 +391,7 @@ def test_a_delegation_cycle_a_b_a_is_refused_not_a_deadlock(started: bool) -> No
     answer = a.ask("go", timeout_seconds=10)
     assert answer["content"] == "a done" and time.monotonic() - began < 3
     [refused] = tool_results(b)
-    assert refused.is_error and "a -> b -> a" in refused.text or "b -> a" in refused.text
+    assert refused.is_error and "(a -> b -> a)" in refused.text and "wait for itself" in refused.text
     a.shutdown()
     b.shutdown()
 
@@ -460,7 +460,9 @@ def test_local_model_parent_delegates_to_a_local_model_sub_agent(local_model: An
     assert answer["status"] in ("completed", "truncated", "max_turns"), answer
     results = tool_results(parent)
     assert results and results[0].tool_name == "ask_geographer" and not results[0].is_error
-    assert results[0].text.strip() and results[0].text == sub.history[1].text
+    assert sub.history[0].role == "user" and sub.history[0].text.strip()  # the input the parent's model wrote
+    assert sub.history[1].text.strip() and results[0].text.startswith(sub.history[1].text)  # its answer
+    assert results[0].details["answer"]["model"].endswith(".gguf")  # the answer dict names the model
     sub_usage = results[0].details["usage"]
     assert sub_usage["requests"] == 1 and sub_usage["completion_tokens"] > 0
     [end] = recorder.of_type("agent_end")

@@ -101,8 +101,8 @@ def _cycle(target: Any, ident: int) -> list[str] | None:
     path: list[str] = []
     seen: set[int] = set()
     while True:
-        if _owns(target, ident):
-            return [*path, target.name]
+        if _owns(target, ident):  # outermost first: target -> ... -> the agent this call is made in -> target
+            return [target.name, *reversed(path), target.name]
         step = next(((agent, caller) for agent, caller in active if id(agent) not in seen and _owns(agent, ident)),
                     None)
         if step is None:
