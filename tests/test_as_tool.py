@@ -111,7 +111,8 @@ def test_the_tool_takes_one_input_text_and_rejects_other_arguments() -> None:
 def test_openai_agents_864_nested_tool_calls_reach_the_parent_sink_while_the_sub_agent_runs() -> None:
     """openai-agents #864 (and orxhestra #1): as_tool hid the sub-agent's tool calls, or buffered them until
     the tool ended. Here the sub-agent's second model call waits until the parent's sink has seen the
-    sub-agent's tool_execution_end: were events held back until the sub-run ended, it would time out."""
+    sub-agent's tool_execution_end: were events held back until the sub-run ended, it would time out.
+    """
     seen_nested_tool_end = threading.Event()
 
     def second(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,7 +173,8 @@ def test_a_sub_agents_own_sub_agent_nests_one_level_deeper() -> None:
 
 def test_openai_agents_1520_the_sub_agents_tokens_are_in_the_parents_usage() -> None:
     """openai-agents #1520: the Usage of a run counted only the main agent's requests, not those of an agent
-    used as a tool. Here the parent's run usage, its agent_end event and its conversation usage add them."""
+    used as a tool. Here the parent's run usage, its agent_end event and its conversation usage add them.
+    """
     sub = Agent(Echo(), name="deep")
     recorder = EventRecorder()
     parent = Agent(ScriptedLLM([with_usage(tool_call_reply("ask_deep", {"input": "dig"}), {"total_tokens": 7}),
@@ -231,7 +233,8 @@ def test_the_sub_agents_tokens_end_the_parent_at_its_token_limit() -> None:
 
 def test_conversation_limits_count_the_sub_agents_usage_from_the_history() -> None:
     """Run 1 spends 120 sub-agent tokens (under 200); run 2 spends 120 more: the conversation's 240 stops it,
-    which only a count of run 1's sub-agent usage read back from the history can see."""
+    which only a count of run 1's sub-agent usage read back from the history can see.
+    """
     sub = Agent(Echo(), name="sub")
     parent_llm = ScriptedLLM([tool_call_reply("ask_sub", {"input": "x"}), text_reply("first done"),
                               tool_call_reply("ask_sub", {"input": "y"}, call_id="call_2"),
@@ -283,7 +286,8 @@ def test_the_parents_abort_aborts_the_sub_agents_run_at_once(sub_started: bool) 
 
 def test_agentscope_java_2408_a_cancelled_parent_leaves_no_sub_agent_calling_its_tools() -> None:
     """agentscope-java #2408 (and The-Standard-Agent #302: the inner tool ran 50 times after the cancel):
-    cancelling the parent must stop the sub-agent's loop, not leave it running to its turn cap."""
+    cancelling the parent must stop the sub-agent's loop, not leave it running to its turn cap.
+    """
     ran: list[int] = []
     two_ran = threading.Event()
 
@@ -314,7 +318,8 @@ def test_agentscope_java_2408_a_cancelled_parent_leaves_no_sub_agent_calling_its
 
 def test_pydantic_ai_7199_a_sub_agent_aborting_itself_is_an_error_result_not_the_parents_end() -> None:
     """pydantic-ai #7199: a sub-agent's own cancel escaped the delegate tool, ended the parent and carried
-    the inner history. Here the parent gets an error result, goes on and keeps its own history."""
+    the inner history. Here the parent gets an error result, goes on and keeps its own history.
+    """
     sub = Agent(ScriptedLLM([tool_call_reply("give_up", {}), text_reply("unused")]), name="quitter")
 
     @tool
@@ -350,8 +355,9 @@ def test_timeout_seconds_aborts_a_slow_sub_agent_and_returns_an_error_result() -
 
 
 def test_smolagents_1781_parallel_calls_to_one_sub_agent_each_get_their_own_answer() -> None:
-    """smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
-    back identical. Here 4 parallel calls are served one at a time and each gets its own input's answer."""
+    """Smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
+    back identical. Here 4 parallel calls are served one at a time and each gets its own input's answer.
+    """
     echo = Echo(delay_seconds=0.05)
     sub = Agent(echo, name="worker", steering=True)
     sub.start()
@@ -416,7 +422,8 @@ class Crash(SimulatedCrash):
 def test_a_durable_parent_never_asks_the_sub_agent_again_after_a_crash(
         sqlite_store_factory: Callable[[], Any]) -> None:
     """The crash comes after the sub-agent's result was journaled (in after_tool_call): the next process
-    finishes the run from the journal; the sub-agent's model is not asked again, and its usage still counts."""
+    finishes the run from the journal; the sub-agent's model is not asked again, and its usage still counts.
+    """
     echo = Echo()
     sub = Agent(echo, name="sub")
     crash = {"on": True}
@@ -448,7 +455,8 @@ def test_a_durable_parent_never_asks_the_sub_agent_again_after_a_crash(
 @pytest.mark.model
 def test_local_model_parent_delegates_to_a_local_model_sub_agent(local_model: Any) -> None:
     """Both agents on the real llama.cpp model: the parent's call is forced by a JSON schema (the 270M model
-    does not call tools on its own); the sub-agent answers in text; its real token counts reach the parent."""
+    does not call tools on its own); the sub-agent answers in text; its real token counts reach the parent.
+    """
     recorder = EventRecorder()
     sub = Agent(local_model.llm_call(max_tokens=24), name="geographer",
                 system_prompt="Answer in one short sentence.")

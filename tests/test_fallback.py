@@ -280,7 +280,8 @@ def test_usage_limit_cost_prices_the_model_that_answered(servers: Callable[..., 
 def test_praisonai_3820_a_fallback_is_an_event_of_the_run_and_of_its_stream(servers: Callable[..., Server]) -> None:
     """PraisonAI #3820 (and openclaw #5816): switching to a backup model emitted no hook and no stream
     event. Here each move is a ``fallback`` event (which model failed, why, which is asked next) in the
-    run's event sink and in ``stream()``, with the run id, before the reply's ``message_end``."""
+    run's event sink and in ``stream()``, with the run id, before the reply's ``message_end``.
+    """
     down_url, _ = servers(status=503)
     limited_url, _ = servers(status=429)
     up_url, _ = servers(model="backup")
@@ -303,8 +304,9 @@ def test_praisonai_3820_a_fallback_is_an_event_of_the_run_and_of_its_stream(serv
 
 
 def test_openclaw_39818_the_answer_names_the_model_that_answered(servers: Callable[..., Server]) -> None:
-    """openclaw #39818 (and odysseus PR #868): after a silent fallback the reply was shown under the
-    model that was asked. Here the answer dict carries ``model``: the one that answered."""
+    """Openclaw #39818 (and odysseus PR #868): after a silent fallback the reply was shown under the
+    model that was asked. Here the answer dict carries ``model``: the one that answered.
+    """
     down_url, _ = servers(status=503)
     up_url, _ = servers(model="backup")
     agent = Agent(fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup")))

@@ -19,7 +19,8 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
   (the model's, or None), ``model`` (the model that answered, when its reply named
-  it), on failure ``error`` (a message), with ``usage_limit`` the limit reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
+  it), on failure ``error`` (a message), with ``usage_limit`` the limit reached. An
+  answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
   no ``tool_calls``. Strip the extra keys before sending the dict to a model;
   use ``openai_messages()`` for the history.
 
