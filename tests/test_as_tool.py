@@ -312,7 +312,7 @@ def test_agentscope_java_2408_a_cancelled_parent_leaves_no_sub_agent_calling_its
     time.sleep(0.3)
     after_abort = len(ran)
     time.sleep(0.5)
-    assert len(ran) == after_abort <= 4  # the sub-agent stopped within a step or two, and stays stopped
+    assert len(ran) == after_abort <= 8  # the sub-agent stopped within a few steps (0.05 s polls), and stays stopped
     assert [e.status for e in sub_events.of_type("agent_end")] == ["aborted"]
 
 
@@ -355,19 +355,43 @@ def test_timeout_seconds_aborts_a_slow_sub_agent_and_returns_an_error_result() -
 
 
 def test_smolagents_1781_parallel_calls_to_one_sub_agent_each_get_their_own_answer() -> None:
-    """Smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
-    back identical. Here 4 parallel calls are served one at a time and each gets its own input's answer.
-    """
-    echo = Echo(delay_seconds=0.05)
-    sub = Agent(echo, name="worker", steering=True)
+    """smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
+    back identical. Here the sub-agent has ``steering=True`` and a tool (so an input queued during a run
+    would join that run after its tool batch and share its answer); 4 parallel calls are served one at a
+    time, each in its own run, each with its own input's answer."""
+    counter = iter(range(1000))
+    lock = threading.Lock()
+    running = {"now": 0, "max": 0}
+
+    def sub_llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        with lock:
+            running["now"] += 1
+            running["max"] = max(running["max"], running["now"])
+        try:
+            time.sleep(0.02)
+            if messages[-1]["role"] == "user":  # a new question: look first
+                return tool_call_reply("look", {}, call_id=f"look_{next(counter)}")
+            last = [m for m in messages if m["role"] == "user"][-1]["content"]
+            return text_reply(f"re: {last}")
+        finally:
+            with lock:
+                running["now"] -= 1
+
+    @tool
+    def look() -> str:
+        """Look."""
+        time.sleep(0.05)
+        return "looked"
+
+    sub = Agent(sub_llm, tools=[look], name="worker", steering=True)
     sub.start()
     questions = [f"question {i}" for i in range(4)]
     parent = Agent(ScriptedLLM([calls_reply(*[(f"c{i}", "ask_worker", {"input": q}) for i, q in enumerate(questions)]),
                                 text_reply("all done")]),
                    tools=[sub.as_tool("ask_worker", "Works.")], max_parallel_tools=4)
-    assert parent.ask("go", timeout_seconds=10)["status"] == "completed"
+    assert parent.ask("go", timeout_seconds=20)["status"] == "completed"
     assert [r.text for r in tool_results(parent)] == [f"re: {q}" for q in questions]
-    assert echo.max_running == 1 and echo.calls == 4
+    assert running["max"] == 1
     assert len({r.details["run_id"] for r in tool_results(parent)}) == 4  # four runs, none merged by steering
     sub.shutdown()
 
