@@ -473,6 +473,32 @@ def test_a_durable_parent_never_asks_the_sub_agent_again_after_a_crash(
     assert again.usage["total_tokens"] == 120 + 5  # the replayed result's usage came back from the journal
 
 
+@pytest.mark.parametrize("started", [False, True])
+def test_a_durable_sub_agent_answers_through_its_own_store(sqlite_store_factory: Callable[[], Any],
+                                                            started: bool) -> None:
+    store = sqlite_store_factory()
+    sub = Agent(Echo(), name="archivist", store=store, conversation_id="sub-1")
+    if started:
+        sub.start()
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_archivist", {"input": "file this"}), text_reply("filed")]),
+                   tools=[sub.as_tool("ask_archivist", "Files things.")])
+    assert parent.ask("go", timeout_seconds=10)["content"] == "filed"
+    assert tool_results(parent)[0].text == "re: file this"
+    assert store.load("sub-1").version == 1 and store.pending("sub-1") == []  # committed in the sub's store
+    sub.shutdown()
+
+
+def test_the_parents_stream_carries_the_sub_agents_events() -> None:
+    sub = Agent(ScriptedLLM([text_reply("sub answer")], delta_chars=4), name="streamer")
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_streamer", {"input": "talk"}), text_reply("done")]),
+                   tools=[sub.as_tool("ask_streamer", "Talks.")])
+    items = list(parent.stream("go"))
+    nested = [i for i in items if isinstance(i, ev.SubAgentEvent)]
+    deltas = "".join(e.event.delta for e in nested if e.event.type == "message_update")
+    assert deltas == "sub answer"  # the sub-agent's streamed text, piece by piece, in the parent's stream
+    assert items[-1]["content"] == "done"
+
+
 # ---------------------------------------------------------------------------- the local model
 
 

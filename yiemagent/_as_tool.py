@@ -27,6 +27,10 @@ run's usage and the whole answer dict). The rules:
   sub-agent's run within 0.05 s (its model request is cut, its tools see its
   own ``abort_event``); an input still queued at the sub-agent is aborted as
   soon as its run starts. ``timeout_seconds`` does the same at a deadline.
+  As every ``abort()``, it cuts the requests in flight of the sub-agent's
+  ``llm_call`` object: give each agent its own (``openai_chat(...)`` per
+  agent), or a sub-agent's timeout also cuts the requests of the agents
+  sharing that object.
 * **events**: each event of the sub-agent's run reaches the parent's sink as
   a ``SubAgentEvent`` (``yiemagent.events``) carrying the parent's ``run_id``,
   the parent's ``tool_call_id`` and the sub-agent's event unchanged; events
