@@ -355,10 +355,11 @@ def test_timeout_seconds_aborts_a_slow_sub_agent_and_returns_an_error_result() -
 
 
 def test_smolagents_1781_parallel_calls_to_one_sub_agent_each_get_their_own_answer() -> None:
-    """smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
+    """Smolagents #1781 (and adk-go #1137): parallel calls of one managed agent shared its state and came
     back identical. Here the sub-agent has ``steering=True`` and a tool (so an input queued during a run
     would join that run after its tool batch and share its answer); 4 parallel calls are served one at a
-    time, each in its own run, each with its own input's answer."""
+    time, each in its own run, each with its own input's answer.
+    """
     counter = iter(range(1000))
     lock = threading.Lock()
     running = {"now": 0, "max": 0}
