@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.strict_openai import validate
-from yiemagent import Agent, UsageLimits, tool
+from yiemagent import Agent, UsageLimits, sse_events, tool
 from yiemagent import events as ev
 from yiemagent.hooks import ToolCallContext
 from yiemagent.messages import ToolResultMessage
@@ -437,6 +437,21 @@ def test_a_shut_down_sub_agent_is_an_error_result() -> None:
     assert result.is_error and "was not asked" in result.text
 
 
+def test_a_sub_agent_shut_down_while_the_call_waits_in_its_queue_is_an_error_result_not_a_hang() -> None:
+    started, log = threading.Event(), []
+    sub = Agent(blocking_llm(started, log), name="busy").start()
+    first = sub.submit("someone else's long question")  # keeps the sub-agent busy; the delegated input queues
+    assert started.wait(5)
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_busy", {"input": "x"}), text_reply("went on")]),
+                   tools=[sub.as_tool("ask_busy", "Busy.")])
+    threading.Timer(0.3, lambda: sub.shutdown(mode="now")).start()
+    began = time.monotonic()
+    assert parent.ask("go", timeout_seconds=10)["content"] == "went on"
+    [result] = tool_results(parent)
+    assert result.is_error and "AgentClosedError" in result.text and time.monotonic() - began < 5
+    assert first.result(timeout=5)["status"] == "aborted"
+
+
 # ---------------------------------------------------------------------------- durable parent
 
 
@@ -498,6 +513,34 @@ def test_the_parents_stream_carries_the_sub_agents_events() -> None:
     deltas = "".join(e.event.delta for e in nested if e.event.type == "message_update")
     assert deltas == "sub answer"  # the sub-agent's streamed text, piece by piece, in the parent's stream
     assert items[-1]["content"] == "done"
+    wire = [json.loads(e.split("data: ", 1)[1]) for e in sse_events(items, heartbeat_seconds=None)
+            if e.startswith("event: sub_agent_event")]
+    assert wire[0]["event"]["type"] == "agent_start" and wire[0]["event"]["run_id"] == nested[0].event.run_id
+    assert wire[0]["run_id"] == items[0].run_id and wire[0]["agent_name"] == "streamer"  # SSE: nested JSON
+
+
+def test_a_crash_during_the_sub_agents_run_is_reported_as_interrupted_and_not_asked_again(
+        sqlite_store_factory: Callable[[], Any]) -> None:
+    """The process dies while the sub-agent works (no result recorded): the next process tells the model the
+    call was interrupted (its effect unknown) and does not ask the sub-agent again.
+    """
+    asked: list[str] = []
+
+    def dies(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        asked.append(messages[-1]["content"])
+        raise Crash()
+
+    sub = Agent(dies, name="sub")
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_sub", {"input": "book the flight"})]),
+                   tools=[sub.as_tool("ask_sub", "Books.")], store=sqlite_store_factory(), conversation_id="c-2")
+    with pytest.raises(Crash):
+        parent.ask("go")
+    llm2 = ScriptedLLM([text_reply("I could not confirm the booking.")])
+    again = Agent(llm2, tools=[sub.as_tool("ask_sub", "Books.")], store=sqlite_store_factory(), conversation_id="c-2")
+    assert again.drain()[0]["content"] == "I could not confirm the booking."
+    assert asked == ["book the flight"]  # asked once, never again
+    [tool_message] = [m for m in llm2.calls[0]["messages"] if m["role"] == "tool"]
+    assert "interrupted" in tool_message["content"] and "not run again" in tool_message["content"]
 
 
 # ---------------------------------------------------------------------------- the local model

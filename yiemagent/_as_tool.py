@@ -270,6 +270,9 @@ class AsTool:
                     break
                 except concurrent.futures.TimeoutError:
                     pass
+                except Exception as exc:  # AgentClosedError: shut down before serving it; a store that kept failing
+                    return AgentToolResult.error(f"Agent {self.name!r} gave no answer: {type(exc).__name__}: {exc}",
+                                                 details={"agent": self.name, "error": str(exc)})
                 stop = self._stopped(abort_event, deadline, timeout_seconds)
                 if stop is not None:
                     run.cancelled = True
