@@ -427,6 +427,31 @@ def test_a_delegation_cycle_a_b_a_is_refused_not_a_deadlock(started: bool) -> No
     b.shutdown()
 
 
+def test_two_agents_asking_each_other_from_parallel_branches_is_refused_not_a_deadlock() -> None:
+    """A asks B and C at once; B asks C while C asks B. Each waits for the other's turn, which never comes
+    (a lock-order deadlock that no single chain shows): the graph of waits finds it and refuses."""
+    both_running = threading.Barrier(2, timeout=5)
+
+    def first_turn(peer: str) -> Callable[..., dict[str, Any]]:
+        def call(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+            both_running.wait()  # B's and C's runs are both under way: each holds its own turn
+            return tool_call_reply(f"ask_{peer}", {"input": "your view?"}, call_id=f"to_{peer}")
+        return call
+
+    b = Agent(ScriptedLLM([first_turn("c"), text_reply("b done")], repeat_last=True), name="b")
+    c = Agent(ScriptedLLM([first_turn("b"), text_reply("c done")], repeat_last=True), name="c")
+    b.tools.add(c.as_tool("ask_c", "C."))
+    c.tools.add(b.as_tool("ask_b", "B."))
+    a = Agent(ScriptedLLM([calls_reply(("to_b", "ask_b", {"input": "go"}), ("to_c", "ask_c", {"input": "go"})),
+                           text_reply("a done")]), tools=[b.as_tool("ask_b", "B."), c.as_tool("ask_c", "C.")])
+    began = time.monotonic()
+    assert a.ask("start", timeout_seconds=20)["content"] == "a done"
+    assert time.monotonic() - began < 5
+    refused = [r for agent in (b, c) for r in tool_results(agent) if "wait for itself" in r.text]
+    assert refused and all(r.is_error and ("(b -> c -> b)" in r.text or "(c -> b -> c)" in r.text) for r in refused)
+    assert sorted(r.text for r in tool_results(a)) == ["b done", "c done"]
+
+
 def test_a_shut_down_sub_agent_is_an_error_result() -> None:
     sub = Agent(Echo(), name="gone")
     sub.shutdown()

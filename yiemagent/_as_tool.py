@@ -21,8 +21,10 @@ run's usage and the whole answer dict). The rules:
   ``steering=True`` on the sub-agent such an input could join a delegated
   run, so give a sub-agent with steering no other callers.
 * **no waiting for itself**: a call that would wait for a run it is part of
-  (an agent given its own tool, or a cycle A -> B -> A) is refused at once
-  with an error result naming the cycle, instead of waiting for ever.
+  (an agent given its own tool, a cycle A -> B -> A, two agents asking each
+  other from parallel branches) is refused with an error result naming the
+  cycle, instead of waiting for ever: the waits of these calls form a graph
+  checked when a call starts and at each 0.05 s step of its waits.
 * **abort**: the parent's ``abort_event`` (the one handed to tools) aborts the
   sub-agent's run within 0.05 s (its model request is cut, its tools see its
   own ``abort_event``); an input still queued at the sub-agent is aborted as
@@ -82,9 +84,11 @@ INPUT_SCHEMA: dict[str, Any] = {
 }
 """The arguments of an agent used as a tool: ``{"input": str}``."""
 
-_active_lock = threading.Lock()
+_graph_lock = threading.Lock()
 _active: list[tuple[Any, int]] = []
-"""Delegations in progress: (sub-agent, ident of the thread that waits for it)."""
+"""Delegations being served: (sub-agent, ident of the thread that waits for it)."""
+_waits: dict[int, Any] = {}
+"""Threads waiting in a call of an agent's tool: thread ident -> the agent waited for (its turn or its answer)."""
 
 
 def _owns(agent: Any, ident: int) -> bool:
@@ -94,26 +98,38 @@ def _owns(agent: Any, ident: int) -> bool:
             or agent._run_owner == ident)
 
 
-def _cycle(target: Any, ident: int) -> list[str] | None:
-    """The agents a call of ``target`` from thread ``ident`` would wait through to itself, or None.
+def _deadlock(target: Any, ident: int) -> list[str] | None:
+    """The agents through which thread ``ident``, waiting for ``target``, would wait for itself; else None.
 
-    Walks the delegations in progress from this thread up: the agent this
-    thread works for, the thread that delegated to it, and so on.
+    A wait-for graph: the thread's *ancestry* is the thread and, up the
+    delegations in progress, the thread that delegated to the agent it
+    works for, and so on. From ``target``, each thread working for an agent
+    that waits for another agent is an edge. Reaching an agent that works
+    for the ancestry closes a cycle (an agent given its own tool, A -> B ->
+    A, or two agents asking each other from parallel branches).
     """
-    with _active_lock:
-        active = list(_active)
-    path: list[str] = []
-    seen: set[int] = set()
+    with _graph_lock:
+        active, waits = list(_active), dict(_waits)
+    idents, between = [ident], []  # the ancestry, and the delegated agents along it (innermost first)
     while True:
-        if _owns(target, ident):  # outermost first: target -> ... -> the agent this call is made in -> target
-            return [target.name, *reversed(path), target.name]
-        step = next(((agent, caller) for agent, caller in active if id(agent) not in seen and _owns(agent, ident)),
-                    None)
+        step = next(((agent, caller) for agent, caller in active
+                     if agent not in between and _owns(agent, idents[-1])), None)
         if step is None:
-            return None
-        seen.add(id(step[0]))
-        path.append(step[0].name)
-        ident = step[1]
+            break
+        between.append(step[0])
+        idents.append(step[1])
+    paths: list[list[Any]] = [[target]]
+    seen: list[Any] = [target]
+    while paths:
+        path = paths.pop(0)
+        owner = next((k for k, each in enumerate(idents) if _owns(path[-1], each)), None)
+        if owner is not None:  # outermost first: the agent in the ancestry -> ... -> this call -> ... -> it
+            return [a.name for a in (path[-1], *reversed(between[:owner]), *path)]
+        for waiting, waited in waits.items():
+            if waiting != ident and waited not in seen and _owns(path[-1], waiting):
+                seen.append(waited)
+                paths.append([*path, waited])
+    return None
 
 
 class _SubRun:
@@ -218,28 +234,42 @@ class AsTool:
         """One call of the tool: wait for this agent's turn, serve ``text``, return its answer as a result."""
         if self._closed:
             return AgentToolResult.error(f"Agent {self.name!r} was not asked: {self._closed_reason}.")
-        cycle = _cycle(self, threading.get_ident())
-        if cycle is not None:
-            path = " -> ".join(cycle)
-            logger.warning("tool %s refused: agent %s would wait for itself (%s)", tool_name, self.name, path)
-            return AgentToolResult.error(
-                f"Agent {self.name!r} was not asked: it is already working on the request this call is part of "
-                f"({path}); asking it would wait for itself. Answer without it.")
+        ident = threading.get_ident()
+        refused = self._would_deadlock(tool_name, ident)
+        if refused is not None:
+            return refused
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         lock: threading.Lock = self.__dict__.setdefault("_as_tool_lock", threading.Lock())
-        while not lock.acquire(timeout=_POLL_SECONDS):  # one delegated input at a time, abort seen meanwhile
-            stop = self._stopped(abort_event, deadline, timeout_seconds)
-            if stop is not None:
-                return stop
-        entry = (self, threading.get_ident())
-        with _active_lock:
-            _active.append(entry)
+        with _graph_lock:
+            _waits[ident] = self
         try:
-            return self._serve_one(tool_name, tool_call_id, text, abort_event, deadline, timeout_seconds)
+            while not lock.acquire(timeout=_POLL_SECONDS):  # one delegated input at a time, abort seen meanwhile
+                stop = self._stopped(abort_event, deadline, timeout_seconds) or self._would_deadlock(tool_name, ident)
+                if stop is not None:
+                    return stop
+            entry = (self, ident)
+            with _graph_lock:
+                _active.append(entry)
+            try:
+                return self._serve_one(tool_name, tool_call_id, text, abort_event, deadline, timeout_seconds)
+            finally:
+                with _graph_lock:
+                    _active.remove(entry)
+                lock.release()
         finally:
-            with _active_lock:
-                _active.remove(entry)
-            lock.release()
+            with _graph_lock:
+                _waits.pop(ident, None)
+
+    def _would_deadlock(self, tool_name: str, ident: int) -> AgentToolResult | None:
+        """An error result when thread ``ident`` waiting for this agent closes a cycle of waits (``_deadlock``)."""
+        cycle = _deadlock(self, ident)
+        if cycle is None:
+            return None
+        path = " -> ".join(cycle)
+        logger.warning("tool %s refused: agent %s would wait for itself (%s)", tool_name, self.name, path)
+        return AgentToolResult.error(
+            f"Agent {self.name!r} was not asked: it is already working on the request this call is part of "
+            f"({path}); asking it would wait for itself. Answer without it.")
 
     def _stopped(self, abort_event: threading.Event, deadline: float | None,
                  timeout_seconds: float | None) -> AgentToolResult | None:
@@ -273,7 +303,8 @@ class AsTool:
                 except Exception as exc:  # AgentClosedError: shut down before serving it; a store that kept failing
                     return AgentToolResult.error(f"Agent {self.name!r} gave no answer: {type(exc).__name__}: {exc}",
                                                  details={"agent": self.name, "error": str(exc)})
-                stop = self._stopped(abort_event, deadline, timeout_seconds)
+                stop = self._stopped(abort_event, deadline, timeout_seconds) or (
+                    None if run.run_id else self._would_deadlock(tool_name, threading.get_ident()))  # still queued
                 if stop is not None:
                     run.cancelled = True
                     self._abort_input(entry.id)  # the run serving it, if it started; else at its first event
