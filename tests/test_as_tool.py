@@ -429,7 +429,8 @@ def test_a_delegation_cycle_a_b_a_is_refused_not_a_deadlock(started: bool) -> No
 
 def test_two_agents_asking_each_other_from_parallel_branches_is_refused_not_a_deadlock() -> None:
     """A asks B and C at once; B asks C while C asks B. Each waits for the other's turn, which never comes
-    (a lock-order deadlock that no single chain shows): the graph of waits finds it and refuses."""
+    (a lock-order deadlock that no single chain shows): the graph of waits finds it and refuses.
+    """
     both_running = threading.Barrier(2, timeout=5)
 
     def first_turn(peer: str) -> Callable[..., dict[str, Any]]:
