@@ -12,8 +12,8 @@ run's usage and the whole answer dict). The rules:
   worker thread only waits, so the parent and the sub-agent share no thread
   but the one that waits: ``parent.ask()`` before ``start()`` with a sub-agent
   that is not started either works.
-* **one call at a time per sub-agent**: calls of the sub-agent's tools are
-  served one after another (a per-agent lock, waited for in steps of 0.05 s
+* **one call at a time per sub-agent**: calls of the sub-agent (through any
+  tool ``as_tool`` made of it) are served one after another (a per-agent lock, waited for in steps of 0.05 s
   that see the abort), never merged: each call gets the answer of its own
   input, also for two calls of one parallel batch. The sub-agent keeps its
   conversation: what earlier calls asked is in its history. Inputs put on
@@ -39,9 +39,10 @@ run's usage and the whole answer dict). The rules:
   come in order, between the call's ``tool_execution_start`` and ``_end``.
 * **usage**: the result's ``usage`` (``AgentToolResult.usage``) is the
   sub-run's token counts plus ``requests`` (its model calls) and
-  ``tool_calls``; the parent's loop adds it to its run's usage, so the
-  parent's usage limits (``yiemagent.usage_limits``) see it before its next
-  model request. A cost counts when the sub-agent prices its replies (its own
+  ``tool_calls``; the parent's loop adds it to its run's usage (the counts
+  only when the parent has usage limits, as it counts its own only then), so
+  the parent's usage limits (``yiemagent.usage_limits``) see it before its
+  next model request. A cost counts when the sub-agent prices its replies (its own
   ``usage_limits`` with ``prices``).
 * **durable parents**: the result is journaled like any tool result (usage
   included), so a durable parent recovering after a crash never asks the
