@@ -18,8 +18,9 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
-  (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit
-  reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
+  (the model's, or None), ``model`` (the model that answered, when its reply named
+  it), on failure ``error`` (a message), with ``usage_limit`` the limit reached. An
+  answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
   no ``tool_calls``. Strip the extra keys before sending the dict to a model;
   use ``openai_messages()`` for the history.
 
@@ -50,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from . import events as ev
+from ._as_tool import AsTool
 from ._checks import check_number
 from ._inbox import SHUTDOWN, ClosableQueue
 from ._lifecycle import check_agent_arguments
@@ -76,7 +78,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(ConversationViews, Serving):
+class Agent(ConversationViews, Serving, AsTool):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:

@@ -357,12 +357,14 @@ class Conversation:
         """The answer dict of a run (the keys are listed in ``yiemagent.agent``).
 
         An OpenAI assistant message plus ``status``, ``finish_reason``,
-        ``input_ids``, ``error`` (on failure) and ``mcp_unavailable`` (while a
+        ``model`` (the reply's, when known), ``input_ids``, ``error`` (on failure) and ``mcp_unavailable`` (while a
         server is missing).
         """
         answer = to_openai(result.answer)
         answer["status"] = result.status
         answer["finish_reason"] = result.answer.finish_reason
+        if result.answer.model:  # the model that answered (e.g. behind fallback_llm)
+            answer["model"] = result.answer.model
         if result.status == "error" and result.error is not None:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:

@@ -278,6 +278,8 @@ class _Run(ModelTurn, ToolBatch):
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
                     self.limits.count_tools(self.usage, len(results))
+                    for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
+                        add_usage(self.usage, spent)
                 self.answer_calls(reply, results)
                 self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                           tool_calls=len(reply.tool_calls)))

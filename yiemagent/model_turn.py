@@ -29,14 +29,16 @@ __all__ = ["ModelTurn"]
 logger = logging.getLogger("yiemagent.loop")
 
 
-def _contained(fn: Callable[..., Any], *args: Any) -> Any:
+def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` on a worker; a ``BaseException`` that is not an ``Exception`` comes back as ``LLMError``.
 
     So the loop thread meets only ``Exception`` from a model call, and a
     ``KeyboardInterrupt`` it meets is its own (Ctrl-C), not the model's.
+    Events the call ``report``s (``fallback_llm``'s ``fallback``) go to ``put``.
     """
     try:
-        return fn(*args)
+        with ev.reporting(put):
+            return fn(*args)
     except (Exception, SimulatedCrash):
         raise
     except BaseException as exc:
@@ -107,7 +109,7 @@ class ModelTurn(ToolBatch):
             llm_call = functools.partial(llm_call, on_delta=self.on_delta)
         if config.takes_abort_event():  # a request sent just after an abort is dropped, not left generating
             llm_call = functools.partial(llm_call, abort_event=self.abort_event)
-        future = self.submit(_contained, llm_call, messages, tools)
+        future = self.submit(_contained, self.updates.put, llm_call, messages, tools)
         try:
             response = self.wait(future)
         except Aborted:

@@ -117,7 +117,7 @@ class ToolBatch:
             lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         try:
-            with report, idempotency_context(self.key(call)):
+            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
         except SimulatedCrash:

@@ -33,8 +33,12 @@ agent shows are the answering model's.
 
 Which model answered: the reply's ``model`` field (set to the inner call's
 ``.model`` when the reply has none; the agent keeps it as ``AssistantMessage.model``,
-on the ``message_end`` event), a log line at WARNING naming the failed model and
-why, and ``on_fallback(failed, error, next)`` when given.
+on the ``message_end`` event and the answer dict's ``model``), a ``fallback`` event
+(``yiemagent.events.FallbackEvent``: the failed model, why, the model asked next) sent
+to the agent's event sink at each move, a log line at WARNING naming the failed model and
+why, and ``on_fallback(failed, error, next)`` when given. The event reaches the sink
+because the loop runs every ``llm_call`` with a channel for events on its worker thread
+(``yiemagent.events.report``); a ``FallbackLLM`` called outside an agent sends none.
 
 Source: issue 18 point 4; peers: pydantic-ai ``FallbackModel``, LangChain
 ``ModelFallbackMiddleware``, LiteLLM ``fallbacks``.
@@ -49,6 +53,7 @@ from typing import Any
 
 import requests
 
+from .. import events as ev
 from ..exceptions import ConfigError, LLMError
 from ..llm import OnDelta, accepts_keyword
 
@@ -132,6 +137,9 @@ class FallbackLLM:
                 errors.append(f"{_name(llm_call)}: {exc}")
                 logger.warning("model %s failed (%s: %s); asking %s", _name(llm_call), type(exc).__name__,
                                str(exc)[:300], _name(following))
+                ev.report(ev.FallbackEvent(
+                    model=_name(llm_call), error=f"{type(exc).__name__}: {str(exc)[:300]}", next_model=_name(following),
+                    status_code=exc.status_code if isinstance(exc, LLMError) else None))
                 if self.on_fallback is not None:
                     try:
                         self.on_fallback(llm_call, exc, following)

@@ -35,11 +35,13 @@ logger = logging.getLogger("yiemagent.store.journal")
 
 
 def result_to_dict(call: ToolCall, result: AgentToolResult) -> dict[str, Any]:
-    """A tool result as journal JSON: the ``ToolResultMessage`` dict plus ``terminate``."""
+    """A tool result as journal JSON: the ``ToolResultMessage`` dict plus ``terminate`` and ``usage`` (when set)."""
     message = ToolResultMessage(call.id, list(result.content), tool_name=call.name, is_error=result.is_error,
                                 details=result.details)
     data = message_to_dict(message)
     data["terminate"] = result.terminate
+    if result.usage is not None:
+        data["usage"] = result.usage
     return data
 
 
@@ -51,8 +53,9 @@ def result_from_dict(data: dict[str, Any]) -> AgentToolResult:
         raise CorruptRowError(f"a journaled tool result is not a tool result: {exc}"[:300]) from exc
     if not isinstance(message, ToolResultMessage) or not isinstance(data, dict):
         raise CorruptRowError(f"a journaled tool result is not a tool result: {data!r:.100}")
+    usage = data.get("usage")
     return AgentToolResult(list(message.content), is_error=message.is_error, terminate=bool(data.get("terminate")),
-                           details=message.details)
+                           details=message.details, usage=usage if isinstance(usage, dict) else None)
 
 
 def _same(value: Any, stored: Any) -> bool:
