@@ -255,9 +255,9 @@ class OutputSpec:
     def instruction(self, *, tool_name: str | None = None) -> str:
         """The system-message text that asks for the answer (the schema, or the tool to call)."""
         if tool_name is not None:
-            return f"When you have the final answer, call the tool {tool_name} with it."
-        return (f"Give your final answer as one JSON value (no other text) matching this JSON Schema "
-                f"({self.name}):\n{json.dumps(self.schema, ensure_ascii=False)}")
+            return f"When you have the final answer (after the tool calls you need), call the tool {tool_name} with it."
+        return (f"When you have the final answer (after the tool calls you need), give it as one JSON value (no "
+                f"other text) matching this JSON Schema ({self.name}):\n{json.dumps(self.schema, ensure_ascii=False)}")
 
     def parse(self, value: Any, *, run_validators: bool = True) -> Any:
         """Validate the JSON ``value``; return it as ``output_type`` (run the validators first).

@@ -122,9 +122,11 @@ class TypedRun:
             tools = []
         if self.mode == "response_format" or (self.mode == "auto" and not tools):
             response_format = self.spec.response_format()
+        if response_format is not None:  # the server has the schema; words around it only distract small models
+            return messages, tools, response_format
         offered = self.tool is not None and any(t.get("function", {}).get("name") == self.tool.name for t in tools)
         text = self.spec.instruction(tool_name=self.tool.name if offered and self.tool else None)
-        return _with_instruction(messages, text), tools, response_format
+        return _with_instruction(messages, text), tools, None
 
     # ------------------------------------------------------------------ answers
 
