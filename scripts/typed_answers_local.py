@@ -32,6 +32,8 @@ from yiemagent.models.local import LocalModel
 
 @dataclasses.dataclass
 class Reading:
+    """What each sentence is extracted into."""
+
     city: str
     temperature_c: int
 
@@ -89,7 +91,8 @@ def main() -> int:
             print(" | ".join(f"{cell:<16}" if i else f"{cell:<44}" for i, cell in enumerate(row)), flush=True)
     total = len(QUESTIONS)
     print()
-    print(f"{'mode':<16} {'valid':>7} {'right':>7} {'s/question':>11}   (output_retries={args.retries}, {total} questions)")
+    print(f"{'mode':<16} {'valid':>7} {'right':>7} {'s/question':>11}   "
+          f"(output_retries={args.retries}, {total} questions)")
     for mode, (valid, right, seconds) in scores.items():
         print(f"{mode:<16} {valid:>4}/{total} {right:>4}/{total} {seconds / total:>11.1f}")
     return 0

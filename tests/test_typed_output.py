@@ -100,7 +100,7 @@ def test_schema_of_a_nested_dataclass_with_enum_list_and_optional() -> None:
 def test_parse_json_text_tolerates_fences_and_prose_and_says_what_it_saw() -> None:
     assert parse_json_text('```json\n{"a": 1}\n```') == {"a": 1}
     assert parse_json_text('Here it is: {"a": [1, 2]} - done') == {"a": [1, 2]}
-    with pytest.raises(OutputInvalid, match="not JSON.*Sunny"):
+    with pytest.raises(OutputInvalid, match=r"not JSON.*Sunny"):
         parse_json_text("Sunny and warm")
 
 
@@ -132,7 +132,8 @@ def test_a_dataclass_answer_through_response_format() -> None:
 def test_openai_agents_3709_response_format_is_not_sent_while_tools_are_offered() -> None:
     """openai-agents #3709: output_type sent as response_format on every turn; a server that constrains
     every token (vLLM guided decoding) then never calls a tool. Here (auto) a request offering tools goes
-    without it. ``strict_server`` is a raw fake of such a server (no real program sends this shape here)."""
+    without it. ``strict_server`` is a raw fake of such a server (no real program sends this shape here).
+    """
     formats: list[Any] = []
 
     def strict_server(messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
@@ -155,7 +156,8 @@ def test_openai_agents_3709_response_format_is_not_sent_while_tools_are_offered(
 
 def test_llamacpp_24097_schema_not_enforced_the_answer_is_validated_and_retried_without_tools() -> None:
     """llama.cpp #24097 / #19051: the server accepts json_schema with HTTP 200 and does not enforce it.
-    The answer is validated here; the error goes back and the retry is sent with tools off, schema on."""
+    The answer is validated here; the error goes back and the retry is sent with tools off, schema on.
+    """
     llm = FormatLLM([text_reply("It is 21 degrees in Paris."), text_reply(PARIS)])
     agent = Agent(llm, tools=[get_weather], output_type=Weather)
     answer = agent.ask("Weather in Paris?")
@@ -169,7 +171,8 @@ def test_llamacpp_24097_schema_not_enforced_the_answer_is_validated_and_retried_
 
 def test_pydantic_ai_200_retries_exhausted_end_the_run_output_invalid_not_an_exception() -> None:
     """pydantic-ai #200: "Exceeded maximum retries (1) for result validation" raised out of the run.
-    Here the run ends with status output_invalid, the error says why, the history stays valid."""
+    Here the run ends with status output_invalid, the error says why, the history stays valid.
+    """
     llm = FormatLLM([text_reply('{"city": "Paris"}')] * 3 + [text_reply(PARIS)])
     agent = Agent(llm, output_type=Weather, output_retries=2)
     answer = agent.ask("Weather in Paris?")
@@ -184,7 +187,8 @@ def test_pydantic_ai_200_retries_exhausted_end_the_run_output_invalid_not_an_exc
 
 def test_langchain_36349_a_model_that_forgets_the_answer_tool_is_told_to_call_it() -> None:
     """LangChain #36349: structured responses silently missing when the model forgets the tool call.
-    Here the text is sent back naming the tool, and the model's next call gives the output."""
+    Here the text is sent back naming the tool, and the model's next call gives the output.
+    """
     llm = ScriptedLLM([text_reply("It is warm in Paris."), tool_call_reply("final_answer", json.loads(PARIS))])
     agent = Agent(llm, tools=[get_weather], output_type=Weather)  # ScriptedLLM takes no response_format: tool mode
     answer = agent.ask("Weather in Paris?")
@@ -197,10 +201,10 @@ def test_langchain_36349_a_model_that_forgets_the_answer_tool_is_told_to_call_it
 
 def test_final_answer_called_with_another_tool_in_one_reply_answers_every_call() -> None:
     """pydantic-ai's output tool called alongside a function tool: the run ends, no call is left unanswered."""
-    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "a", "type": "function", "function": {"name": "get_weather",
-                                                                          "arguments": '{"city": "Paris"}'}},
-                            {"id": "b", "type": "function", "function": {"name": "final_answer", "arguments": PARIS}}]}}]}
+    calls = [{"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+             {"id": "b", "type": "function", "function": {"name": "final_answer", "arguments": PARIS}}]
+    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls",
+                          "message": {"role": "assistant", "content": None, "tool_calls": calls}}]}
     agent = Agent(ScriptedLLM([reply]), tools=[get_weather], output_type=Weather)
     answer = agent.ask("Weather in Paris?")
     assert answer["status"] == "completed" and answer["output"] == Weather("Paris", 21)
@@ -312,7 +316,8 @@ def test_local_model_typed_answer_through_response_format(local_model: Any) -> N
 def test_local_model_llamacpp_11847_json_schema_on_a_tools_request_blocks_tool_calls(local_model: Any) -> None:
     """llama.cpp #11847 / openai-agents #3709 on the real server: with response_format on a request that
     offers tools, Gemma can only write the schema's JSON, so the tool is never called. ``auto`` sends the
-    tools request without it; the typed answer still comes (the retry carries the schema)."""
+    tools request without it; the typed answer still comes (the retry carries the schema).
+    """
     ran: list[str] = []
     sent: list[tuple[int, bool]] = []
     chat = local_model.llm_call(max_tokens=40)

@@ -280,8 +280,10 @@ class Agent(ConversationViews, Serving, TypedInputs):
 
         The answer goes to the future, not to ``output_queue``. The future has
         an ``input_id`` attribute, the id in the answer's ``input_ids``.
+        ``output_type``: a typed answer for this input (see ``ask``).
 
         Raises:
+            ConfigError: ``output_type`` has no JSON Schema.
             AgentBusyError: ``input_queue`` stayed full for ``timeout_seconds``
                 (also a ``queue.Full``); None waits without limit.
             AgentClosedError: the agent was shut down (also when ``shutdown()``
@@ -318,8 +320,11 @@ class Agent(ConversationViews, Serving, TypedInputs):
                 ``close()``, a WSGI server closing the response): ``"continue"``
                 lets the run finish (its answer goes into the history and
                 ``.future``); ``"abort"`` aborts the run serving this input.
+            output_type: a typed answer for this input (``answer["output"]``; see
+                ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
 
         Raises:
+            ConfigError: ``output_type`` has no JSON Schema.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run.
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
@@ -367,6 +372,8 @@ class Agent(ConversationViews, Serving, TypedInputs):
                 without limit. Before ``start()`` the run is aborted at the
                 deadline (the history stays valid); after, it goes on and its
                 answer is only in the history.
+            output_type: a typed answer for this input (``answer["output"]``; see
+                ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
 
         Ctrl-C (``KeyboardInterrupt``) in the calling thread aborts this input's
         run (its model call is cut, its tools see ``abort_event``; with the
@@ -377,7 +384,7 @@ class Agent(ConversationViews, Serving, TypedInputs):
             TimeoutError: no answer within ``timeout_seconds``.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run (a tool or hook): it would wait forever.
-            ConfigError: ``timeout_seconds`` is not a number >= 0 or None.
+            ConfigError: ``timeout_seconds`` is not a number >= 0 or None, or ``output_type`` has no JSON Schema.
             StoreError: with a store, before ``start()``: it kept failing for ``lease_seconds``.
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)

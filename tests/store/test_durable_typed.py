@@ -66,7 +66,8 @@ def test_a_typed_answer_journaled_before_a_crash_is_recovered_as_the_type(s: Any
 def test_a_worker_without_the_type_validates_against_the_stored_schema(s: Any, store_factory: Factory) -> None:
     """The first process asked ask(..., output_type=Weather) and died after an invalid answer was journaled.
     A worker that knows no output type finishes the run with the stored schema: the invalid answer is sent
-    back, the model's next answer is validated, and the output is the JSON (a dict)."""
+    back, the model's next answer is validated, and the output is the JSON (a dict).
+    """
     first = ScriptedLLM([text_reply("It is 21 degrees in Paris."), text_reply("never asked")])
 
     def crash_on_retry(event: Event) -> None:
