@@ -182,6 +182,18 @@ def test_pydantic_ai_200_retries_exhausted_end_the_run_output_invalid_not_an_exc
     assert agent.ask("And now?")["output"] == Weather("Paris", 21)  # the agent goes on
 
 
+def test_omlx_2990_json_padded_with_whitespace_to_the_token_limit_is_retried_with_the_reason() -> None:
+    """omlx #2990 (also xgrammar #412, seen here on llama.cpp + Gemma): constrained JSON padded with
+    whitespace until max_tokens, finish_reason "length". The model is told why; the retry's answer counts."""
+    runaway = text_reply('{\n  \t  \t  \t  "city"\n  \t  \t  \t  :\n  \t  \t', finish_reason="length")
+    llm = FormatLLM([runaway, text_reply(PARIS)])
+    answer = Agent(llm, output_type=Weather).ask("It is 21 degrees in Paris.")
+    assert answer["status"] == "completed" and answer["output"] == Weather("Paris", 21)
+    assert "cut by the token limit" in llm.calls[1]["messages"][-1]["content"]
+    exhausted = Agent(FormatLLM([runaway]), output_type=Weather, output_retries=0).ask("x")
+    assert exhausted["status"] == "output_invalid" and "cut by the token limit" in exhausted["error"]
+
+
 # ---------------------------------------------------------------------------- the final_answer tool
 
 

@@ -265,7 +265,8 @@ class _Run(ModelTurn, ToolBatch):
                 if not reply.tool_calls:
                     self.history.append(reply)
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
-                    retry = self.typed.on_text(reply.text, can_retry=not last) if self.typed is not None else None
+                    retry = None if self.typed is None else self.typed.on_text(
+                        reply.text, can_retry=not last, cut=reply.finish_reason in _CUT)
                     if retry is not None:  # the answer does not validate: sent back, the model answers again
                         self.add(UserMessage(retry))
                         continue

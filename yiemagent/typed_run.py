@@ -146,17 +146,22 @@ class TypedRun:
         self.outcome.exhausted = True
         return None
 
-    def on_text(self, text: str, *, can_retry: bool) -> str | None:
+    def on_text(self, text: str, *, can_retry: bool, cut: bool = False) -> str | None:
         """A reply without tool calls: accept it (None) or return the retry message to send as a user message.
 
-        When it returns None and ``outcome.exhausted`` is set, the run ends ``output_invalid``.
+        ``cut``: the reply was cut by the token limit (``finish_reason`` ``length``): when its JSON
+        does not parse, the message says so (a constrained server can pad JSON with whitespace until
+        the limit). When it returns None and ``outcome.exhausted`` is set, the run ends ``output_invalid``.
         """
         try:
             self.outcome = OutputOutcome(valid=True, output=self.spec.parse(parse_json_text(text)),
                                          failures=self.outcome.failures)
             return None
         except OutputInvalid as exc:
-            return self._failed(str(exc), can_retry)
+            error = str(exc)
+            if cut and error.startswith("the answer is not JSON"):
+                error = "the answer was cut by the token limit before its JSON ended (write compact JSON)"
+            return self._failed(error, can_retry)
 
     def _execute(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> Any:
         """``final_answer``: the arguments were validated against the schema; convert them and run the validators."""
