@@ -71,8 +71,8 @@ def main() -> int:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--max-tokens", type=int, default=60)
     args = parser.parse_args()
-    scores = {mode: [0, 0, 0.0] for mode in args.modes}  # valid, right, seconds
-    rows = []
+    scores: dict[str, list[float]] = {mode: [0, 0, 0.0] for mode in args.modes}  # valid, right, seconds
+    rows: list[list[str]] = []
     with LocalModel() as model:
         for sentence, expected in QUESTIONS:
             row = [sentence[:44]]
@@ -84,8 +84,8 @@ def main() -> int:
                 scores[mode][2] += time.monotonic() - started
                 output = answer.get("output")
                 valid, right = output is not None, output == expected
-                scores[mode][0] += valid
-                scores[mode][1] += right
+                scores[mode][0] += int(valid)
+                scores[mode][1] += int(right)
                 row.append("right" if right else ("valid" if valid else answer["status"]))
             rows.append(row)
             print(" | ".join(f"{cell:<16}" if i else f"{cell:<44}" for i, cell in enumerate(row)), flush=True)
@@ -94,7 +94,7 @@ def main() -> int:
     print(f"{'mode':<16} {'valid':>7} {'right':>7} {'s/question':>11}   "
           f"(output_retries={args.retries}, {total} questions)")
     for mode, (valid, right, seconds) in scores.items():
-        print(f"{mode:<16} {valid:>4}/{total} {right:>4}/{total} {seconds / total:>11.1f}")
+        print(f"{mode:<16} {int(valid):>4}/{total} {int(right):>4}/{total} {seconds / total:>11.1f}")
     return 0
 
 

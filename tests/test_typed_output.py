@@ -183,8 +183,9 @@ def test_pydantic_ai_200_retries_exhausted_end_the_run_output_invalid_not_an_exc
 
 
 def test_omlx_2990_json_padded_with_whitespace_to_the_token_limit_is_retried_with_the_reason() -> None:
-    """omlx #2990 (also xgrammar #412, seen here on llama.cpp + Gemma): constrained JSON padded with
-    whitespace until max_tokens, finish_reason "length". The model is told why; the retry's answer counts."""
+    """The omlx #2990 case (also xgrammar #412, seen here on llama.cpp + Gemma): constrained JSON padded
+    with whitespace until max_tokens, finish_reason "length". The model is told why; the retry's answer counts.
+    """
     runaway = text_reply('{\n  \t  \t  \t  "city"\n  \t  \t  \t  :\n  \t  \t', finish_reason="length")
     llm = FormatLLM([runaway, text_reply(PARIS)])
     answer = Agent(llm, output_type=Weather).ask("It is 21 degrees in Paris.")
@@ -192,6 +193,19 @@ def test_omlx_2990_json_padded_with_whitespace_to_the_token_limit_is_retried_wit
     assert "cut by the token limit" in llm.calls[1]["messages"][-1]["content"]
     exhausted = Agent(FormatLLM([runaway]), output_type=Weather, output_retries=0).ask("x")
     assert exhausted["status"] == "output_invalid" and "cut by the token limit" in exhausted["error"]
+
+
+def test_fallback_llm_passes_response_format_only_to_models_that_take_it() -> None:
+    """A typed answer through fallback_llm(openai_chat-like, plain): the plain backup gets no keyword it
+    cannot take (before: TypeError, the run ended in error), and its answer is still validated.
+    """
+    from yiemagent import LLMError, fallback_llm
+
+    down = FormatLLM([LLMError("overloaded", status_code=503)])
+    backup = ScriptedLLM([text_reply(PARIS)])
+    answer = Agent(fallback_llm(down, backup), output_type=Weather).ask("x")
+    assert answer["status"] == "completed" and answer["output"] == Weather("Paris", 21)
+    assert down.formats[0] is not None and len(backup.calls) == 1
 
 
 # ---------------------------------------------------------------------------- the final_answer tool
