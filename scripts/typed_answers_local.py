@@ -93,8 +93,8 @@ def main() -> int:
     print()
     print(f"{'mode':<16} {'valid':>7} {'right':>7} {'s/question':>11}   "
           f"(output_retries={args.retries}, {total} questions)")
-    for mode, (valid, right, seconds) in scores.items():
-        print(f"{mode:<16} {int(valid):>4}/{total} {int(right):>4}/{total} {seconds / total:>11.1f}")
+    for mode, (n_valid, n_right, seconds) in scores.items():
+        print(f"{mode:<16} {int(n_valid):>4}/{total} {int(n_right):>4}/{total} {seconds / total:>11.1f}")
     return 0
 
 
