@@ -86,12 +86,14 @@ def test_a_worker_without_the_type_validates_against_the_stored_schema(s: Any, s
     validate(recovering.openai_messages())
 
 
-def test_a_typed_answer_read_back_from_the_store_is_the_type_again(s: Any, store_factory: Factory) -> None:
-    """The input was served by another process: ask() finds the answer committed and converts it."""
-    Agent(ScriptedLLM([text_reply(json.dumps(PARIS))]), store=s, conversation_id="c-9",
-          output_type=Weather).ask("Paris, 21")
-    answer = s.get_input("c-9", 1).answer
-    assert answer["output"] == PARIS
-    from yiemagent.typed_output import output_spec, restore_output
-
-    assert restore_output(answer, output_spec(Weather))["output"] == Weather("Paris", 21)
+def test_an_input_served_by_another_worker_comes_back_as_the_type(s: Any, store_factory: Factory) -> None:
+    """submit() puts the input in the inbox at once; a worker that knows no type serves it (a dict, from the
+    stored schema); the submitting agent then finds it answered and its future gets the dataclass."""
+    mine = ScriptedLLM([])
+    agent = Agent(mine, store=s, conversation_id="c-9", output_type=Weather)
+    future = agent.submit("Paris, 21")  # not started: only in the inbox
+    worker = Agent(ScriptedLLM([text_reply(json.dumps(PARIS))]), store=store_factory(), conversation_id="c-9")
+    assert worker.drain()[0]["output"] == PARIS
+    with agent:
+        assert future.result(timeout=30)["output"] == Weather("Paris", 21)
+    assert mine.calls == [] and s.get_input("c-9", 1).answer["output"] == PARIS
