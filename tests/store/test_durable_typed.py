@@ -88,7 +88,8 @@ def test_a_worker_without_the_type_validates_against_the_stored_schema(s: Any, s
 
 def test_an_input_served_by_another_worker_comes_back_as_the_type(s: Any, store_factory: Factory) -> None:
     """submit() puts the input in the inbox at once; a worker that knows no type serves it (a dict, from the
-    stored schema); the submitting agent then finds it answered and its future gets the dataclass."""
+    stored schema); the submitting agent then finds it answered and its future gets the dataclass.
+    """
     mine = ScriptedLLM([])
     agent = Agent(mine, store=s, conversation_id="c-9", output_type=Weather)
     future = agent.submit("Paris, 21")  # not started: only in the inbox
