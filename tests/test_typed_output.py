@@ -248,6 +248,18 @@ def test_invalid_final_answer_arguments_get_the_validation_error_as_the_tool_res
     valid_history(agent)
 
 
+def test_final_answer_calls_that_keep_failing_end_output_invalid_with_every_call_answered() -> None:
+    bad = [tool_call_reply("final_answer", {"city": "Paris", "temperature_c": f"warm {n}"}, call_id=f"c{n}")
+           for n in range(3)]
+    llm = ScriptedLLM(bad)
+    agent = Agent(llm, tools=[get_weather], output_type=Weather, output_retries=1)
+    answer = agent.ask("x")
+    assert answer["status"] == "output_invalid" and len(llm.calls) == 2 and "tool_calls" not in answer
+    assert "did not match Weather after 2 attempts" in answer["content"] and "is not of type" in answer["error"]
+    assert [m["tool_call_id"] for m in agent.openai_messages() if m["role"] == "tool"] == ["c0", "c1"]
+    valid_history(agent)
+
+
 def test_a_schema_that_is_not_an_object_is_wrapped_in_the_tool_and_unwrapped_in_the_output() -> None:
     schema = {"type": "array", "items": {"type": "string"}, "title": "Cities"}
     llm = ScriptedLLM([tool_call_reply("final_answer", {"response": ["Paris", "Oslo"]})])
