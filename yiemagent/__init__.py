@@ -37,6 +37,7 @@ from .exceptions import (
     MCPSessionExpiredError,
     MCPTimeoutError,
     MCPTransportError,
+    ModelRetry,
     StaleStateError,
     StoreError,
     ToolArgumentsError,
@@ -83,6 +84,7 @@ from .store.sqlite import SQLiteStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
+from .typed_output import OutputSpec, output_spec
 from .usage_limits import UsageLimits
 
 from_openai_response = parse_response
@@ -125,6 +127,8 @@ __all__ = [
     "MCPTransportError",
     "MaxTurnsExceeded",
     "MessageUpdateEvent",
+    "ModelRetry",
+    "OutputSpec",
     "PostgresStore",
     "ReasoningContent",
     "RequestGuard",
@@ -162,6 +166,7 @@ __all__ = [
     "load_mcp_config",
     "openai_chat",
     "openai_client_chat",
+    "output_spec",
     "parse_response",
     "run_turns",
     "sse_events",

@@ -92,6 +92,8 @@ from .journal import Journal
 from .loop import LoopConfig, RunResult, add_usage, run_turns
 from .messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
 from .textpolicy import boundary, json_text
+from .typed_output import OutputSpec
+from .typed_run import answer_output
 
 __all__ = [
     "Conversation",
@@ -121,6 +123,8 @@ class Input:
     future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
     listener: Callable[[Any], None] | None = field(default=None, repr=False)
     """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
+    output: OutputSpec | None = field(default=None, repr=False)
+    """The typed answer asked for this input (``ask(..., output_type=T)``); None: ``config.output``."""
 
 
 @dataclass
@@ -315,7 +319,9 @@ class Conversation:
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
                 else:
-                    result = run_turns(self.history, [entry.message], self.config, host.abort_event, host.emit,
+                    config = self.config if entry.output is None else dataclasses.replace(self.config,
+                                                                                          output=entry.output)
+                    result = run_turns(self.history, [entry.message], config, host.abort_event, host.emit,
                                        run_id=run_id, input_ids=[entry.id], journal=journal)
                     scope.result = result
                     add_usage(self.usage, result.usage)
@@ -369,6 +375,7 @@ class Conversation:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:
             answer["usage_limit"] = dict(result.usage_limit)
+        answer_output(answer, result.output)  # a typed answer: ``output``, or ``error`` when output_invalid
         return self._finish(answer, result.input_ids)
 
     def error_answer(self, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:

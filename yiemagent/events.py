@@ -102,7 +102,11 @@ class AgentStartEvent(_Base):
 
 @dataclass(kw_only=True)
 class AgentEndEvent(_Base):
-    """A run ended with ``status``: completed, truncated, terminated, max_turns, repeated_call, aborted or error."""
+    """A run ended with ``status``.
+
+    One of completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid,
+    aborted or error.
+    """
 
     status: str = "completed"
     turns: int = 0

@@ -24,6 +24,7 @@
     │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
     │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
     │       └── MCPSessionExpiredError              HTTP 404 (or 400 naming it) for our Mcp-Session-Id; .data
+    ├── ModelRetry                                  an output validator rejects a typed answer (sent back to the model)
     ├── StoreError                                  a conversation store failed (connection, SQL); original in __cause__
     │   └── StaleStateError                         a stale or zombie writer: version moved or lease lost;
     │                                               .conversation_id, .expected_version, .actual_version, .reason
@@ -323,3 +324,12 @@ class MaxTurnsExceeded(AgentError):
     def __init__(self, max_turns: int) -> None:
         super().__init__(f"the run reached max_turns={max_turns}")
         self.max_turns = max_turns
+
+
+class ModelRetry(YiemagentError):
+    """Raised by an output validator (``Agent(output_validators=[fn])``) to reject a typed answer.
+
+    Its message is sent back to the model, which answers again (up to
+    ``output_retries`` times; see ``yiemagent.typed_output``). Also accepted
+    from a pydantic validator of the output type. Peer: pydantic-ai's ``ModelRetry``.
+    """

@@ -25,7 +25,9 @@ earlier ones chained (``__context__``) and listed in its message.
 
 Optional keywords (``yiemagent.llm``): ``on_delta``, ``abort_event`` and
 ``request_fields`` are passed to each inner ``llm_call`` that accepts them
-(``yiemagent.llm.accepts_keyword``); ``response_format`` is passed when given.
+(``yiemagent.llm.accepts_keyword``); so is ``response_format`` (a typed answer's schema,
+``yiemagent.typed_output``: a model that cannot take it answers unconstrained, and the answer is
+still validated).
 Once ``abort_event`` is set, or ``cancel()`` was called during the call, no
 further model is asked: the error is raised. Streaming through a fallback:
 a model that failed before the reply began sent no deltas, so the deltas the
@@ -65,7 +67,7 @@ FALLBACK_STATUS = frozenset({429, 500, 502, 503, 504, 529})
 """HTTP statuses after which the next model is asked: rate limited, server error, bad gateway, unavailable,
 gateway timeout, overloaded (529: Anthropic)."""
 
-_KEYWORDS = ("on_delta", "abort_event", "request_fields")
+_KEYWORDS = ("on_delta", "abort_event", "request_fields", "response_format")
 
 
 def provider_down(exc: BaseException) -> bool:
@@ -117,13 +119,12 @@ class FallbackLLM:
         response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Return the first reply of ``llm_calls`` tried in order (see the class docstring)."""
-        given: dict[str, Any] = {"on_delta": on_delta, "abort_event": abort_event, "request_fields": request_fields}
+        given: dict[str, Any] = {"on_delta": on_delta, "abort_event": abort_event, "request_fields": request_fields,
+                                 "response_format": response_format}
         cancelled = self._cancelled
         errors: list[str] = []
         for index, llm_call in enumerate(self.llm_calls):
             keywords = {k: v for k, v in given.items() if v is not None and k in self._accepts[index]}
-            if response_format is not None:
-                keywords["response_format"] = response_format
             try:
                 reply: dict[str, Any] = llm_call(messages, tools, **keywords)
             except Exception as exc:

@@ -58,6 +58,7 @@ from ..conversation import Conversation, Input, RunHost, ToolServers
 from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
+from ..typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationStore,
@@ -188,7 +189,7 @@ class DurableConversation(Conversation):
     def accept(self, entry: Input) -> None:
         """Add an input put on a queue to the inbox at once (so a crash cannot lose it)."""
         reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
-        self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id, reply_to=reply_to)
+        self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id, reply_to=reply_to)
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer.
@@ -205,7 +206,7 @@ class DurableConversation(Conversation):
         while True:
             try:
                 if seq is None:
-                    seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
+                    seq = self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id,
                                              reply_to=reply_to)
                     with self._lock:
                         self._local[entry.id] = (entry, deliver)
@@ -217,8 +218,8 @@ class DurableConversation(Conversation):
                         with self._lock:
                             self._local.pop(entry.id, None)
                             self._delivered.discard(seq)
-                        return done.answer
-                    return self._deliver(host, done, done.answer)
+                        return restore_output(done.answer, entry.output or self.config.output)
+                    return self._deliver(host, done, restore_output(done.answer, entry.output or self.config.output))
                 if self._lease_lost and host.abort_event.is_set():  # our abort, not the user's: serve on
                     self._lease_lost = False
                     host.abort_event.clear()
@@ -310,6 +311,9 @@ class DurableConversation(Conversation):
             return self._quarantine(host, inbox, lease, run, exc)
         entry = local if local is not None else Input(message=message, id=inbox.input_id)
         entry.id = inbox.input_id
+        if local is None:  # recovered: the typed answer asked for it was stored with it
+            stored = inbox.message.get(INBOX_KEY) if isinstance(inbox.message, dict) else None
+            entry.output = OutputSpec.from_inbox(stored, self.config.output)
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
@@ -326,7 +330,7 @@ class DurableConversation(Conversation):
         finally:
             self._journal = None
         answer["seq"] = seqs
-        self._commit(lease, run, [ServedInput(q, answer) for q in seqs], inbox.seq)
+        self._commit(lease, run, [ServedInput(q, storable_answer(answer)) for q in seqs], inbox.seq)
         for each in steered:
             self._deliver(host, each, answer)
         return self._deliver(host, inbox, answer)
@@ -393,6 +397,10 @@ class DurableConversation(Conversation):
             self._run_seqs.append(seq)
             taken.append((self._message(entry), entry.input_id))
         return taken
+
+    def _inbox_message(self, entry: Input) -> dict[str, Any]:
+        """What the inbox keeps of ``entry``: its message, and the schema of the typed answer asked for."""
+        return inbox_message(to_openai(entry.message), entry.output or self.config.output)
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
         if inbox.error is not None:
