@@ -23,59 +23,20 @@ import re
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, Union, overload
 
 from .agent_tool import AgentTool
-from .exceptions import ConfigError
+from .type_schema import type_schema
 
 __all__ = ["FunctionTool", "tool"]
 
 
-_SIMPLE_TYPES: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    dict: {"type": "object"},
-    list: {"type": "array"},
-    type(None): {"type": "null"},
-    Any: {},
-}
-
-
 def _schema_for(annotation: Any) -> dict[str, Any]:
-    """JSON Schema for a Python type annotation."""
+    """JSON Schema for a parameter's annotation (none: any value)."""
     if annotation is inspect.Parameter.empty:
         return {}
-    if annotation in _SIMPLE_TYPES:
-        return dict(_SIMPLE_TYPES[annotation])
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        schema = _schema_for(args[0])
-        for meta in args[1:]:
-            if isinstance(meta, str):
-                schema["description"] = meta
-        return schema
-    if origin in (Union, types.UnionType):
-        options = [_schema_for(a) for a in args]
-        return options[0] if len(options) == 1 else {"anyOf": options}
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if origin in (list, tuple, set, frozenset, Iterable) or annotation in (tuple, set):
-        array: dict[str, Any] = {"type": "array"}
-        if args and args[-1] is not Ellipsis:
-            array["items"] = _schema_for(args[0])
-        return array
-    if origin is dict:
-        schema = {"type": "object"}
-        if len(args) == 2:
-            schema["additionalProperties"] = _schema_for(args[1])
-        return schema
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return {"enum": [m.value for m in annotation]}
-    raise ConfigError(f"@tool cannot describe the type {annotation!r} as JSON Schema")
+    return type_schema(annotation, what="@tool")
 
 
 def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:

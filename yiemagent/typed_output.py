@@ -59,15 +59,15 @@ import dataclasses
 import enum
 import json
 import re
-import types
 import typing
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Union
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 import jsonschema
 
 from .exceptions import ConfigError, ModelRetry
 from .schema_checks import pattern_budget, safe_validator_class
+from .type_schema import is_pydantic, type_schema
 
 __all__ = ["INBOX_KEY", "OUTPUT_MODES", "OutputInvalid", "OutputMode", "OutputSpec", "inbox_message", "output_spec",
            "parse_json_text", "restore_output", "schema_of", "storable_answer", "to_json_value"]
@@ -82,68 +82,6 @@ class OutputInvalid(Exception):
     """An answer that does not validate; ``str(exc)`` is the message sent back to the model."""
 
 
-_SIMPLE: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
-    type(None): {"type": "null"}, dict: {"type": "object"}, list: {"type": "array"}, Any: {},
-}
-
-
-def _is_pydantic(tp: Any) -> bool:
-    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) and callable(
-        getattr(tp, "model_validate", None))
-
-
-def _fields_schema(hints: dict[str, Any], required: Iterable[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": {k: _schema(v) for k, v in hints.items()},
-                              "additionalProperties": False}
-    needed = [k for k in hints if k in set(required)]
-    if needed:
-        schema["required"] = needed
-    return schema
-
-
-def _schema(tp: Any) -> dict[str, Any]:
-    """JSON Schema of a type annotation (dataclasses and TypedDicts nested)."""
-    if tp in _SIMPLE:
-        return dict(_SIMPLE[tp])
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:
-        inner = _schema(args[0])
-        for meta in args[1:]:
-            if isinstance(meta, str):
-                inner["description"] = meta
-        return inner
-    if origin in (Union, types.UnionType):
-        options = [_schema(a) for a in args]
-        return options[0] if len(options) == 1 else {"anyOf": options}
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if origin in (list, tuple, set, frozenset, Sequence, Iterable):
-        array: dict[str, Any] = {"type": "array"}
-        if args and args[-1] is not Ellipsis:
-            array["items"] = _schema(args[0])
-        return array
-    if origin is dict:
-        return {"type": "object", **({"additionalProperties": _schema(args[1])} if len(args) == 2 else {})}
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return {"enum": [m.value for m in tp]}
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        fields = [f for f in dataclasses.fields(tp) if f.init]
-        required = [f.name for f in fields if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING]
-        schema = _fields_schema({f.name: hints[f.name] for f in fields}, required)
-        if tp.__doc__ and not tp.__doc__.startswith(f"{tp.__name__}("):  # not the generated signature
-            schema["description"] = " ".join(tp.__doc__.split())
-        return schema
-    if typing.is_typeddict(tp):
-        return _fields_schema(typing.get_type_hints(tp, include_extras=True), tp.__required_keys__)
-    if _is_pydantic(tp):
-        return dict(tp.model_json_schema())
-    raise ConfigError(f"output_type: cannot describe {tp!r} as JSON Schema (use a dataclass, a TypedDict, "
-                      "a pydantic model or a JSON Schema dict)")
-
-
 def schema_of(output_type: Any) -> tuple[str, dict[str, Any]]:
     """``(name, JSON Schema)`` of ``output_type`` (see the module docstring for what it may be).
 
@@ -154,7 +92,7 @@ def schema_of(output_type: Any) -> tuple[str, dict[str, Any]]:
         schema = output_type
         name = str(schema.get("title") or "output")
     else:
-        schema = _schema(output_type)
+        schema = type_schema(output_type, structured=True, what="output_type")
         name = str(getattr(output_type, "__name__", "output"))
     try:
         safe_validator_class(schema).check_schema(schema)
@@ -178,7 +116,7 @@ def _strict_ok(schema: Any) -> bool:
 
 def to_json_value(value: Any) -> Any:
     """``value`` (a dataclass or pydantic instance, a dict, ...) as plain JSON data (Enum -> value)."""
-    if _is_pydantic(type(value)):
+    if is_pydantic(type(value)):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
@@ -288,7 +226,7 @@ class OutputSpec:
         try:
             if tp is None or isinstance(tp, dict) or typing.is_typeddict(tp):
                 return value
-            if _is_pydantic(tp):
+            if is_pydantic(tp):
                 return tp.model_validate(value)
             if dataclasses.is_dataclass(tp):
                 from dataclasses_json import DataClassJsonMixin
