@@ -17,7 +17,8 @@ Queues (all ``queue.Queue``, safe from any thread):
   input put on a queue: the final answer, or an error answer. Extra keys:
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
-  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
+  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``awaiting_approval``
+  with ``pending_approvals``: see ``decide``), ``finish_reason``
   (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit
   reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
   no ``tool_calls``. Strip the extra keys before sending the dict to a model;
@@ -50,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from . import events as ev
+from ._approvals import Approvals
 from ._checks import check_number
 from ._inbox import SHUTDOWN, ClosableQueue
 from ._lifecycle import check_agent_arguments
@@ -76,7 +78,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(ConversationViews, Serving):
+class Agent(ConversationViews, Serving, Approvals):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -139,6 +141,9 @@ class Agent(ConversationViews, Serving):
             (a stdio server keeps running) for the caller to close. True: the
             agent owns them and closes them at shutdown. Clients the agent makes
             (from URLs or config) are always its own and always closed.
+        approval_policy: ``policy(tool) -> bool``: calls of tools it returns True for wait for a
+            person (``yiemagent.approvals``; ``unless_read_only`` for MCP tools); tools declared
+            ``@tool(needs_approval=True)`` always wait. See ``approve``/``reject``/``decide``.
         mcp_limits: caps on the tools and results of MCP servers (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
@@ -186,6 +191,7 @@ class Agent(ConversationViews, Serving):
         close_mcp_clients: bool = False,
         mcp_limits: MCPLimits | None = None,
         usage_limits: UsageLimits | None = None, conversation_usage_limits: UsageLimits | None = None,
+        approval_policy: Callable[[AgentTool], bool] | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -225,6 +231,7 @@ class Agent(ConversationViews, Serving):
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
+            approval_policy=approval_policy,
         )
         self._init_lifecycle()
         self._init_serving()

@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from . import events as ev
+from .approvals import Parking
 from .exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
@@ -268,6 +269,8 @@ class Conversation:
         """Token counts summed over every run (from replies that report ``usage``)."""
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
         self._steered: list[Input] = []  # inputs steered into the run in progress
+        self.parking = Parking()
+        """The run waiting for approval, without a store (``yiemagent.approvals``)."""
 
     @property
     def config(self) -> LoopConfig:
@@ -288,6 +291,9 @@ class Conversation:
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
+        superseded = self.parking.supersede(entry.id)  # a run waits for approval: it ends first
+        if superseded is not None:
+            self.run(superseded, host, deliver=False)
         answer, steered = self.run(entry, host, deliver=deliver)
         host.deliver(answer, [entry, *steered], deliver)
         return answer
@@ -315,10 +321,17 @@ class Conversation:
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
                 else:
+                    start, memory = len(self.history), self.parking.journal_for(entry.id) if journal is None else None
                     result = run_turns(self.history, [entry.message], self.config, host.abort_event, host.emit,
-                                       run_id=run_id, input_ids=[entry.id], journal=journal)
+                                       run_id=run_id, input_ids=[entry.id], journal=journal or memory)
                     scope.result = result
-                    add_usage(self.usage, result.usage)
+                    waiting = result.status == "awaiting_approval"
+                    if waiting:  # replayed when the run resumes: not in the history, not counted yet
+                        del self.history[start:]
+                    else:
+                        add_usage(self.usage, result.usage)
+                    if memory is not None:
+                        self.parking.after_run(entry, memory, waiting)
                     answer = self.answer(result)
             except SimulatedCrash:
                 raise
@@ -330,6 +343,18 @@ class Conversation:
             finally:
                 steered, self._host, self._steered = self._steered, None, []
         return answer, steered
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls waiting for approval ``[{"tool_call_id", "name", "arguments", "input_id"}]`` (``approvals``)."""
+        return self.parking.pending()
+
+    def decide(self, decisions: dict[str, bool | str]) -> tuple[list[dict[str, Any]], Input | None]:
+        """Record decisions; return the calls still waiting and, once none is, the input to serve again.
+
+        Raises:
+            ApprovalError: a call not waiting for approval, already decided, or a malformed decision.
+        """
+        return self.parking.decide(decisions)
 
     def _poll_steering(self) -> list[tuple[UserMessage, str]]:
         """The loop's ``poll_steering``: what the host took off its queue, joined to this run."""
@@ -367,6 +392,8 @@ class Conversation:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:
             answer["usage_limit"] = dict(result.usage_limit)
+        if result.pending_approvals is not None:
+            answer["pending_approvals"] = [dict(c, input_id=result.input_ids[0]) for c in result.pending_approvals]
         return self._finish(answer, result.input_ids)
 
     def error_answer(self, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:

@@ -47,6 +47,7 @@ __all__ = [
     "AbortedEvent",
     "AgentEndEvent",
     "AgentStartEvent",
+    "ApprovalRequestedEvent",
     "ErrorEvent",
     "Event",
     "EventSink",
@@ -85,7 +86,10 @@ class AgentStartEvent(_Base):
 
 @dataclass(kw_only=True)
 class AgentEndEvent(_Base):
-    """A run ended with ``status``: completed, truncated, terminated, max_turns, repeated_call, aborted or error."""
+    """A run ended with ``status`` (``yiemagent.loop``).
+
+    completed, truncated, terminated, max_turns, repeated_call, usage_limit, aborted, error or awaiting_approval.
+    """
 
     status: str = "completed"
     turns: int = 0
@@ -230,6 +234,18 @@ class AbortedEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class ApprovalRequestedEvent(_Base):
+    """The run stops until a person decides ``pending``: ``[{"tool_call_id", "name", "arguments"}]``.
+
+    Sent before ``agent_end`` (status ``awaiting_approval``); see ``yiemagent.approvals``.
+    """
+
+    turn: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    type: Literal["approval_requested"] = field(default="approval_requested", init=False)
+
+
+@dataclass(kw_only=True)
 class ToolsChangedEvent(_Base):
     """The set of tools changed (MCP ``notifications/tools/list_changed``, rediscovery)."""
 
@@ -254,6 +270,7 @@ Event = Union[
     ErrorEvent,
     AbortedEvent,
     ToolsChangedEvent,
+    ApprovalRequestedEvent,
 ]
 
 EventSink = Callable[[Event], Any]

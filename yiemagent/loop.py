@@ -25,7 +25,9 @@ Rules (each has a test):
   every result of a batch sets ``terminate`` (``terminated``), at
   ``max_turns`` (``max_turns``), when the model repeats one call
   ``max_repeated_calls`` times in a row (``repeated_call``), when a usage
-  limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), on abort
+  limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), when a
+  call waits for a person's approval (``awaiting_approval``, the reply not
+  added: see ``yiemagent.approvals``), on abort
   (``aborted``) or when ``llm_call`` fails or the request cannot be made
   valid (``error``);
 * a failed run (status ``error``) leaves its messages in the history, each
@@ -69,6 +71,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from . import approvals
 from . import events as ev
 from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from .journal import Journal
@@ -136,6 +139,7 @@ class _Run(ModelTurn, ToolBatch):
         self.has_excluded = any(getattr(m, "excluded", None) for m in history)
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
         self.reached: LimitReached | None = None
+        self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.approvals)
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -275,6 +279,12 @@ class _Run(ModelTurn, ToolBatch):
                         for c in reply.tool_calls
                     ]
                     aborted = False
+                elif waiting := approvals.calls_to_approve(reply.tool_calls, self.config.tools,
+                                                           self.config.approval_policy, self.journal, self.turns):
+                    status, self.waiting = "awaiting_approval", waiting
+                    answer = approvals.waiting_answer(reply, waiting)
+                    self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
+                    break
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
                     self.limits.count_tools(self.usage, len(results))
@@ -345,6 +355,7 @@ class _Run(ModelTurn, ToolBatch):
             answer=answer, status=status, run_id=self.run_id, turns=self.turns,
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
             input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
+            pending_approvals=self.waiting,
         )
 
 

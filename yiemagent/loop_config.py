@@ -24,7 +24,7 @@ __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usag
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
-                 "error"]
+                 "error", "awaiting_approval"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 
@@ -85,6 +85,8 @@ class LoopConfig:
     """Limits on each run (``yiemagent.usage_limits``); None: none."""
     conversation_usage_limits: UsageLimits | None = None
     """Limits on the conversation: the history's replies and tool results plus the run's; None: none."""
+    approval_policy: Callable[[Any], bool] | None = None
+    """``policy(tool) -> bool``: calls of tools it returns True for wait for approval (``yiemagent.approvals``)."""
 
 
 @dataclass
@@ -104,6 +106,8 @@ class RunResult:
     """Ids of every input this run answers (steered inputs included)."""
     usage_limit: dict[str, Any] | None = None
     """With status ``usage_limit``: ``LimitReached.as_dict()`` (limit, maximum, value, scope)."""
+    pending_approvals: list[dict[str, Any]] | None = None
+    """With status ``awaiting_approval``: ``[{"tool_call_id", "name", "arguments"}]`` (``yiemagent.approvals``)."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:

@@ -14,6 +14,10 @@
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
   the version, so a process that lost its lease writes nothing;
+* a run that waits for approval (``yiemagent.approvals``) is not committed: its
+  input stays first in the inbox, its journal holds the waiting calls and the
+  decisions, and it is served again (replayed, then resumed) once all are decided;
+  a later input rejects its undecided calls first. ``drain`` does not return it;
 * with ``steering``, the inputs that joined the inbox during a run join it
   after a tool batch; which ones is journaled (``steer/<n>``) so a replay takes
   the same, and the commit answers them all with the run's answer;
@@ -44,6 +48,7 @@ answer is an error naming the reason (``status: "error"``,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -54,10 +59,20 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..approvals import SUPERSEDED_REASON, record_decisions, undecided
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
+from ..exceptions import (
+    AgentClosedError,
+    ApprovalError,
+    ConfigError,
+    FormatError,
+    StaleStateError,
+    StoreError,
+    YiemagentError,
+)
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
+from . import approvals as store_approvals
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationStore,
@@ -258,10 +273,11 @@ class DurableConversation(Conversation):
         """
         answers: list[dict[str, Any]] = []
         while True:
-            served = self._drain(host, until_seq=None)
-            if not served:  # lease held elsewhere (its holder serves the rest), or no progress
+            served = self._drain(host, until_seq=None) or []
+            waiting = bool(served) and served[-1].get("status") == "awaiting_approval"
+            answers += served[:-1] if waiting else served  # a run waiting for approval is not served
+            if not served or waiting:  # lease held elsewhere (its holder serves the rest), no progress, or waiting
                 return answers
-            answers += served
             if not self.store.pending(self.conversation_id, limit=1):
                 return answers
 
@@ -279,6 +295,8 @@ class DurableConversation(Conversation):
                 if not pending or (until_seq is not None and pending[0].seq > until_seq):
                     break
                 answers.append(self._serve_one(host, pending[0], lease))
+                if answers[-1].get("status") == "awaiting_approval":  # the inbox waits for a decision
+                    break
         except StaleStateError as exc:
             logger.warning("%r: commit refused (%s); reloading", self, exc)
             self.version = -1
@@ -293,6 +311,14 @@ class DurableConversation(Conversation):
                 logger.warning("%r: releasing the lease failed (%s); it expires in %ss", self, exc,
                                self.lease_seconds)
         return answers
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls the conversation's waiting run waits on, read from the store (``store.approvals``)."""
+        return store_approvals.pending_approvals(self.store, self.conversation_id)
+
+    def decide(self, decisions: dict[str, bool | str]) -> tuple[list[dict[str, Any]], Input | None]:
+        """Record decisions in the store (any process); see ``yiemagent.store.approvals.decide``."""
+        return store_approvals.decide(self.store, self.conversation_id, decisions)
 
     def _lost_lease(self, host: RunHost) -> None:
         """The heartbeat found the lease taken: abort the run (its commit would be refused anyway)."""
@@ -312,6 +338,9 @@ class DurableConversation(Conversation):
         entry.id = inbox.input_id
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
+            if undecided(journal) and len(self.store.pending(self.conversation_id, limit=2)) > 1:  # a new input
+                with contextlib.suppress(ApprovalError):  # a decision made meanwhile elsewhere stands
+                    record_decisions(journal, {c["tool_call_id"]: SUPERSEDED_REASON for c in undecided(journal)})
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
@@ -321,6 +350,9 @@ class DurableConversation(Conversation):
                 return self._quarantine(host, inbox, lease, run, journal.failed)
             if journal.failed is not None:  # a journal write failed: committing would hide what ran
                 raise journal.failed
+            if answer.get("status") == "awaiting_approval":  # not committed: served again once decided
+                answer["seq"] = [inbox.seq]
+                return self._deliver(host, inbox, answer)
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
