@@ -377,3 +377,28 @@ def test_durable_new_input_while_waiting_rejects_the_pending_calls(store_factory
     other = durable(store_factory(), effects)
     validate(other.openai_messages())
     assert SUPERSEDED_REASON in next(m for m in other.openai_messages() if m["role"] == "tool")["content"]
+
+
+def test_unless_read_only_over_a_real_mcp_server_annotations(sdk_server: str) -> None:
+    """The mcp SDK server marks ``read_notes`` readOnlyHint and ``delete_note`` destructiveHint: with
+    ``approval_policy=unless_read_only`` only ``delete_note`` waits; its server runs it once, approved."""
+    from yiemagent import MCPClient
+    from yiemagent.testing import ScriptedLLM
+
+    llm = ScriptedLLM([calls_reply(("c1", "read_notes", {}), ("c2", "delete_note", {"name": "todo"})),
+                       text_reply("ok")])
+    client = MCPClient(sdk_server)
+    try:
+        before = client.call_tool("call_counts")["structuredContent"]
+        agent = Agent(llm, mcp_servers=[client], approval_policy=unless_read_only)
+        answer = agent.ask("tidy up", timeout_seconds=30)
+        assert [c["name"] for c in answer["pending_approvals"]] == ["delete_note"]
+        assert client.call_tool("call_counts")["structuredContent"] == before  # nothing ran yet
+        assert agent.approve("c2", timeout_seconds=30)["status"] == "completed"
+        after = client.call_tool("call_counts")["structuredContent"]
+        assert after.get("delete_note", 0) == before.get("delete_note", 0) + 1
+        assert after.get("read_notes", 0) == before.get("read_notes", 0) + 1
+        validate(agent.openai_messages())
+        agent.shutdown()
+    finally:
+        client.close()

@@ -21,7 +21,7 @@ from ..exceptions import ApprovalError, StoreError
 from ..messages import UserMessage, from_openai
 from .base import ConversationStore, InboxEntry, run_key
 
-__all__ = ["decide", "pending_approvals"]
+__all__ = ["decide", "pending_approvals", "waiting_answer"]
 
 
 class _StoreSteps:
@@ -86,3 +86,21 @@ def decide(store: ConversationStore, conversation_id: str,
     if not isinstance(message, UserMessage):  # pragma: no cover - the inbox holds user messages only
         raise ApprovalError(f"inbox entry {entry.seq} is not a user message")
     return [], Input(message=message, id=entry.input_id)
+
+
+def waiting_answer(store: ConversationStore, conversation_id: str, seq: int) -> dict[str, Any] | None:
+    """The answer dict of input ``seq`` while its run waits for approval, else None.
+
+    ``{"role": "assistant", "content": "Waiting for approval of: ...", "status": "awaiting_approval",
+    "pending_approvals": [...], "input_ids": [...], "seq": [seq]}``: what ``Agent.ask`` answered
+    when the run stopped, rebuilt from the store for a process that did not serve it.
+
+    Raises:
+        StoreError: the store failed.
+    """
+    pending = [c for c in pending_approvals(store, conversation_id) if c.get("seq") == seq]
+    if not pending:
+        return None
+    names = ", ".join(str(c.get("name")) for c in pending)
+    return {"role": "assistant", "content": f"Waiting for approval of: {names}.", "status": "awaiting_approval",
+            "pending_approvals": pending, "input_ids": [pending[0]["input_id"]], "seq": [seq]}
