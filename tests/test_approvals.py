@@ -381,7 +381,8 @@ def test_durable_new_input_while_waiting_rejects_the_pending_calls(store_factory
 
 def test_unless_read_only_over_a_real_mcp_server_annotations(sdk_server: str) -> None:
     """The mcp SDK server marks ``read_notes`` readOnlyHint and ``delete_note`` destructiveHint: with
-    ``approval_policy=unless_read_only`` only ``delete_note`` waits; its server runs it once, approved."""
+    ``approval_policy=unless_read_only`` only ``delete_note`` waits; its server runs it once, approved.
+    """
     from yiemagent import MCPClient
     from yiemagent.testing import ScriptedLLM
 
