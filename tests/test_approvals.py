@@ -403,3 +403,34 @@ def test_unless_read_only_over_a_real_mcp_server_annotations(sdk_server: str) ->
         agent.shutdown()
     finally:
         client.close()
+
+
+def test_agno_9447_a_stale_waiting_answer_cannot_run_the_call_again(store_factory: Factory) -> None:
+    """agno 9447 (PR 9866): a caller holding a stale "paused" object after the run completed re-executed
+    the gated tool. Here a process that still holds the old awaiting_approval answer is refused."""
+    effects = Effects()
+    stale = durable(store_factory(), effects).ask("remove a.txt")
+    assert stale["status"] == "awaiting_approval"
+    assert durable(store_factory(), effects).approve("call_a_txt")["status"] == "completed"
+    late = durable(store_factory(), effects)
+    for call in stale["pending_approvals"]:
+        with pytest.raises(ApprovalError):
+            late.decide({call["tool_call_id"]: True})
+    assert effects.ran == ["remove a.txt"]
+
+
+def test_langgraph_4397_each_call_has_exactly_one_result_after_approval() -> None:
+    """langgraph 4397: after the human approval step, one tool call got two tool results (the provider
+    refused the request). Here the resumed batch answers each call once, approved or rejected."""
+    effects, llm = Effects(), Scripted()
+    agent = Agent(llm, tools=effects.tools())
+    agent.ask("remove a.txt b.txt and look")
+    agent.decide({"call_a_txt": True, "call_b_txt": "no"})
+    agent.ask("remove c.txt")
+    agent.approve("call_c_txt")
+    messages = agent.openai_messages()
+    validate(messages)  # also checks every call has exactly one result right after it
+    ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert sorted(ids) == sorted(set(ids)) == sorted(["call_a_txt", "call_b_txt", "call_look", "call_c_txt"])
+    for request in llm.requests:
+        validate(request)
