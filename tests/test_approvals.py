@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -356,7 +357,6 @@ def test_a_crash_after_the_approved_call_ran_never_runs_it_again(store_factory: 
     effects.crash_after = False
     assert effects.ran == ["remove a.txt"]
     survivor = durable(store_factory(), effects)
-    import time
     time.sleep(0.6)  # the dead process's lease expires
     answers = survivor.drain()
     assert [a["status"] for a in answers] == ["completed"]
@@ -406,8 +406,9 @@ def test_unless_read_only_over_a_real_mcp_server_annotations(sdk_server: str) ->
 
 
 def test_agno_9447_a_stale_waiting_answer_cannot_run_the_call_again(store_factory: Factory) -> None:
-    """agno 9447 (PR 9866): a caller holding a stale "paused" object after the run completed re-executed
-    the gated tool. Here a process that still holds the old awaiting_approval answer is refused."""
+    """Agno 9447 (PR 9866): a caller holding a stale "paused" object after the run completed re-executed
+    the gated tool. Here a process that still holds the old awaiting_approval answer is refused.
+    """
     effects = Effects()
     stale = durable(store_factory(), effects).ask("remove a.txt")
     assert stale["status"] == "awaiting_approval"
@@ -420,8 +421,9 @@ def test_agno_9447_a_stale_waiting_answer_cannot_run_the_call_again(store_factor
 
 
 def test_langgraph_4397_each_call_has_exactly_one_result_after_approval() -> None:
-    """langgraph 4397: after the human approval step, one tool call got two tool results (the provider
-    refused the request). Here the resumed batch answers each call once, approved or rejected."""
+    """Langgraph 4397: after the human approval step, one tool call got two tool results (the provider
+    refused the request). Here the resumed batch answers each call once, approved or rejected.
+    """
     effects, llm = Effects(), Scripted()
     agent = Agent(llm, tools=effects.tools())
     agent.ask("remove a.txt b.txt and look")
@@ -434,3 +436,37 @@ def test_langgraph_4397_each_call_has_exactly_one_result_after_approval() -> Non
     assert sorted(ids) == sorted(set(ids)) == sorted(["call_a_txt", "call_b_txt", "call_look", "call_c_txt"])
     for request in llm.requests:
         validate(request)
+
+
+@pytest.mark.parametrize("with_store", [False, True])
+def test_an_input_steered_into_a_run_that_then_waits_is_kept_when_it_resumes(
+        with_store: bool, sqlite_store_factory: Factory) -> None:
+    """steering=True: B joins A's run after its first batch; the run then waits. B's message is not lost:
+    the resumed run takes it again (journaled ``steer/<n>``), and is not superseded by it."""
+    from yiemagent.testing import ScriptedLLM
+
+    effects, arrived = Effects(), threading.Event()
+
+    @tool
+    def slow() -> str:
+        """Wait until B was sent."""
+        arrived.wait(10)
+        return "slow done"
+
+    llm = ScriptedLLM([calls_reply(("call_slow", "slow", {})), calls_reply(("call_rm", "remove", {"path": "a.txt"})),
+                       text_reply("all done")])
+    store = {"store": sqlite_store_factory(), "conversation_id": "c-s"} if with_store else {}
+    with Agent(llm, tools=[*effects.tools(), slow], steering=True, **store) as agent:
+        first = agent.submit("A")
+        time.sleep(0.3)  # A's run is in its first batch
+        second = agent.submit("B")
+        time.sleep(0.2)
+        arrived.set()
+        answer = first.result(timeout=10)
+        assert answer["status"] == "awaiting_approval" and effects.ran == []
+        assert second.result(timeout=10)["status"] == "awaiting_approval"
+        done = agent.approve("call_rm", timeout_seconds=10)
+        assert (done["status"], done["content"]) == ("completed", "all done") and effects.ran == ["remove a.txt"]
+        users = [m["content"] for m in agent.openai_messages() if m["role"] == "user"]
+        assert users == ["A", "B"]
+        validate(agent.openai_messages())

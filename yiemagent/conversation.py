@@ -85,7 +85,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from . import events as ev
-from .approvals import Parking
+from .approvals import MemoryJournal, Parking
 from .exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
@@ -270,6 +270,8 @@ class Conversation:
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
         self._steered: list[Input] = []  # inputs steered into the run in progress
         self.parking = Parking()
+        self._memory: MemoryJournal | None = None  # of the run in progress without a store (steering replays)
+        self._polls = 0
         """The run waiting for approval, without a store (``yiemagent.approvals``)."""
 
     @property
@@ -315,13 +317,14 @@ class Conversation:
         """
         run_id = uuid.uuid4().hex[:12]
         with host.running(run_id, entry, deliver) as scope:
-            self._host, self._steered = host, []
+            self._host, self._steered, self._polls = host, [], 0
             try:
                 unreachable = self._required_servers_unreachable()
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
                 else:
                     start, memory = len(self.history), self.parking.journal_for(entry.id) if journal is None else None
+                    self._memory = memory
                     result = run_turns(self.history, [entry.message], self.config, host.abort_event, host.emit,
                                        run_id=run_id, input_ids=[entry.id], journal=journal or memory)
                     scope.result = result
@@ -360,9 +363,14 @@ class Conversation:
         """The loop's ``poll_steering``: what the host took off its queue, joined to this run."""
         if self._host is None:
             return []
+        self._polls += 1
+        replayed = None if self._memory is None else self._memory.recorded.get(f"steer/{self._polls}")
+        if replayed is not None:  # a run resumed after approval takes what it took the first time
+            return list(replayed)
         taken = self._host.take_steering()
         self._steered += taken
-        return [(each.message, each.id) for each in taken]
+        pairs = [(each.message, each.id) for each in taken]
+        return pairs if self._memory is None else list(self._memory.put(f"steer/{self._polls}", pairs))
 
     def _required_servers_unreachable(self) -> MCPError | None:
         """With ``mcp_required``: list the servers now; the error to answer with if one cannot be reached."""

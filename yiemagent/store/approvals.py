@@ -12,16 +12,17 @@ its journal replays what ran, so a recorded call never runs twice.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..approvals import record_decisions, requested, undecided
+from ..approvals import SUPERSEDED_REASON, Steps, record_decisions, requested, undecided
 from ..conversation import Input
 from ..exceptions import ApprovalError, StoreError
 from ..messages import UserMessage, from_openai
 from .base import ConversationStore, InboxEntry, run_key
 
-__all__ = ["decide", "pending_approvals", "waiting_answer"]
+__all__ = ["decide", "pending_approvals", "supersede", "waiting_answer"]
 
 
 class _StoreSteps:
@@ -104,3 +105,21 @@ def waiting_answer(store: ConversationStore, conversation_id: str, seq: int) -> 
     names = ", ".join(str(c.get("name")) for c in pending)
     return {"role": "assistant", "content": f"Waiting for approval of: {names}.", "status": "awaiting_approval",
             "pending_approvals": pending, "input_ids": [pending[0]["input_id"]], "seq": [seq]}
+
+
+def supersede(store: ConversationStore, conversation_id: str, seq: int, journal: Steps) -> None:
+    """Reject the undecided calls of run ``seq`` when a new input waits after it (not one steered into it).
+
+    Written through ``journal`` (fenced by the serving lease); a decision recorded meanwhile by
+    another process stands.
+
+    Raises:
+        StoreError: the store failed.
+    """
+    left = undecided(journal)
+    if not left:
+        return
+    steered = {q for k, v in journal.recorded.items() if k.startswith("steer/") and isinstance(v, list) for q in v}
+    if any(e.seq > seq and e.seq not in steered for e in store.pending(conversation_id)):
+        with contextlib.suppress(ApprovalError):
+            record_decisions(journal, {c["tool_call_id"]: SUPERSEDED_REASON for c in left})

@@ -48,7 +48,6 @@ answer is an error naming the reason (``status: "error"``,
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -59,11 +58,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..approvals import SUPERSEDED_REASON, record_decisions, undecided
 from ..conversation import Conversation, Input, RunHost, ToolServers
 from ..exceptions import (
     AgentClosedError,
-    ApprovalError,
     ConfigError,
     FormatError,
     StaleStateError,
@@ -338,9 +335,7 @@ class DurableConversation(Conversation):
         entry.id = inbox.input_id
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
-            if undecided(journal) and len(self.store.pending(self.conversation_id, limit=2)) > 1:  # a new input
-                with contextlib.suppress(ApprovalError):  # a decision made meanwhile elsewhere stands
-                    record_decisions(journal, {c["tool_call_id"]: SUPERSEDED_REASON for c in undecided(journal)})
+            store_approvals.supersede(self.store, self.conversation_id, inbox.seq, journal)  # a new input came
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
@@ -351,7 +346,9 @@ class DurableConversation(Conversation):
             if journal.failed is not None:  # a journal write failed: committing would hide what ran
                 raise journal.failed
             if answer.get("status") == "awaiting_approval":  # not committed: served again once decided
-                answer["seq"] = [inbox.seq]
+                answer["seq"] = list(self._run_seqs)  # steered inputs wait with it
+                for each in [e for q in self._run_seqs[1:] if (e := self.store.get_input(self.conversation_id, q))]:
+                    self._deliver(host, each, answer)
                 return self._deliver(host, inbox, answer)
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
