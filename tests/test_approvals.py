@@ -442,7 +442,8 @@ def test_langgraph_4397_each_call_has_exactly_one_result_after_approval() -> Non
 def test_an_input_steered_into_a_run_that_then_waits_is_kept_when_it_resumes(
         with_store: bool, sqlite_store_factory: Factory) -> None:
     """steering=True: B joins A's run after its first batch; the run then waits. B's message is not lost:
-    the resumed run takes it again (journaled ``steer/<n>``), and is not superseded by it."""
+    the resumed run takes it again (journaled ``steer/<n>``), and is not superseded by it.
+    """
     from yiemagent.testing import ScriptedLLM
 
     effects, arrived = Effects(), threading.Event()
