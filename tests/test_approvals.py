@@ -471,3 +471,22 @@ def test_an_input_steered_into_a_run_that_then_waits_is_kept_when_it_resumes(
         users = [m["content"] for m in agent.openai_messages() if m["role"] == "user"]
         assert users == ["A", "B"]
         validate(agent.openai_messages())
+
+
+def test_a_new_input_queued_before_the_resume_does_not_run_the_waiting_input_twice() -> None:
+    """Approve, then at once a new message: on the agent thread the new message may come first and finish
+    the waiting run; the resume then finds it finished (one user message, the call run once).
+    """
+    effects = Effects()
+    agent = Agent(Scripted(), tools=effects.tools())
+    agent.ask("remove a.txt")
+    left, resume = agent.conversation.decide({"call_a_txt": True})
+    assert left == [] and resume is not None
+    new = agent.ask("thanks")  # served before the resume
+    assert new["content"] == "re: thanks"
+    from yiemagent.conversation import Input
+    resumed = agent.ask(Input(message=resume.message, id=resume.id))
+    assert resumed["content"] == "done: removed a.txt" and effects.ran == ["remove a.txt"]
+    users = [m["content"] for m in agent.openai_messages() if m["role"] == "user"]
+    assert users == ["remove a.txt", "thanks"]
+    validate(agent.openai_messages())

@@ -309,7 +309,10 @@ class Parking:
 
     def __init__(self) -> None:
         self.parked: ParkedRun | None = None
+        self.serving = threading.Lock()
+        """Held by ``Conversation.serve`` around its runs, so that a waiting run is finished once."""
         self._lock = threading.Lock()
+        self._ended: dict[str, dict[str, Any]] = {}  # answers of waiting runs a new input finished, by input id
 
     def journal_for(self, entry_id: str) -> MemoryJournal:
         """The journal of the parked run when ``entry_id`` is its input (a resume), else a new one."""
@@ -350,6 +353,20 @@ class Parking:
             record_decisions(parked.journal, decisions)
             left = [dict(c, input_id=parked.entry.id) for c in undecided(parked.journal)]
             return left, (parked.entry if before and not left else None)
+
+    def keep(self, entry_id: str, answer: dict[str, Any]) -> None:
+        """The answer of the waiting run of ``entry_id`` that a new input finished (for its resume, if any)."""
+        with self._lock:
+            self._ended[entry_id] = answer
+            while len(self._ended) > 16:
+                del self._ended[next(iter(self._ended))]
+
+    def answered(self, entry_id: str) -> dict[str, Any] | None:
+        """The kept answer of ``entry_id`` when its waiting run already ended (a resume finds it done)."""
+        with self._lock:
+            if self.parked is not None and self.parked.entry.id == entry_id:
+                return None
+            return self._ended.pop(entry_id, None)
 
     def supersede(self, entry_id: str) -> Any:
         """A new input ``entry_id`` arrived: reject what is undecided; return the parked input to finish, or None."""

@@ -293,10 +293,12 @@ class Conversation:
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
-        superseded = self.parking.supersede(entry.id)  # a run waits for approval: it ends first
-        if superseded is not None:
-            self.run(superseded, host, deliver=False)
-        answer, steered = self.run(entry, host, deliver=deliver)
+        with self.parking.serving:  # a run waiting for approval is finished once (yiemagent.approvals)
+            superseded = self.parking.supersede(entry.id)  # a new input: the waiting run ends first
+            if superseded is not None:
+                self.parking.keep(superseded.id, self.run(superseded, host, deliver=False)[0])
+            done = self.parking.answered(entry.id)  # a resume of a run that ended meanwhile
+            answer, steered = (done, []) if done is not None else self.run(entry, host, deliver=deliver)
         host.deliver(answer, [entry, *steered], deliver)
         return answer
 
@@ -460,6 +462,7 @@ class Conversation:
         Raises:
             FormatError: ``state`` is not a saved state.
         """
+        self.parking.parked = None  # a run waiting for approval belongs to the history replaced
         if state is None:
             self.history, self.usage = [], {}
         else:
