@@ -101,6 +101,9 @@ def test_a_call_needing_approval_stops_the_run_and_the_history_stays_valid() -> 
                                             "arguments": {"path": "a.txt"}, "input_id": answer["input_ids"][0]}]
     assert events_of(seen, "approval_requested")[0].pending[0]["tool_call_id"] == "call_a_txt"
     assert events_of(seen, "agent_end")[-1].status == "awaiting_approval"
+    kinds = [e.type for e in seen]
+    assert kinds[-3:] == ["approval_requested", "turn_end", "agent_end"]
+    assert "tool_execution_start" not in kinds
     assert effects.ran == [] and agent.history == []  # nothing ran; no call without its result
     assert agent.pending_approvals()[0]["tool_call_id"] == "call_a_txt"
     validate(agent.openai_messages())

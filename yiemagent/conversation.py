@@ -270,9 +270,9 @@ class Conversation:
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
         self._steered: list[Input] = []  # inputs steered into the run in progress
         self.parking = Parking()
+        """The run waiting for approval, without a store (``yiemagent.approvals``)."""
         self._memory: MemoryJournal | None = None  # of the run in progress without a store (steering replays)
         self._polls = 0
-        """The run waiting for approval, without a store (``yiemagent.approvals``)."""
 
     @property
     def config(self) -> LoopConfig:

@@ -284,6 +284,7 @@ class _Run(ModelTurn, ToolBatch):
                     status, self.waiting = "awaiting_approval", waiting
                     answer = approvals.waiting_answer(reply, waiting)
                     self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
                     break
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
