@@ -493,3 +493,15 @@ def test_a_new_input_queued_before_the_resume_does_not_run_the_waiting_input_twi
     users = [m["content"] for m in agent.openai_messages() if m["role"] == "user"]
     assert users == ["remove a.txt", "thanks"]
     validate(agent.openai_messages())
+
+
+def test_a_waiting_durable_run_is_not_run_again_by_drains_until_decided(store_factory: Factory) -> None:
+    """Workers polling a conversation that waits for a person only read the store: no replay, no events."""
+    effects, seen = Effects(), []
+    durable(store_factory(), effects).ask("remove a.txt")
+    worker = durable(store_factory(), effects, event_sink=seen.append)
+    for _ in range(3):
+        assert worker.drain() == []
+    assert seen == [] and effects.ran == []
+    assert worker.approve("call_a_txt")["status"] == "completed"
+    assert [e.type for e in seen].count("agent_start") == 1 and effects.ran == ["remove a.txt"]

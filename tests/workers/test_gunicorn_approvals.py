@@ -2,8 +2,9 @@
 
 A message whose run asks for ``guarded`` (``@tool(needs_approval=True)``, in ``tests.apps.kit``) is
 answered ``awaiting_approval`` by the worker that served it; the decision is posted later and reaches
-whichever worker gunicorn gives it. For 8 conversations the test records which worker paused the run
-and which resumed it: at least one pair differs (each decision on the worker that paused its run, if gunicorn spread them evenly: (1/3)**8 = 0.015 %), each
+whichever worker gunicorn gives it. The test records which worker paused each run and which resumed it,
+over 8 conversations and more until a pair differs (at most 40: gunicorn's sync workers do not take
+requests evenly, one often takes several in a row); each
 approved call ran exactly once (the counter file outside the store), each rejected call never. Two
 decisions posted at once for one call: one 200, one 409. A worker killed with ``kill -9`` right after
 the approved tool's effect: the run is finished by another worker, the call reported "interrupted",

@@ -22,7 +22,7 @@ from ..exceptions import ApprovalError, StoreError
 from ..messages import UserMessage, from_openai
 from .base import ConversationStore, InboxEntry, run_key
 
-__all__ = ["decide", "pending_approvals", "supersede", "waiting_answer"]
+__all__ = ["decide", "pending_approvals", "still_waiting", "supersede", "waiting_answer"]
 
 
 class _StoreSteps:
@@ -89,6 +89,24 @@ def decide(store: ConversationStore, conversation_id: str,
     return [], Input(message=message, id=entry.input_id)
 
 
+def still_waiting(journal: Steps, inbox: InboxEntry) -> dict[str, Any] | None:
+    """The ``awaiting_approval`` answer of input ``inbox`` while its run has undecided calls, else None.
+
+    Built from the journal without running anything (no replay, no model, no MCP listing), so a
+    worker polling a conversation that waits for a person costs two reads. ``seq``: the input's seq
+    and those steered into its run.
+    """
+    left = undecided(journal)
+    if not left:
+        return None
+    steered = [q for k, v in sorted(journal.recorded.items()) if k.startswith("steer/") and isinstance(v, list)
+               for q in v if isinstance(q, int)]
+    names = ", ".join(str(c.get("name")) for c in left)
+    return {"role": "assistant", "content": f"Waiting for approval of: {names}.", "status": "awaiting_approval",
+            "finish_reason": None, "pending_approvals": [dict(c, input_id=inbox.input_id, seq=inbox.seq) for c in left],
+            "input_ids": [inbox.input_id], "seq": [inbox.seq, *steered]}
+
+
 def waiting_answer(store: ConversationStore, conversation_id: str, seq: int) -> dict[str, Any] | None:
     """The answer dict of input ``seq`` while its run waits for approval, else None.
 
@@ -99,12 +117,10 @@ def waiting_answer(store: ConversationStore, conversation_id: str, seq: int) -> 
     Raises:
         StoreError: the store failed.
     """
-    pending = [c for c in pending_approvals(store, conversation_id) if c.get("seq") == seq]
-    if not pending:
+    found = _waiting(store, conversation_id)
+    if found is None or found[0].seq != seq:
         return None
-    names = ", ".join(str(c.get("name")) for c in pending)
-    return {"role": "assistant", "content": f"Waiting for approval of: {names}.", "status": "awaiting_approval",
-            "pending_approvals": pending, "input_ids": [pending[0]["input_id"]], "seq": [seq]}
+    return still_waiting(found[1], found[0])
 
 
 def supersede(store: ConversationStore, conversation_id: str, seq: int, journal: Steps) -> None:

@@ -336,6 +336,9 @@ class DurableConversation(Conversation):
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
             store_approvals.supersede(self.store, self.conversation_id, inbox.seq, journal)  # a new input came
+            waiting = store_approvals.still_waiting(journal, inbox)  # undecided: not run again until decided
+            if waiting is not None:
+                return self._park(host, inbox, waiting, waiting["seq"])
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
@@ -346,10 +349,7 @@ class DurableConversation(Conversation):
             if journal.failed is not None:  # a journal write failed: committing would hide what ran
                 raise journal.failed
             if answer.get("status") == "awaiting_approval":  # not committed: served again once decided
-                answer["seq"] = list(self._run_seqs)  # steered inputs wait with it
-                for each in [e for q in self._run_seqs[1:] if (e := self.store.get_input(self.conversation_id, q))]:
-                    self._deliver(host, each, answer)
-                return self._deliver(host, inbox, answer)
+                return self._park(host, inbox, answer, list(self._run_seqs))
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
@@ -357,6 +357,13 @@ class DurableConversation(Conversation):
         answer["seq"] = seqs
         self._commit(lease, run, [ServedInput(q, answer) for q in seqs], inbox.seq)
         for each in steered:
+            self._deliver(host, each, answer)
+        return self._deliver(host, inbox, answer)
+
+    def _park(self, host: RunHost, inbox: InboxEntry, answer: dict[str, Any], seqs: list[int]) -> dict[str, Any]:
+        """A run waiting for approval: not committed; its answer reaches its input and those steered into it."""
+        answer["seq"] = seqs
+        for each in [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q))]:
             self._deliver(host, each, answer)
         return self._deliver(host, inbox, answer)
 
