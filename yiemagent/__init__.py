@@ -17,11 +17,13 @@ import logging
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
+from .approvals import unless_read_only
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
     AgentError,
+    ApprovalError,
     ConfigError,
     FormatError,
     InvalidRequestError,
@@ -100,6 +102,7 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "AgentToolResult",
+    "ApprovalError",
     "AssistantMessage",
     "BeforeToolCallResult",
     "ConfigError",
@@ -172,6 +175,7 @@ __all__ = [
     "sse_events",
     "to_openai",
     "tool",
+    "unless_read_only",
 ]
 
 logging.getLogger("yiemagent").addHandler(logging.NullHandler())

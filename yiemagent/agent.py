@@ -18,7 +18,8 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
-  (a typed answer still invalid after ``output_retries``)), ``finish_reason``
+  (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
+  ``pending_approvals``: see ``decide``)), ``finish_reason``
   (the model's, or None), ``model`` (the model that answered, when its reply named
   it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
   ``output_type`` the parsed answer as ``output`` (an instance of the type; see
@@ -53,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from . import events as ev
+from ._approvals import Approvals
 from ._as_tool import AsTool
 from ._checks import check_number
 from ._inbox import SHUTDOWN, ClosableQueue
@@ -82,7 +84,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(ConversationViews, Serving, AsTool, TypedInputs):
+class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -145,6 +147,9 @@ class Agent(ConversationViews, Serving, AsTool, TypedInputs):
             (a stdio server keeps running) for the caller to close. True: the
             agent owns them and closes them at shutdown. Clients the agent makes
             (from URLs or config) are always its own and always closed.
+        approval_policy: ``policy(tool) -> bool``: calls of tools it returns True for wait for a
+            person (``yiemagent.approvals``; ``unless_read_only`` for MCP tools); tools declared
+            ``@tool(needs_approval=True)`` always wait. See ``approve``/``reject``/``decide``.
         mcp_limits: caps on the tools and results of MCP servers (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
@@ -199,6 +204,7 @@ class Agent(ConversationViews, Serving, AsTool, TypedInputs):
         usage_limits: UsageLimits | None = None, conversation_usage_limits: UsageLimits | None = None,
         output_type: Any = None, output_mode: OutputMode = "auto", output_retries: int = 2,
         output_validators: Iterable[Callable[[Any], object]] = (),
+        approval_policy: Callable[[AgentTool], bool] | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -239,6 +245,7 @@ class Agent(ConversationViews, Serving, AsTool, TypedInputs):
             max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
             output=self._init_output(output_type, output_mode, output_retries, output_validators),
+            approval_policy=approval_policy,
         )
         self._init_lifecycle()
         self._init_serving()

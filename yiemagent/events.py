@@ -59,6 +59,7 @@ __all__ = [
     "AbortedEvent",
     "AgentEndEvent",
     "AgentStartEvent",
+    "ApprovalRequestedEvent",
     "ErrorEvent",
     "Event",
     "EventSink",
@@ -102,10 +103,10 @@ class AgentStartEvent(_Base):
 
 @dataclass(kw_only=True)
 class AgentEndEvent(_Base):
-    """A run ended with ``status``.
+    """A run ended with ``status`` (``yiemagent.loop``).
 
-    One of completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid,
-    aborted or error.
+    completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid, aborted, error or
+    awaiting_approval.
     """
 
     status: str = "completed"
@@ -251,6 +252,18 @@ class AbortedEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class ApprovalRequestedEvent(_Base):
+    """The run stops until a person decides ``pending``: ``[{"tool_call_id", "name", "arguments"}]``.
+
+    Sent before ``agent_end`` (status ``awaiting_approval``); see ``yiemagent.approvals``.
+    """
+
+    turn: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    type: Literal["approval_requested"] = field(default="approval_requested", init=False)
+
+
+@dataclass(kw_only=True)
 class ToolsChangedEvent(_Base):
     """The set of tools changed (MCP ``notifications/tools/list_changed``, rediscovery)."""
 
@@ -316,6 +329,7 @@ Event = Union[
     ErrorEvent,
     AbortedEvent,
     ToolsChangedEvent,
+    ApprovalRequestedEvent,
     FallbackEvent,
     SubAgentEvent,
 ]

@@ -30,6 +30,7 @@
     │                                               .conversation_id, .expected_version, .actual_version, .reason
     └── AgentError
         ├── AgentClosedError                        the agent was shut down
+        ├── ApprovalError                           a decision about a call not waiting for approval; .tool_call_id
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
         └── MaxTurnsExceeded                        the turn limit was reached; .max_turns
     YiemagentWarning(UserWarning)                   visible by default
@@ -312,6 +313,21 @@ class AgentError(YiemagentError):
 
 class AgentClosedError(AgentError):
     """The agent was shut down, or its thread is gone."""
+
+
+class ApprovalError(AgentError):
+    """A decision (``Agent.approve``/``reject``/``decide``) was refused; nothing was decided.
+
+    Raised when the ``tool_call_id`` is not a call waiting for approval in
+    this conversation (never requested, made up by a client, from a state
+    restored with ``from_state``), when it was already decided (here or by a
+    concurrent request, in any process), or when the decision is malformed
+    (``yiemagent.approvals``). ``tool_call_id``: the id refused.
+    """
+
+    def __init__(self, message: str, *, tool_call_id: str = "") -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
 
 
 class AgentBusyError(AgentError, queue.Full):

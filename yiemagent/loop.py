@@ -28,7 +28,8 @@ Rules (each has a test):
   limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), when a
   typed answer (``LoopConfig.output``) stays invalid after its retries
   (``output_invalid``; a typed run's invalid answer is sent back first, see
-  ``yiemagent.typed_run``), on abort
+  ``yiemagent.typed_run``), when a call waits for a person's approval
+  (``awaiting_approval``, the reply not added: see ``yiemagent.approvals``), on abort
   (``aborted``) or when ``llm_call`` fails or the request cannot be made
   valid (``error``);
 * a failed run (status ``error``) leaves its messages in the history, each
@@ -73,6 +74,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from . import approvals
 from . import events as ev
 from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from .journal import Journal
@@ -142,6 +144,7 @@ class _Run(ModelTurn, ToolBatch):
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
         self.reached: LimitReached | None = None
         self.typed: TypedRun | None = None
+        self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.approvals)
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -291,6 +294,13 @@ class _Run(ModelTurn, ToolBatch):
                         for c in reply.tool_calls
                     ]
                     aborted = False
+                elif waiting := approvals.calls_to_approve(reply.tool_calls, self.config.tools,
+                                                           self.config.approval_policy, self.journal, self.turns):
+                    status, self.waiting = "awaiting_approval", waiting
+                    answer = approvals.waiting_answer(reply, waiting)
+                    self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
+                    break
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
                     self.limits.count_tools(self.usage, len(results))
@@ -369,6 +379,7 @@ class _Run(ModelTurn, ToolBatch):
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
             input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
             output=self.typed.outcome if self.typed is not None else None,
+            pending_approvals=self.waiting,
         )
 
 

@@ -26,7 +26,7 @@ __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usag
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
-                 "error", "output_invalid"]
+                 "error", "output_invalid", "awaiting_approval"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 
@@ -89,6 +89,8 @@ class LoopConfig:
     """Limits on the conversation: the history's replies and tool results plus the run's; None: none."""
     output: OutputSpec | None = None
     """The typed final answer every run must give (``yiemagent.typed_output``); None: a text answer."""
+    approval_policy: Callable[[Any], bool] | None = None
+    """``policy(tool) -> bool``: calls of tools it returns True for wait for approval (``yiemagent.approvals``)."""
 
 
 @dataclass
@@ -110,6 +112,8 @@ class RunResult:
     """With status ``usage_limit``: ``LimitReached.as_dict()`` (limit, maximum, value, scope)."""
     output: OutputOutcome | None = None
     """With ``LoopConfig.output``: the typed answer (``valid``, ``output``) or why it failed (``error``)."""
+    pending_approvals: list[dict[str, Any]] | None = None
+    """With status ``awaiting_approval``: ``[{"tool_call_id", "name", "arguments"}]`` (``yiemagent.approvals``)."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:

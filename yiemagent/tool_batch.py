@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import approvals
 from . import events as ev
 from .exceptions import SimulatedCrash, ToolError
 from .hooks import ToolCallContext, run_after_hook, run_before_hook
@@ -98,6 +99,9 @@ class ToolBatch:
             found.validate(call.arguments, call.id)
         except ToolError as exc:
             return AgentToolResult.error(f"Tool {call.name!r} was not run: {exc}")
+        rejected = approvals.rejection(call, self.journal)  # a person said no (yiemagent.approvals)
+        if rejected is not None:
+            return rejected
         repeated = self.repeated_call(call)
         if repeated is not None:
             return repeated

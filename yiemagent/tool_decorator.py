@@ -124,20 +124,20 @@ class FunctionTool(AgentTool, Generic[_P, _R]):
 @overload
 def tool(
     fn: Callable[_P, _R], *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False,
+    idempotent: bool = False, needs_approval: bool = False,
 ) -> FunctionTool[_P, _R]: ...
 
 
 @overload
 def tool(
     fn: None = None, *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False,
+    idempotent: bool = False, needs_approval: bool = False,
 ) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
-    sequential: bool = False, idempotent: bool = False,
+    sequential: bool = False, idempotent: bool = False, needs_approval: bool = False,
 ) -> Any:
     """Turn a typed, documented function into an ``AgentTool`` (a ``FunctionTool``).
 
@@ -151,7 +151,9 @@ def tool(
 
     Usable bare (``@tool``) or with options (``@tool(name="x")``).
     ``idempotent=True`` marks a tool safe to run again after a crash interrupted
-    it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone.
+    it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone;
+    ``needs_approval=True`` one that runs only once a person approved the call
+    (the run stops with status ``awaiting_approval``: ``yiemagent.approvals``).
 
     Raises:
         ConfigError: an annotation has no JSON Schema equivalent.
@@ -202,6 +204,7 @@ def tool(
             execute=_FunctionExecutor(func, wants_abort, converters),
             sequential=sequential,
             idempotent=idempotent,
+            needs_approval=needs_approval,
         )
         made.fn = func
         return made

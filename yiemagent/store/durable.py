@@ -14,6 +14,10 @@
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
   the version, so a process that lost its lease writes nothing;
+* a run that waits for approval (``yiemagent.approvals``) is not committed: its
+  input stays first in the inbox, its journal holds the waiting calls and the
+  decisions, and it is served again (replayed, then resumed) once all are decided;
+  a later input rejects its undecided calls first. ``drain`` does not return it;
 * with ``steering``, the inputs that joined the inbox during a run join it
   after a tool batch; which ones is journaled (``steer/<n>``) so a replay takes
   the same, and the commit answers them all with the run's answer;
@@ -55,10 +59,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
+from ..exceptions import (
+    AgentClosedError,
+    ConfigError,
+    FormatError,
+    StaleStateError,
+    StoreError,
+    YiemagentError,
+)
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
 from ..typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
+from . import approvals as store_approvals
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationStore,
@@ -259,10 +271,11 @@ class DurableConversation(Conversation):
         """
         answers: list[dict[str, Any]] = []
         while True:
-            served = self._drain(host, until_seq=None)
-            if not served:  # lease held elsewhere (its holder serves the rest), or no progress
+            served = self._drain(host, until_seq=None) or []
+            waiting = bool(served) and served[-1].get("status") == "awaiting_approval"
+            answers += served[:-1] if waiting else served  # a run waiting for approval is not served
+            if not served or waiting:  # lease held elsewhere (its holder serves the rest), no progress, or waiting
                 return answers
-            answers += served
             if not self.store.pending(self.conversation_id, limit=1):
                 return answers
 
@@ -280,6 +293,8 @@ class DurableConversation(Conversation):
                 if not pending or (until_seq is not None and pending[0].seq > until_seq):
                     break
                 answers.append(self._serve_one(host, pending[0], lease))
+                if answers[-1].get("status") == "awaiting_approval":  # the inbox waits for a decision
+                    break
         except StaleStateError as exc:
             logger.warning("%r: commit refused (%s); reloading", self, exc)
             self.version = -1
@@ -294,6 +309,14 @@ class DurableConversation(Conversation):
                 logger.warning("%r: releasing the lease failed (%s); it expires in %ss", self, exc,
                                self.lease_seconds)
         return answers
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls the conversation's waiting run waits on, read from the store (``store.approvals``)."""
+        return store_approvals.pending_approvals(self.store, self.conversation_id)
+
+    def decide(self, decisions: dict[str, bool | str]) -> tuple[list[dict[str, Any]], Input | None]:
+        """Record decisions in the store (any process); see ``yiemagent.store.approvals.decide``."""
+        return store_approvals.decide(self.store, self.conversation_id, decisions)
 
     def _lost_lease(self, host: RunHost) -> None:
         """The heartbeat found the lease taken: abort the run (its commit would be refused anyway)."""
@@ -316,6 +339,10 @@ class DurableConversation(Conversation):
             entry.output = OutputSpec.from_inbox(stored, self.config.output)
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
+            store_approvals.supersede(self.store, self.conversation_id, inbox.seq, journal)  # a new input came
+            waiting = store_approvals.still_waiting(journal, inbox)  # undecided: not run again until decided
+            if waiting is not None:
+                return self._park(host, inbox, waiting, waiting["seq"])
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
@@ -325,6 +352,8 @@ class DurableConversation(Conversation):
                 return self._quarantine(host, inbox, lease, run, journal.failed)
             if journal.failed is not None:  # a journal write failed: committing would hide what ran
                 raise journal.failed
+            if answer.get("status") == "awaiting_approval":  # not committed: served again once decided
+                return self._park(host, inbox, answer, list(self._run_seqs))
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
@@ -332,6 +361,13 @@ class DurableConversation(Conversation):
         answer["seq"] = seqs
         self._commit(lease, run, [ServedInput(q, storable_answer(answer)) for q in seqs], inbox.seq)
         for each in steered:
+            self._deliver(host, each, answer)
+        return self._deliver(host, inbox, answer)
+
+    def _park(self, host: RunHost, inbox: InboxEntry, answer: dict[str, Any], seqs: list[int]) -> dict[str, Any]:
+        """A run waiting for approval: not committed; its answer reaches its input and those steered into it."""
+        answer["seq"] = seqs
+        for each in [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q))]:
             self._deliver(host, each, answer)
         return self._deliver(host, inbox, answer)
 

@@ -3,7 +3,8 @@
 Step keys under a run (``run_key(first seq)``): ``model/<turn>`` (the reply of
 that turn), ``started/<tool_call_id>`` (written right before the tool runs),
 ``tool/<tool_call_id>`` (its result, with ``terminate``), ``steer/<n>`` (the
-inbox seqs a steering poll took). The first write of a key wins
+inbox seqs a steering poll took), ``approval/<turn>`` (the calls of that turn waiting for a person)
+and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.approvals``). The first write of a key wins
 (``ConversationStore.put_step``); the loop goes on with the winner.
 
 Given the run's ``lease``, every write is fenced by it (as ``commit`` is): a
