@@ -19,6 +19,7 @@ import pytest
 
 from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
 from yiemagent import Agent, LLMConnectionError, LLMError, fallback_llm, openai_chat
+from yiemagent.events import FallbackEvent, report
 from yiemagent.models.fallback import provider_down
 
 USER = [{"role": "user", "content": "hello there"}]
@@ -274,3 +275,51 @@ def test_usage_limit_cost_prices_the_model_that_answered(servers: Callable[..., 
     answer = agent.ask("hello there", timeout_seconds=30)
     assert answer["status"] == "completed", answer
     assert agent.usage["cost"] == pytest.approx((10 * 1.0 + 5 * 2.0) / 1e6)
+
+
+def test_praisonai_3820_a_fallback_is_an_event_of_the_run_and_of_its_stream(servers: Callable[..., Server]) -> None:
+    """PraisonAI #3820 (and openclaw #5816): switching to a backup model emitted no hook and no stream
+    event. Here each move is a ``fallback`` event (which model failed, why, which is asked next) in the
+    run's event sink and in ``stream()``, with the run id, before the reply's ``message_end``.
+    """
+    down_url, _ = servers(status=503)
+    limited_url, _ = servers(status=429)
+    up_url, _ = servers(model="backup")
+    llm = fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10),
+                       openai_chat(limited_url, "second", timeout_seconds=10), openai_chat(up_url, "backup"))
+    events: list[Any] = []
+    agent = Agent(llm, event_sink=events.append)
+    streamed = list(agent.stream("hello there"))
+    moves = [e for e in events if isinstance(e, FallbackEvent)]
+    assert [(e.model, e.status_code, e.next_model) for e in moves] == [("primary", 503, "second"),
+                                                                       ("second", 429, "backup")]
+    assert "HTTP 503" in moves[0].error and "HTTP 429" in moves[1].error
+    run_id = events[0].run_id
+    assert all(e.run_id == run_id and e.type == "fallback" for e in moves)
+    types = [e.type for e in events]
+    last_end = max(i for i, e in enumerate(events) if e.type == "message_end")
+    assert types.index("fallback") < last_end
+    assert [e.model for e in streamed if isinstance(e, FallbackEvent)] == ["primary", "second"]
+    assert streamed[-1]["model"] == "backup"
+
+
+def test_openclaw_39818_the_answer_names_the_model_that_answered(servers: Callable[..., Server]) -> None:
+    """Openclaw #39818 (and odysseus PR #868): after a silent fallback the reply was shown under the
+    model that was asked. Here the answer dict carries ``model``: the one that answered.
+    """
+    down_url, _ = servers(status=503)
+    up_url, _ = servers(model="backup")
+    agent = Agent(fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup")))
+    answer = agent.ask("hello there", timeout_seconds=30)
+    assert answer["model"] == "backup" and answer["content"] == "You said: hello there"
+    plain = Agent(openai_chat(up_url, "backup")).ask("hi", timeout_seconds=30)
+    assert plain["model"] == "backup"  # the reply's model, also without a fallback
+
+
+def test_a_fallback_llm_called_outside_an_agent_sends_no_event_and_still_answers(
+        servers: Callable[..., Server]) -> None:
+    down_url, _ = servers(status=503)
+    up_url, _ = servers(model="backup")
+    assert report(FallbackEvent()) is False  # no run on this thread: nothing to send to
+    reply = fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup"))(USER, [])
+    assert reply["model"] == "backup"

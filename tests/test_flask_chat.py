@@ -220,3 +220,92 @@ def test_the_documented_command_serves_the_chat_with_servers_from_a_config_file(
     assert any(name == "message_update" for name, _ in events)
     changed = [d for name, d in events if name == "tools_changed"]
     assert changed and {"get_weather", "get_time"} <= set(changed[0]["added"])  # the config's server was listed
+
+
+# --------------------------------------------------------------------------- approvals (issue 18 point 2)
+
+
+@pytest.fixture
+def approval_app():
+    """An app whose agents have ``delete_file`` (``needs_approval=True``); ``app.deleted`` lists its runs."""
+    from werkzeug.serving import make_server
+
+    deleted = []
+
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    def make_agent():
+        llm = ScriptedLLM([tool_call_reply("delete_file", {"path": "notes.txt"}, call_id="call_notes"),
+                           lambda messages, tools: text_reply("Result: " + messages[-1]["content"]),
+                           tool_call_reply("delete_file", {"path": "todo.txt"}, call_id="call_todo"),
+                           lambda messages, tools: text_reply("Result: " + messages[-1]["content"])])
+        return Agent(llm, tools=[delete_file])
+
+    app = create_app(make_agent, secret_key="test")
+    app.deleted = deleted
+    port = free_port()
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield app, f"http://127.0.0.1:{port}/"
+    server.shutdown()
+    thread.join(10)
+    app.extensions["yiemagent_conversations"].close()
+
+
+def test_approvals_through_the_test_client_refuse_a_made_up_call(approval_app):
+    app, _ = approval_app
+    client = app.test_client()
+    client.get("/")
+    events = _events(client.post("/chat", json={"message": "delete notes.txt"}, buffered=False))
+    answer = events[-1][1]
+    assert answer["status"] == "awaiting_approval" and answer["pending_approvals"][0]["tool_call_id"] == "call_notes"
+    assert any(name == "approval_requested" for name, _ in events) and app.deleted == []
+    forged = client.post("/approvals", json={"decisions": {"call_forged": True}})
+    assert forged.status_code == 409 and forged.get_json()["tool_call_id"] == "call_forged"
+    assert client.post("/approvals", json={"decisions": []}).status_code == 400
+    done = client.post("/approvals", json={"decisions": {"call_notes": True}}).get_json()["answer"]
+    assert done["status"] == "completed" and done["content"] == "Result: deleted notes.txt"
+    assert app.deleted == ["notes.txt"]
+    assert client.post("/approvals", json={"decisions": {"call_notes": True}}).status_code == 409
+    assert app.deleted == ["notes.txt"]
+
+
+@pytest.mark.browser
+def test_the_page_shows_approve_and_reject_buttons_in_headless_chromium(approval_app, browser, tmp_path):
+    """A run waiting for approval shows the call with Approve/Reject; Approve runs it once and the answer
+    appears; on the next message Reject does not run it and the model is told why.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    app, url = approval_app
+    browser.get(url)
+    wait = WebDriverWait(browser, 30, poll_frequency=0.02)
+    browser.find_element(By.ID, "message").send_keys("delete notes.txt")
+    browser.find_element(By.ID, "send").click()
+    box = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.approval[data-tool-call-id="call_notes"]'))
+    assert 'delete_file({"path":"notes.txt"})' in box.text
+    waiting = browser.find_element(By.CSS_SELECTOR, '.assistant[data-status="awaiting_approval"]')
+    assert "delete_file" in waiting.text and app.deleted == []
+    box.find_element(By.CSS_SELECTOR, "button.approve").click()
+    done = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.assistant[data-status="completed"]'))
+    assert done.text == "Result: deleted notes.txt" and app.deleted == ["notes.txt"]
+    assert box.get_attribute("data-decided") == "approved"
+    assert all(not b.is_enabled() for b in box.find_elements(By.TAG_NAME, "button"))  # no second click
+
+    browser.find_element(By.ID, "message").send_keys("delete todo.txt")
+    browser.find_element(By.ID, "send").click()
+    box = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.approval[data-tool-call-id="call_todo"]'))
+    box.find_element(By.CSS_SELECTOR, "button.reject").click()
+    done = wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, '.assistant[data-status="completed"]')) == 2
+                      and d.find_elements(By.CSS_SELECTOR, '.assistant[data-status="completed"]')[1])
+    assert "rejected" in done.text and "the user rejected it in the page" in done.text
+    assert app.deleted == ["notes.txt"]  # the rejected call never ran
+    shot = tmp_path / "flask_approvals.png"
+    browser.save_screenshot(str(shot))
+    assert shot.stat().st_size > 1000

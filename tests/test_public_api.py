@@ -35,7 +35,8 @@ def test_contract_signatures_match_the_issue():
                  "event_sink", "max_turns"):
         assert name in agent.parameters
     assert list(inspect.signature(AgentTool).parameters)[:4] == ["name", "description", "input_schema", "execute"]
-    assert list(inspect.signature(AgentToolResult).parameters) == ["content", "is_error", "terminate", "details"]
+    assert list(inspect.signature(AgentToolResult).parameters) == ["content", "is_error", "terminate", "details",
+                                                                    "usage"]  # usage: issue 18 (agents as tools)
     client = inspect.signature(MCPClient)
     assert {"url", "headers", "timeout_seconds"} <= set(client.parameters)
     assert client.parameters["timeout_seconds"].default == 30.0

@@ -17,11 +17,13 @@ import logging
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
+from .approvals import unless_read_only
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
     AgentError,
+    ApprovalError,
     ConfigError,
     FormatError,
     InvalidRequestError,
@@ -37,6 +39,7 @@ from .exceptions import (
     MCPSessionExpiredError,
     MCPTimeoutError,
     MCPTransportError,
+    ModelRetry,
     StaleStateError,
     StoreError,
     ToolArgumentsError,
@@ -83,6 +86,7 @@ from .store.sqlite import SQLiteStore
 from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
 from .tool_calls import extract_tool_calls, parse_response
 from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
+from .typed_output import OutputSpec, output_spec
 from .usage_limits import UsageLimits
 
 from_openai_response = parse_response
@@ -98,6 +102,7 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "AgentToolResult",
+    "ApprovalError",
     "AssistantMessage",
     "BeforeToolCallResult",
     "ConfigError",
@@ -125,6 +130,8 @@ __all__ = [
     "MCPTransportError",
     "MaxTurnsExceeded",
     "MessageUpdateEvent",
+    "ModelRetry",
+    "OutputSpec",
     "PostgresStore",
     "ReasoningContent",
     "RequestGuard",
@@ -162,11 +169,13 @@ __all__ = [
     "load_mcp_config",
     "openai_chat",
     "openai_client_chat",
+    "output_spec",
     "parse_response",
     "run_turns",
     "sse_events",
     "to_openai",
     "tool",
+    "unless_read_only",
 ]
 
 logging.getLogger("yiemagent").addHandler(logging.NullHandler())

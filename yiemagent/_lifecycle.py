@@ -53,7 +53,8 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     """Check ``Agent()``'s arguments (``ConfigError`` naming the first bad one); return the tools as a list."""
     check_str("system_prompt", args["system_prompt"], optional=True)
     check_str("name", args["name"], optional=True, empty=False)
-    for hook in ("before_tool_call", "after_tool_call", "event_sink", "prepare_context", "format_messages"):
+    for hook in ("before_tool_call", "after_tool_call", "event_sink", "prepare_context", "format_messages",
+                 "approval_policy"):
         check_callable(hook, args[hook])
     check_int("max_turns", args["max_turns"], minimum=1)
     check_int("max_repeated_calls", args["max_repeated_calls"], minimum=1, optional=True)

@@ -17,9 +17,13 @@ Queues (all ``queue.Queue``, safe from any thread):
   input put on a queue: the final answer, or an error answer. Extra keys:
   ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
-  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``), ``finish_reason``
-  (the model's, or None), on failure ``error`` (a message), with ``usage_limit`` the limit
-  reached. An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
+  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
+  (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
+  ``pending_approvals``: see ``decide``)), ``finish_reason``
+  (the model's, or None), ``model`` (the model that answered, when its reply named
+  it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
+  ``output_type`` the parsed answer as ``output`` (an instance of the type; see
+  ``yiemagent.typed_output``). An answer ending a run on a tool batch (``terminated``, ``max_turns``) has text and
   no ``tool_calls``. Strip the extra keys before sending the dict to a model;
   use ``openai_messages()`` for the history.
 
@@ -50,10 +54,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from . import events as ev
+from ._approvals import Approvals
+from ._as_tool import AsTool
 from ._checks import check_number
 from ._inbox import SHUTDOWN, ClosableQueue
 from ._lifecycle import check_agent_arguments
 from ._serving import Serving
+from ._typed_inputs import TypedInputs
 from ._views import ConversationViews
 from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
@@ -69,6 +76,7 @@ from .store.base import ConversationStore
 from .store.durable import DurableConversation
 from .streaming import AgentStream
 from .tools import AgentTool, ToolRegistry
+from .typed_output import OutputMode
 
 __all__ = ["SHUTDOWN", "Agent"]
 
@@ -76,7 +84,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(ConversationViews, Serving):
+class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -139,9 +147,17 @@ class Agent(ConversationViews, Serving):
             (a stdio server keeps running) for the caller to close. True: the
             agent owns them and closes them at shutdown. Clients the agent makes
             (from URLs or config) are always its own and always closed.
+        approval_policy: ``policy(tool) -> bool``: calls of tools it returns True for wait for a
+            person (``yiemagent.approvals``; ``unless_read_only`` for MCP tools); tools declared
+            ``@tool(needs_approval=True)`` always wait. See ``approve``/``reject``/``decide``.
         mcp_limits: caps on the tools and results of MCP servers (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
+        output_type, output_mode, output_retries, output_validators: typed answers
+            (``yiemagent.typed_output``): a dataclass, TypedDict, JSON Schema dict or
+            pydantic model; ``"auto"``, ``"response_format"``, ``"tool"`` or ``"prompted"``;
+            invalid answers sent back at most this many times; ``fn(output)`` raising
+            ``ModelRetry`` to reject. The answer dict carries ``output``.
 
     Raises:
         ConfigError: an argument of the wrong type or out of range (at once, naming it): e.g.
@@ -186,6 +202,9 @@ class Agent(ConversationViews, Serving):
         close_mcp_clients: bool = False,
         mcp_limits: MCPLimits | None = None,
         usage_limits: UsageLimits | None = None, conversation_usage_limits: UsageLimits | None = None,
+        output_type: Any = None, output_mode: OutputMode = "auto", output_retries: int = 2,
+        output_validators: Iterable[Callable[[Any], object]] = (),
+        approval_policy: Callable[[AgentTool], bool] | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -225,6 +244,8 @@ class Agent(ConversationViews, Serving):
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
+            output=self._init_output(output_type, output_mode, output_retries, output_validators),
+            approval_policy=approval_policy,
         )
         self._init_lifecycle()
         self._init_serving()
@@ -262,14 +283,16 @@ class Agent(ConversationViews, Serving):
     # ------------------------------------------------------------------ public API
 
     def submit(
-        self, message: Any, *, timeout_seconds: float | None = None
+        self, message: Any, *, timeout_seconds: float | None = None, output_type: Any = None
     ) -> concurrent.futures.Future[dict[str, Any]]:
         """Queue an input; return a ``Future`` resolved with its answer dict.
 
         The answer goes to the future, not to ``output_queue``. The future has
         an ``input_id`` attribute, the id in the answer's ``input_ids``.
+        ``output_type``: a typed answer for this input (see ``ask``).
 
         Raises:
+            ConfigError: ``output_type`` has no JSON Schema.
             AgentBusyError: ``input_queue`` stayed full for ``timeout_seconds``
                 (also a ``queue.Full``); None waits without limit.
             AgentClosedError: the agent was shut down (also when ``shutdown()``
@@ -279,7 +302,7 @@ class Agent(ConversationViews, Serving):
         if self._closed or self._stop_mode is not None:
             raise AgentClosedError(self._closed_reason)
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
-        entry = self._wrap(message)
+        entry = self._wrap(self._typed(message, output_type))
         entry.future = concurrent.futures.Future()
         entry.future.input_id = entry.id  # type: ignore[attr-defined]
         try:
@@ -288,7 +311,8 @@ class Agent(ConversationViews, Serving):
             raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
         return entry.future
 
-    def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue") -> AgentStream:
+    def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue",
+               output_type: Any = None) -> AgentStream:
         """Send one input; return an iterator of its run's events, ending with its answer dict.
 
         Works before and after ``start()``: started, the input is queued like
@@ -305,8 +329,11 @@ class Agent(ConversationViews, Serving):
                 ``close()``, a WSGI server closing the response): ``"continue"``
                 lets the run finish (its answer goes into the history and
                 ``.future``); ``"abort"`` aborts the run serving this input.
+            output_type: a typed answer for this input (``answer["output"]``; see
+                ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
 
         Raises:
+            ConfigError: ``output_type`` has no JSON Schema.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run.
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
@@ -315,7 +342,7 @@ class Agent(ConversationViews, Serving):
             raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
-        entry = self._wrap(text)
+        entry = self._wrap(self._typed(text, output_type))
         stream = AgentStream(entry.id, lambda: self._abort_input(entry.id), on_close)
         entry.listener = stream._put
         if self._thread is None:
@@ -343,7 +370,7 @@ class Agent(ConversationViews, Serving):
             raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
         return self.conversation.drain(self._host)
 
-    def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]:
+    def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> dict[str, Any]:
         """Send one input and wait for its answer (OpenAI assistant message dict).
 
         Without ``start()``, the run happens in the calling thread; started, it waits for *its own* answer.
@@ -354,6 +381,8 @@ class Agent(ConversationViews, Serving):
                 without limit. Before ``start()`` the run is aborted at the
                 deadline (the history stays valid); after, it goes on and its
                 answer is only in the history.
+            output_type: a typed answer for this input (``answer["output"]``; see
+                ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
 
         Ctrl-C (``KeyboardInterrupt``) in the calling thread aborts this input's
         run (its model call is cut, its tools see ``abort_event``; with the
@@ -364,7 +393,7 @@ class Agent(ConversationViews, Serving):
             TimeoutError: no answer within ``timeout_seconds``.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run (a tool or hook): it would wait forever.
-            ConfigError: ``timeout_seconds`` is not a number >= 0 or None.
+            ConfigError: ``timeout_seconds`` is not a number >= 0 or None, or ``output_type`` has no JSON Schema.
             StoreError: with a store, before ``start()``: it kept failing for ``lease_seconds``.
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
@@ -375,6 +404,7 @@ class Agent(ConversationViews, Serving):
                 "ask() from inside this agent's own run (a tool, hook or event sink) would wait for itself; "
                 "use submit() or the follow-up queue instead"
             )
+        text = self._typed(text, output_type)  # ConfigError for a type without a JSON Schema
         if self._thread is None:
             if timeout_seconds is None:
                 return self._serve(text, deliver=False, caller=True)

@@ -60,6 +60,9 @@ class AgentTool:
     idempotent: bool = False
     """True when running it again with the same arguments does no harm (a read, an upsert): a call
     interrupted by a crash is then run again on replay; else the model is told its effect is unknown."""
+    needs_approval: bool = False
+    """True when a call of this tool runs only once a person approved it: the run stops with status
+    ``awaiting_approval`` and resumes on ``Agent.approve``/``reject``/``decide`` (``yiemagent.approvals``)."""
     annotations: dict[str, Any] | None = field(default=None, compare=False)
     """Hints about the tool's behaviour, MCP ``ToolAnnotations``: ``title``, ``readOnlyHint``,
     ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (booleans). ``{}`` for an MCP tool

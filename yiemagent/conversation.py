@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from . import events as ev
+from .approvals import MemoryJournal, Parking
 from .exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
@@ -92,6 +93,8 @@ from .journal import Journal
 from .loop import LoopConfig, RunResult, add_usage, run_turns
 from .messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
 from .textpolicy import boundary, json_text
+from .typed_output import OutputSpec
+from .typed_run import answer_output
 
 __all__ = [
     "Conversation",
@@ -121,6 +124,8 @@ class Input:
     future: concurrent.futures.Future[dict[str, Any]] | None = field(default=None, repr=False)
     listener: Callable[[Any], None] | None = field(default=None, repr=False)
     """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
+    output: OutputSpec | None = field(default=None, repr=False)
+    """The typed answer asked for this input (``ask(..., output_type=T)``); None: ``config.output``."""
 
 
 @dataclass
@@ -268,6 +273,10 @@ class Conversation:
         """Token counts summed over every run (from replies that report ``usage``)."""
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
         self._steered: list[Input] = []  # inputs steered into the run in progress
+        self.parking = Parking()
+        """The run waiting for approval, without a store (``yiemagent.approvals``)."""
+        self._memory: MemoryJournal | None = None  # of the run in progress without a store (steering replays)
+        self._polls = 0
 
     @property
     def config(self) -> LoopConfig:
@@ -288,7 +297,12 @@ class Conversation:
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
-        answer, steered = self.run(entry, host, deliver=deliver)
+        with self.parking.serving:  # a run waiting for approval is finished once (yiemagent.approvals)
+            superseded = self.parking.supersede(entry.id)  # a new input: the waiting run ends first
+            if superseded is not None:
+                self.parking.keep(superseded.id, self.run(superseded, host, deliver=False)[0])
+            done = self.parking.answered(entry.id)  # a resume of a run that ended meanwhile
+            answer, steered = (done, []) if done is not None else self.run(entry, host, deliver=deliver)
         host.deliver(answer, [entry, *steered], deliver)
         return answer
 
@@ -309,16 +323,26 @@ class Conversation:
         """
         run_id = uuid.uuid4().hex[:12]
         with host.running(run_id, entry, deliver) as scope:
-            self._host, self._steered = host, []
+            self._host, self._steered, self._polls = host, [], 0
             try:
                 unreachable = self._required_servers_unreachable()
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
                 else:
-                    result = run_turns(self.history, [entry.message], self.config, host.abort_event, host.emit,
-                                       run_id=run_id, input_ids=[entry.id], journal=journal)
+                    start, memory = len(self.history), self.parking.journal_for(entry.id) if journal is None else None
+                    self._memory = memory
+                    config = self.config if entry.output is None else dataclasses.replace(self.config,
+                                                                                          output=entry.output)
+                    result = run_turns(self.history, [entry.message], config, host.abort_event, host.emit,
+                                       run_id=run_id, input_ids=[entry.id], journal=journal or memory)
                     scope.result = result
-                    add_usage(self.usage, result.usage)
+                    waiting = result.status == "awaiting_approval"
+                    if waiting:  # replayed when the run resumes: not in the history, not counted yet
+                        del self.history[start:]
+                    else:
+                        add_usage(self.usage, result.usage)
+                    if memory is not None:
+                        self.parking.after_run(entry, memory, waiting)
                     answer = self.answer(result)
             except SimulatedCrash:
                 raise
@@ -331,13 +355,30 @@ class Conversation:
                 steered, self._host, self._steered = self._steered, None, []
         return answer, steered
 
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls waiting for approval ``[{"tool_call_id", "name", "arguments", "input_id"}]`` (``approvals``)."""
+        return self.parking.pending()
+
+    def decide(self, decisions: dict[str, bool | str]) -> tuple[list[dict[str, Any]], Input | None]:
+        """Record decisions; return the calls still waiting and, once none is, the input to serve again.
+
+        Raises:
+            ApprovalError: a call not waiting for approval, already decided, or a malformed decision.
+        """
+        return self.parking.decide(decisions)
+
     def _poll_steering(self) -> list[tuple[UserMessage, str]]:
         """The loop's ``poll_steering``: what the host took off its queue, joined to this run."""
         if self._host is None:
             return []
+        self._polls += 1
+        replayed = None if self._memory is None else self._memory.recorded.get(f"steer/{self._polls}")
+        if replayed is not None:  # a run resumed after approval takes what it took the first time
+            return list(replayed)
         taken = self._host.take_steering()
         self._steered += taken
-        return [(each.message, each.id) for each in taken]
+        pairs = [(each.message, each.id) for each in taken]
+        return pairs if self._memory is None else list(self._memory.put(f"steer/{self._polls}", pairs))
 
     def _required_servers_unreachable(self) -> MCPError | None:
         """With ``mcp_required``: list the servers now; the error to answer with if one cannot be reached."""
@@ -357,16 +398,21 @@ class Conversation:
         """The answer dict of a run (the keys are listed in ``yiemagent.agent``).
 
         An OpenAI assistant message plus ``status``, ``finish_reason``,
-        ``input_ids``, ``error`` (on failure) and ``mcp_unavailable`` (while a
+        ``model`` (the reply's, when known), ``input_ids``, ``error`` (on failure) and ``mcp_unavailable`` (while a
         server is missing).
         """
         answer = to_openai(result.answer)
         answer["status"] = result.status
         answer["finish_reason"] = result.answer.finish_reason
+        if result.answer.model:  # the model that answered (e.g. behind fallback_llm)
+            answer["model"] = result.answer.model
         if result.status == "error" and result.error is not None:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:
             answer["usage_limit"] = dict(result.usage_limit)
+        answer_output(answer, result.output)  # a typed answer: ``output``, or ``error`` when output_invalid
+        if result.pending_approvals is not None:
+            answer["pending_approvals"] = [dict(c, input_id=result.input_ids[0]) for c in result.pending_approvals]
         return self._finish(answer, result.input_ids)
 
     def error_answer(self, input_ids: list[str], error: BaseException | None) -> dict[str, Any]:
@@ -425,6 +471,7 @@ class Conversation:
         Raises:
             FormatError: ``state`` is not a saved state.
         """
+        self.parking.parked = None  # a run waiting for approval belongs to the history replaced
         if state is None:
             self.history, self.usage = [], {}
         else:

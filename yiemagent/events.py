@@ -27,6 +27,16 @@ argument deltas, in arrival order) come between the assistant's
 before the model call it concerns; ``error`` may appear anywhere (the run
 goes on or ends with status "error");
 ``aborted`` precedes ``agent_end`` with status "aborted".
+``fallback`` (``yiemagent.models.fallback``: a model was down, the next one
+is asked) comes during the model call, before the reply's ``message_end``;
+``sub_agent_event`` wraps an event of an agent used as a tool
+(``Agent.as_tool``), between that call's ``tool_execution_start`` and
+``tool_execution_end``.
+
+Events from worker threads: code the loop runs on a worker thread (an
+``llm_call``, a tool's ``execute``) may send an event to the run's sink with
+``report(event)`` (or take ``reporter()`` to call from another thread); the
+loop emits it on its own thread, in order, with the run's ``run_id``.
 
 Contract of a sink: ``sink(event) -> None``, called on the agent thread, in
 order. It should return quickly. If it raises, the error is logged and ignored.
@@ -37,7 +47,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -48,13 +59,16 @@ __all__ = [
     "AbortedEvent",
     "AgentEndEvent",
     "AgentStartEvent",
+    "ApprovalRequestedEvent",
     "ErrorEvent",
     "Event",
     "EventSink",
+    "FallbackEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
     "RequestRepairedEvent",
+    "SubAgentEvent",
     "ToolCallRepairedEvent",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
@@ -66,6 +80,9 @@ __all__ = [
     "emit",
     "observe",
     "remove_observer",
+    "report",
+    "reporter",
+    "reporting",
 ]
 
 logger = logging.getLogger("yiemagent.events")
@@ -89,7 +106,11 @@ class AgentStartEvent(_Base):
 
 @dataclass(kw_only=True)
 class AgentEndEvent(_Base):
-    """A run ended with ``status``: completed, truncated, terminated, max_turns, repeated_call, aborted or error."""
+    """A run ended with ``status`` (``yiemagent.loop``).
+
+    completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid, aborted, error or
+    awaiting_approval.
+    """
 
     status: str = "completed"
     turns: int = 0
@@ -236,12 +257,65 @@ class AbortedEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class ApprovalRequestedEvent(_Base):
+    """The run stops until a person decides ``pending``: ``[{"tool_call_id", "name", "arguments"}]``.
+
+    Sent before ``agent_end`` (status ``awaiting_approval``); see ``yiemagent.approvals``.
+    """
+
+    turn: int = 0
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    type: Literal["approval_requested"] = field(default="approval_requested", init=False)
+
+
+@dataclass(kw_only=True)
 class ToolsChangedEvent(_Base):
     """The set of tools changed (MCP ``notifications/tools/list_changed``, rediscovery)."""
 
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     type: Literal["tools_changed"] = field(default="tools_changed", init=False)
+
+
+@dataclass(kw_only=True)
+class FallbackEvent(_Base):
+    """``fallback_llm`` moved on: ``model`` failed (its provider down or overloaded), ``next_model`` is asked.
+
+    Sent while the model call runs, before the reply's ``message_end``. The
+    model that answered is the reply's ``model`` (``AssistantMessage.model``,
+    the answer dict's ``model``): the ``next_model`` of the last ``fallback``
+    event of that call, unless an ``error`` event says it failed too.
+    """
+
+    model: str = ""
+    """The model (its ``llm_call``'s ``model``, else its repr) that failed."""
+    error: str = ""
+    """Why: the error's type and message (e.g. ``"LLMError: HTTP 503 ..."``)."""
+    status_code: int | None = None
+    """The HTTP status of the failure (429, 500, 502, 503, 504, 529), or None (a connection failure, a timeout)."""
+    next_model: str = ""
+    """The model asked next."""
+    type: Literal["fallback"] = field(default="fallback", init=False)
+
+
+@dataclass(kw_only=True)
+class SubAgentEvent(_Base):
+    """An event of an agent used as a tool (``Agent.as_tool``), forwarded to the parent's sink.
+
+    ``run_id`` is the parent's run; ``event`` is the sub-agent's event as it
+    made it (its ``run_id`` is the sub-agent's run). A sub-agent's own
+    sub-agents nest further (``event`` is then a ``SubAgentEvent`` too).
+    """
+
+    tool_call_id: str = ""
+    """The parent's tool call that runs the sub-agent."""
+    tool_name: str = ""
+    """The tool's name (``as_tool(name, ...)``)."""
+    agent_name: str = ""
+    """The sub-agent's ``name``."""
+    event: Any = None
+    """The sub-agent's ``Event``."""
+    type: Literal["sub_agent_event"] = field(default="sub_agent_event", init=False)
 
 
 Event = Union[
@@ -260,6 +334,9 @@ Event = Union[
     ErrorEvent,
     AbortedEvent,
     ToolsChangedEvent,
+    ApprovalRequestedEvent,
+    FallbackEvent,
+    SubAgentEvent,
 ]
 
 EventSink = Callable[[Event], Any]
@@ -305,3 +382,36 @@ def observe(event: Event) -> None:
     """Hand ``event`` to the process-wide observers (none: one tuple read, nothing else)."""
     for observer in _observers:
         emit(observer, event)
+
+
+_reporting = threading.local()
+
+
+@contextmanager
+def reporting(put: Callable[[Event], object]) -> Iterator[None]:
+    """While the block runs on this thread, ``report(event)`` calls ``put(event)`` (the loop sets it)."""
+    previous = getattr(_reporting, "put", None)
+    _reporting.put = put
+    try:
+        yield
+    finally:
+        _reporting.put = previous
+
+
+def reporter() -> Callable[[Event], object] | None:
+    """The run's event channel of this thread (inside an ``llm_call`` or a tool the loop runs), or None.
+
+    The callable it returns is safe from any thread, for as long as the run
+    lasts (events put after the run ended are dropped).
+    """
+    put: Callable[[Event], object] | None = getattr(_reporting, "put", None)
+    return put
+
+
+def report(event: Event) -> bool:
+    """Send ``event`` to the sink of the run this thread works for; False (nothing sent) outside a run."""
+    put = reporter()
+    if put is None:
+        return False
+    put(event)
+    return True

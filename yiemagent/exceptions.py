@@ -24,11 +24,13 @@
     │   ├── MCPProtocolError                        the reply is not valid JSON-RPC / SSE / version
     │   └── MCPRPCError                             the server answered a JSON-RPC error; .code, .message, .data
     │       └── MCPSessionExpiredError              HTTP 404 (or 400 naming it) for our Mcp-Session-Id; .data
+    ├── ModelRetry                                  an output validator rejects a typed answer (sent back to the model)
     ├── StoreError                                  a conversation store failed (connection, SQL); original in __cause__
     │   └── StaleStateError                         a stale or zombie writer: version moved or lease lost;
     │                                               .conversation_id, .expected_version, .actual_version, .reason
     └── AgentError
         ├── AgentClosedError                        the agent was shut down
+        ├── ApprovalError                           a decision about a call not waiting for approval; .tool_call_id
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
         └── MaxTurnsExceeded                        the turn limit was reached; .max_turns
     YiemagentWarning(UserWarning)                   visible by default
@@ -313,6 +315,21 @@ class AgentClosedError(AgentError):
     """The agent was shut down, or its thread is gone."""
 
 
+class ApprovalError(AgentError):
+    """A decision (``Agent.approve``/``reject``/``decide``) was refused; nothing was decided.
+
+    Raised when the ``tool_call_id`` is not a call waiting for approval in
+    this conversation (never requested, made up by a client, from a state
+    restored with ``from_state``), when it was already decided (here or by a
+    concurrent request, in any process), or when the decision is malformed
+    (``yiemagent.approvals``). ``tool_call_id``: the id refused.
+    """
+
+    def __init__(self, message: str, *, tool_call_id: str = "") -> None:
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
+
+
 class AgentBusyError(AgentError, queue.Full):
     """A queue stayed full for the whole timeout."""
 
@@ -323,3 +340,12 @@ class MaxTurnsExceeded(AgentError):
     def __init__(self, max_turns: int) -> None:
         super().__init__(f"the run reached max_turns={max_turns}")
         self.max_turns = max_turns
+
+
+class ModelRetry(YiemagentError):
+    """Raised by an output validator (``Agent(output_validators=[fn])``) to reject a typed answer.
+
+    Its message is sent back to the model, which answers again (up to
+    ``output_retries`` times; see ``yiemagent.typed_output``). Also accepted
+    from a pydantic validator of the output type. Peer: pydantic-ai's ``ModelRetry``.
+    """

@@ -203,8 +203,18 @@ def run_before_hook(
 
 
 def run_after_hook(hook: AfterToolCall | None, ctx: ToolCallContext) -> AgentToolResult:
-    """Run ``after_tool_call`` on ``ctx.result`` and return the final result."""
+    """Run ``after_tool_call`` on ``ctx.result`` and return the final result.
+
+    The result's ``usage`` (what the tool spent on models) is kept whatever the hook shows the model.
+    """
     result = ctx.result if ctx.result is not None else AgentToolResult.error("the tool returned no result")
+    final = _after_hook(hook, ctx, result)
+    if final.usage is None:
+        final.usage = result.usage
+    return final
+
+
+def _after_hook(hook: AfterToolCall | None, ctx: ToolCallContext, result: AgentToolResult) -> AgentToolResult:
     if hook is None:
         return result
     try:

@@ -25,7 +25,11 @@ Rules (each has a test):
   every result of a batch sets ``terminate`` (``terminated``), at
   ``max_turns`` (``max_turns``), when the model repeats one call
   ``max_repeated_calls`` times in a row (``repeated_call``), when a usage
-  limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), on abort
+  limit is reached (``usage_limit``, see ``yiemagent.usage_limits``), when a
+  typed answer (``LoopConfig.output``) stays invalid after its retries
+  (``output_invalid``; a typed run's invalid answer is sent back first, see
+  ``yiemagent.typed_run``), when a call waits for a person's approval
+  (``awaiting_approval``, the reply not added: see ``yiemagent.approvals``), on abort
   (``aborted``) or when ``llm_call`` fails or the request cannot be made
   valid (``error``);
 * a failed run (status ``error``) leaves its messages in the history, each
@@ -61,6 +65,7 @@ Rules (each has a test):
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import queue
 import threading
@@ -69,6 +74,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from . import approvals
 from . import events as ev
 from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from .journal import Journal
@@ -77,6 +83,7 @@ from .messages import AssistantMessage, Message, TextContent, ToolResultMessage,
 from .model_turn import ModelTurn
 from .tool_batch import POLL_SECONDS, Aborted, ToolBatch
 from .tools import AgentToolResult
+from .typed_run import TypedRun
 from .usage_limits import LimitReached, UsageGuard, UsageLimits
 
 __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "UsageLimits", "add_usage", "run_turns"]
@@ -136,6 +143,8 @@ class _Run(ModelTurn, ToolBatch):
         self.has_excluded = any(getattr(m, "excluded", None) for m in history)
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
         self.reached: LimitReached | None = None
+        self.typed: TypedRun | None = None
+        self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.approvals)
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -230,6 +239,9 @@ class _Run(ModelTurn, ToolBatch):
         aborts: tuple[type[BaseException], ...] = (
             (Aborted, KeyboardInterrupt) if threading.current_thread() is threading.main_thread() else (Aborted,))
         try:
+            if self.config.output is not None:  # a typed answer: its mode may add the final_answer tool
+                self.typed = TypedRun(self.config.output, self.config.llm_call, self.config.tools)
+                self.config = dataclasses.replace(self.config, tools=self.typed.tools)
             self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
                                      self.history[:self.start_len], getattr(self.config.llm_call, "model", None))
             while True:
@@ -259,9 +271,16 @@ class _Run(ModelTurn, ToolBatch):
                 if not reply.tool_calls:
                     self.history.append(reply)
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
+                    retry = None if self.typed is None else self.typed.on_text(
+                        reply.text, can_retry=not last, cut=reply.finish_reason in _CUT)
+                    if retry is not None:  # the answer does not validate: sent back, the model answers again
+                        self.add(UserMessage(retry))
+                        continue
                     status = "completed" if tools_enabled else "max_turns"
                     if reply.finish_reason in _CUT:
                         status = "truncated"
+                    if self.typed is not None and self.typed.outcome.exhausted:
+                        status = "output_invalid"
                     break
                 if self.limits.active:
                     self.reached = (self.limits.after_reply(self.usage)
@@ -278,14 +297,28 @@ class _Run(ModelTurn, ToolBatch):
                         for c in reply.tool_calls
                     ]
                     aborted = False
+                elif waiting := approvals.calls_to_approve(reply.tool_calls, self.config.tools,
+                                                           self.config.approval_policy, self.journal, self.turns):
+                    status, self.waiting = "awaiting_approval", waiting
+                    answer = approvals.waiting_answer(reply, waiting)
+                    self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
+                    break
                 else:
                     results, aborted = self.run_capped(reply.tool_calls)
                     self.limits.count_tools(self.usage, len(results))
+                    for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
+                        add_usage(self.usage, spent)
                 self.answer_calls(reply, results)
                 self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                           tool_calls=len(reply.tool_calls)))
                 if aborted:
                     raise Aborted()
+                if self.typed is not None and self.typed.after_batch(
+                        reply.tool_calls, results, ran=self.reached is None and not last, can_retry=not last):
+                    status = "completed" if self.typed.outcome.valid else "output_invalid"
+                    answer = _closing_answer(reply, [], self.typed.closing_text())
+                    break
                 if self.reached is not None:
                     status = "usage_limit"
                     answer = _closing_answer(reply, [], self.reached.message())
@@ -348,6 +381,8 @@ class _Run(ModelTurn, ToolBatch):
             answer=answer, status=status, run_id=self.run_id, turns=self.turns,
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
             input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
+            output=self.typed.outcome if self.typed is not None else None,
+            pending_approvals=self.waiting,
         )
 
 

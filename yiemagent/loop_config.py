@@ -18,13 +18,15 @@ from .hooks import AfterToolCall, BeforeToolCall
 from .llm import accepts_on_delta
 from .messages import AssistantMessage, Message, UserMessage
 from .tools import ToolRegistry
+from .typed_output import OutputSpec
+from .typed_run import OutputOutcome
 from .usage_limits import UsageLimits
 
 __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usage"]
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
-                 "error"]
+                 "error", "output_invalid", "awaiting_approval"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 
@@ -85,6 +87,10 @@ class LoopConfig:
     """Limits on each run (``yiemagent.usage_limits``); None: none."""
     conversation_usage_limits: UsageLimits | None = None
     """Limits on the conversation: the history's replies and tool results plus the run's; None: none."""
+    output: OutputSpec | None = None
+    """The typed final answer every run must give (``yiemagent.typed_output``); None: a text answer."""
+    approval_policy: Callable[[Any], bool] | None = None
+    """``policy(tool) -> bool``: calls of tools it returns True for wait for approval (``yiemagent.approvals``)."""
 
 
 @dataclass
@@ -104,6 +110,10 @@ class RunResult:
     """Ids of every input this run answers (steered inputs included)."""
     usage_limit: dict[str, Any] | None = None
     """With status ``usage_limit``: ``LimitReached.as_dict()`` (limit, maximum, value, scope)."""
+    output: OutputOutcome | None = None
+    """With ``LoopConfig.output``: the typed answer (``valid``, ``output``) or why it failed (``error``)."""
+    pending_approvals: list[dict[str, Any]] | None = None
+    """With status ``awaiting_approval``: ``[{"tool_call_id", "name", "arguments"}]`` (``yiemagent.approvals``)."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:

@@ -23,20 +23,23 @@ from .loop_config import add_usage
 from .messages import AssistantMessage
 from .tool_batch import Aborted, ToolBatch
 from .tool_calls import parse_response
+from .typed_run import TypedRun
 
 __all__ = ["ModelTurn"]
 
 logger = logging.getLogger("yiemagent.loop")
 
 
-def _contained(fn: Callable[..., Any], *args: Any) -> Any:
+def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any) -> Any:
     """Call ``fn`` on a worker; a ``BaseException`` that is not an ``Exception`` comes back as ``LLMError``.
 
     So the loop thread meets only ``Exception`` from a model call, and a
     ``KeyboardInterrupt`` it meets is its own (Ctrl-C), not the model's.
+    Events the call ``report``s (``fallback_llm``'s ``fallback``) go to ``put``.
     """
     try:
-        return fn(*args)
+        with ev.reporting(put):
+            return fn(*args)
     except (Exception, SimulatedCrash):
         raise
     except BaseException as exc:
@@ -52,6 +55,7 @@ class ModelTurn(ToolBatch):
     taken_ids: set[str]
     has_excluded: bool
     system: dict[str, Any] | None
+    typed: TypedRun | None
 
     def error(self, where: str, exc: BaseException) -> None:
         """Log and emit an ``error`` event."""
@@ -97,6 +101,9 @@ class ModelTurn(ToolBatch):
         if self.system is not None:
             messages = [self.system, *messages]
         tools = config.tools.to_openai() if tools_enabled else []
+        response_format = None
+        if self.typed is not None:  # a typed answer: instruction, tools and response_format (typed_run)
+            messages, tools, response_format = self.typed.shape_request(messages, tools)
         messages, tools, repairs = config.request_guard(messages, tools)
         if repairs:
             self.emit(ev.RequestRepairedEvent(turn=self.turns, repairs=repairs))
@@ -107,7 +114,9 @@ class ModelTurn(ToolBatch):
             llm_call = functools.partial(llm_call, on_delta=self.on_delta)
         if config.takes_abort_event():  # a request sent just after an abort is dropped, not left generating
             llm_call = functools.partial(llm_call, abort_event=self.abort_event)
-        future = self.submit(_contained, llm_call, messages, tools)
+        if response_format is not None:
+            llm_call = functools.partial(llm_call, response_format=response_format)
+        future = self.submit(_contained, self.updates.put, llm_call, messages, tools)
         try:
             response = self.wait(future)
         except Aborted:

@@ -29,7 +29,7 @@ import dataclasses
 import queue
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from . import events as ev
 from .messages import ToolCall, to_openai
@@ -169,6 +169,8 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if isinstance(value, get_args(ev.Event)):  # a nested event (``SubAgentEvent.event``): its own dict
+        return event_to_dict(value)
     try:
         return to_openai(value)
     except Exception:  # not a message
@@ -181,7 +183,8 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
     Shape: ``{"type": ..., "run_id": ..., "timestamp": ..., <fields>}``;
     ``message`` is an OpenAI message dict, ``tool_call`` is ``{"id", "name",
     "arguments", "error"}``, ``result`` is ``{"text", "is_error",
-    "terminate"}``, ``error`` is ``"ExceptionType: message"``.
+    "terminate"}``, ``error`` is ``"ExceptionType: message"``; a
+    ``sub_agent_event``'s ``event`` is the nested event's own dict.
     """
     return {f.name: _jsonable(getattr(event, f.name)) for f in dataclasses.fields(event)}
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import approvals
 from . import events as ev
 from .exceptions import SimulatedCrash, ToolError
 from .hooks import ToolCallContext, run_after_hook, run_before_hook
@@ -99,6 +100,9 @@ class ToolBatch:
             found.validate(call.arguments, call.id)
         except ToolError as exc:
             return AgentToolResult.error(f"Tool {call.name!r} was not run: {exc}")
+        rejected = approvals.rejection(call, self.journal)  # a person said no (yiemagent.approvals)
+        if rejected is not None:
+            return rejected
         repeated = self.repeated_call(call)
         if repeated is not None:
             return repeated
@@ -118,7 +122,7 @@ class ToolBatch:
             lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         try:
-            with report, idempotency_context(self.key(call)), tool_scope(call.id):
+            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put), tool_scope(call.id):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
         except SimulatedCrash:

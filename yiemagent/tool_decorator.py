@@ -23,59 +23,20 @@ import re
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, Union, overload
 
 from .agent_tool import AgentTool
-from .exceptions import ConfigError
+from .type_schema import type_schema
 
 __all__ = ["FunctionTool", "tool"]
 
 
-_SIMPLE_TYPES: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    dict: {"type": "object"},
-    list: {"type": "array"},
-    type(None): {"type": "null"},
-    Any: {},
-}
-
-
 def _schema_for(annotation: Any) -> dict[str, Any]:
-    """JSON Schema for a Python type annotation."""
+    """JSON Schema for a parameter's annotation (none: any value)."""
     if annotation is inspect.Parameter.empty:
         return {}
-    if annotation in _SIMPLE_TYPES:
-        return dict(_SIMPLE_TYPES[annotation])
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        schema = _schema_for(args[0])
-        for meta in args[1:]:
-            if isinstance(meta, str):
-                schema["description"] = meta
-        return schema
-    if origin in (Union, types.UnionType):
-        options = [_schema_for(a) for a in args]
-        return options[0] if len(options) == 1 else {"anyOf": options}
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if origin in (list, tuple, set, frozenset, Iterable) or annotation in (tuple, set):
-        array: dict[str, Any] = {"type": "array"}
-        if args and args[-1] is not Ellipsis:
-            array["items"] = _schema_for(args[0])
-        return array
-    if origin is dict:
-        schema = {"type": "object"}
-        if len(args) == 2:
-            schema["additionalProperties"] = _schema_for(args[1])
-        return schema
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return {"enum": [m.value for m in annotation]}
-    raise ConfigError(f"@tool cannot describe the type {annotation!r} as JSON Schema")
+    return type_schema(annotation, what="@tool")
 
 
 def _split_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -163,20 +124,20 @@ class FunctionTool(AgentTool, Generic[_P, _R]):
 @overload
 def tool(
     fn: Callable[_P, _R], *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False,
+    idempotent: bool = False, needs_approval: bool = False,
 ) -> FunctionTool[_P, _R]: ...
 
 
 @overload
 def tool(
     fn: None = None, *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False,
+    idempotent: bool = False, needs_approval: bool = False,
 ) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
-    sequential: bool = False, idempotent: bool = False,
+    sequential: bool = False, idempotent: bool = False, needs_approval: bool = False,
 ) -> Any:
     """Turn a typed, documented function into an ``AgentTool`` (a ``FunctionTool``).
 
@@ -190,7 +151,9 @@ def tool(
 
     Usable bare (``@tool``) or with options (``@tool(name="x")``).
     ``idempotent=True`` marks a tool safe to run again after a crash interrupted
-    it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone.
+    it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone;
+    ``needs_approval=True`` one that runs only once a person approved the call
+    (the run stops with status ``awaiting_approval``: ``yiemagent.approvals``).
 
     Raises:
         ConfigError: an annotation has no JSON Schema equivalent.
@@ -241,6 +204,7 @@ def tool(
             execute=_FunctionExecutor(func, wants_abort, converters),
             sequential=sequential,
             idempotent=idempotent,
+            needs_approval=needs_approval,
         )
         made.fn = func
         return made

@@ -45,12 +45,16 @@ class AgentToolResult:
     """True asks the run to end after this batch (only if every result of the batch asks)."""
     details: Any = None
     """Data for the application (hooks, events, state); never sent to the model."""
+    usage: dict[str, Any] | None = None
+    """What the tool spent on models, in OpenAI ``usage`` figures plus ``requests`` and ``tool_calls``
+    (an agent used as a tool: its run's usage, ``Agent.as_tool``), or None. The loop adds it to the run's
+    usage, where usage limits see it; journaled with the result; never sent to the model."""
 
     if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so
 
         def __init__(
             self, content: str | Sequence[TextContent | ImageContent] = ..., is_error: bool = False,
-            terminate: bool = False, details: Any = None,
+            terminate: bool = False, details: Any = None, usage: dict[str, Any] | None = None,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -156,4 +160,5 @@ def cap_result(result: AgentToolResult, max_chars: int | None) -> AgentToolResul
     details = result.details
     if details is None or isinstance(details, dict):
         details = {**(details or {}), "truncated": {"chars": total, "max_chars": max_chars}}
-    return AgentToolResult(kept, is_error=result.is_error, terminate=result.terminate, details=details)
+    return AgentToolResult(kept, is_error=result.is_error, terminate=result.terminate, details=details,
+                           usage=result.usage)

@@ -28,6 +28,13 @@ conversation, the figures before the run are read from the history itself
 "not run" ones included), so they survive a store round-trip and hold across
 processes.
 
+What tools spend on models counts too: a result's ``AgentToolResult.usage``
+(an agent used as a tool, ``Agent.as_tool``: the sub-run's tokens,
+``requests``, ``tool_calls`` and, when the sub-agent prices its replies,
+``cost``) is added to the run's usage after the batch, so the checks before
+the next request see it; per conversation, a tool result whose ``details``
+name an ``agent`` and carry its ``usage`` counts it from the history.
+
 ``cost`` is in the currency of ``prices``: ``{model: {"input_per_million": x,
 "output_per_million": y}}``, the model being the reply's ``model`` when the
 table prices it (the model that answered, e.g. behind ``fallback_llm``), else
@@ -40,6 +47,7 @@ silently 0).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,6 +158,17 @@ def reply_cost(prices: dict[str, dict[str, float]], model: str | None, usage: di
             + given_out * float(price.get("output_per_million", 0.0))) / 1_000_000
 
 
+_COUNTS = ("requests", "tool_calls", "cost")
+
+
+def _add_numbers(total: dict[str, Any], usage: Any) -> None:
+    """Add the top-level numbers of ``usage`` (a dict, else nothing) into ``total``."""
+    if isinstance(usage, dict):
+        for key, value in usage.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                total[key] = (total.get(key, 0) or 0) + value
+
+
 class UsageGuard:
     """The checks of one run: its own ``usage`` and, per conversation, the conversation's before the run.
 
@@ -174,6 +193,9 @@ class UsageGuard:
                             self.base[key] = (self.base.get(key, 0) or 0) + value
                 elif isinstance(message, ToolResultMessage):
                     self.count_tools(self.base, 1)
+                    details = message.details
+                    if isinstance(details, dict) and isinstance(details.get("agent"), str):
+                        _add_numbers(self.base, details.get("usage"))  # an agent used as a tool spent this
 
     @property
     def active(self) -> bool:
@@ -206,6 +228,17 @@ class UsageGuard:
         if self.prices:
             model = reply_model if reply_model is not None and reply_model in self.prices else self.model
             usage["cost"] = float(usage.get("cost", 0.0) or 0.0) + reply_cost(self.prices, model, reply_usage)
+
+    def tool_usage(self, results: Iterable[Any]) -> list[dict[str, Any]]:
+        """What the results' tools spent on models (``AgentToolResult.usage``), to add to the run's usage.
+
+        Without limits the counts (``requests``, ``tool_calls``, ``cost``) are left out: a run counts its
+        own only when limits are set, and its usage must not show a part of a count as the whole.
+        """
+        spent = [r.usage for r in results if isinstance(getattr(r, "usage", None), dict)]
+        if self.active:
+            return spent
+        return [{k: v for k, v in each.items() if k not in _COUNTS} for each in spent]
 
     def count_tools(self, usage: dict[str, Any], calls: int) -> None:
         """Add ``calls`` tool calls to the run's ``usage`` (only when limits are set)."""

@@ -165,6 +165,14 @@ def lookup(label: str) -> str:
     return f"looked up {label}"
 
 
+@tool(needs_approval=True)
+def guarded(label: str) -> str:
+    """Record ``label`` in the counter file, once a person approved the call (``yiemagent.approvals``)."""
+    _effect("guarded", label)
+    kill_point(f"tool-{label}")
+    return f"guarded {label}"
+
+
 def after_hook(ctx: ToolCallContext) -> AfterToolCallResult | None:
     """``after_tool_call``: only a kill point (the result is journaled, the run not committed)."""
     label = ctx.tool_call.arguments.get("label") if isinstance(ctx.tool_call.arguments, dict) else None
@@ -199,7 +207,7 @@ def store_from_env() -> Any:
 def make_agent(store: Any, conversation_id: str) -> Agent:
     """The agent of one conversation: instant model, the counting tools, the kill-point hook."""
     return Agent(
-        instant_model, tools=[record, lookup], after_tool_call=after_hook, store=store,
+        instant_model, tools=[record, lookup, guarded], after_tool_call=after_hook, store=store,
         conversation_id=conversation_id, lease_seconds=float(os.environ.get("YIEMAGENT_TEST_LEASE_TTL", "2")),
     )
 

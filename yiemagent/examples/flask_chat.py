@@ -14,6 +14,13 @@ Routes:
                        (``yiemagent.sse_events``), the answer last as ``event: answer``
     ``POST /reset``    forget this session's conversation
     ``GET /history``   this session's conversation as OpenAI chat messages (JSON)
+    ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
+                       decide about tool calls waiting for approval (``yiemagent.approvals``); 409
+                       ``{"error"}`` for a call not waiting or already decided
+
+An answer with ``status: "awaiting_approval"`` (a tool declared ``@tool(needs_approval=True)``,
+or ``Agent(approval_policy=...)``) shows each pending call with Approve and Reject buttons; a
+click posts the decision, the run resumes, and its answer appears below.
 
 Each session (Flask's signed cookie) gets its own started ``Agent`` from
 ``make_agent()``; at most ``max_conversations`` are kept (the least recently
@@ -35,7 +42,7 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request, session
 
-from yiemagent import SSE_HEADERS, Agent, FormatError, load_mcp_config, openai_chat, sse_events
+from yiemagent import SSE_HEADERS, Agent, ApprovalError, FormatError, load_mcp_config, openai_chat, sse_events
 
 __all__ = ["PAGE", "Conversations", "create_app", "main"]
 
@@ -121,6 +128,18 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
         session.pop("conversation_id", None)
         return jsonify(ok=True)
 
+    @app.post("/approvals")
+    def approvals() -> Any:
+        body = request.get_json(silent=True)
+        decisions = body.get("decisions") if isinstance(body, dict) else None
+        if not isinstance(decisions, dict) or not decisions:
+            return jsonify(error='send JSON {"decisions": {"<tool_call_id>": true | "<reason>"}}'), 400
+        try:
+            answer = conversations.get(conversation_id()).decide(decisions, timeout_seconds=300)
+        except ApprovalError as exc:
+            return jsonify(error=str(exc), tool_call_id=exc.tool_call_id), 409
+        return jsonify(answer=answer)
+
     @app.get("/history")
     def history() -> Any:
         return jsonify(messages=conversations.get(conversation_id()).openai_messages())
@@ -142,6 +161,7 @@ PAGE = """<!doctype html>
   .assistant.streaming::after { content: "\\25AE"; opacity: .5; }
   .tool { font: .85rem ui-monospace, monospace; color: #555; }
   .error { color: #b91c1c; }
+  .approval { font: .9rem ui-monospace, monospace; background: #fef3c7; padding: .5rem .75rem; }
   form { display: flex; gap: .5rem; margin-top: 1rem; }
   #message { flex: 1; padding: .5rem; }
 </style>
@@ -177,9 +197,33 @@ function handle(name, data, bubble) {
     bubble.dataset.answerMs = String(performance.now());
     bubble.textContent = data.content || "";
     bubble.dataset.status = data.status;
-    if (data.status !== "completed") bubble.classList.add("error");
+    if (data.status !== "completed" && data.status !== "awaiting_approval") bubble.classList.add("error");
     transcript.appendChild(bubble);  // below the tool lines of this run
+    if (data.status === "awaiting_approval") showApprovals(data.pending_approvals || []);
   }
+}
+function showApprovals(pending) {
+  for (const call of pending) {
+    if (document.querySelector('.approval[data-tool-call-id="' + call.tool_call_id + '"]')) continue;
+    const box = add("approval", "approve " + call.name + "(" + JSON.stringify(call.arguments) + ")? ");
+    box.dataset.toolCallId = call.tool_call_id;
+    for (const [label, value] of [["Approve", true], ["Reject", "the user rejected it in the page"]]) {
+      const button = document.createElement("button");
+      button.textContent = label;
+      button.className = label.toLowerCase();
+      button.addEventListener("click", () => decide(call.tool_call_id, value, box));
+      box.appendChild(button);
+    }
+  }
+}
+async function decide(toolCallId, value, box) {
+  box.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+  box.dataset.decided = value === true ? "approved" : "rejected";
+  const response = await fetch("approvals", {method: "POST", headers: {"Content-Type": "application/json"},
+                                             body: JSON.stringify({decisions: {[toolCallId]: value}})});
+  const body = await response.json();
+  if (!response.ok) { add("error", body.error || response.statusText); return; }
+  handle("answer", body.answer, add("assistant", ""));
 }
 async function send(text) {
   add("user", text);

@@ -12,7 +12,19 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
   -> 200 ``{"seq": n, "answer": {...}}``, or 202 ``{"seq": n}`` when not waiting or when the
   answer took longer than ``answer_timeout_seconds`` (it is served later all the same).
 * ``GET /conversations/<id>/messages/<seq>`` -> 200 ``{"seq": n, "answer": {...}}``, 202
-  ``{"seq": n}`` while pending, 404 for an unknown seq.
+  ``{"seq": n}`` while pending (plus ``"pending_approvals"`` while its run waits for a person),
+  404 for an unknown seq.
+* ``GET /conversations/<id>/approvals`` -> 200 ``{"pending_approvals": [{"tool_call_id", "name",
+  "arguments", "input_id", "seq"}]}``: the calls waiting for a decision (``yiemagent.approvals``).
+* ``POST /conversations/<id>/approvals`` ``{"decisions": {tool_call_id: true | false | "reason"}}``
+  -> 200 ``{"answer": {...}}`` (the resumed run's answer, or ``awaiting_approval`` while calls are
+  left), 409 ``{"error": ...}`` for a call not waiting or already decided (``ApprovalError``), 202
+  when the resumed run took longer than ``answer_timeout_seconds``. Any worker may take it: the
+  waiting calls and the decisions live in the store.
+
+A message whose run asks for a tool declared ``@tool(needs_approval=True)`` answers
+``{"status": "awaiting_approval", "pending_approvals": [...]}``; a new message instead of a
+decision rejects those calls (the rule of ``yiemagent.approvals``).
 
 Run it (a real model behind an OpenAI-compatible endpoint, PostgreSQL for the store)::
 
@@ -33,7 +45,8 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConversationStore
-from yiemagent.exceptions import FormatError
+from yiemagent.exceptions import ApprovalError, FormatError
+from yiemagent.store.approvals import pending_approvals, waiting_answer
 from yiemagent.workers import AgentPool, serve_input
 
 __all__ = ["create_app", "from_env", "open_store"]
@@ -107,8 +120,28 @@ def create_app(
         if entry is None:
             return reply({"error": f"no input {seq} in conversation {conversation_id!r}"}, 404)
         if entry.answer is None:
-            return reply({"seq": seq}, 202)
+            waiting = waiting_answer(store(), conversation_id, seq)
+            return reply({"seq": seq} if waiting is None else
+                         {"seq": seq, "pending_approvals": waiting["pending_approvals"]}, 202)
         return reply({"seq": seq, "answer": entry.answer}, 200)
+
+    @app.get("/conversations/<conversation_id>/approvals")
+    def get_approvals(conversation_id: str) -> tuple[Response, int]:
+        return reply({"pending_approvals": pending_approvals(store(), conversation_id)}, 200)
+
+    @app.post("/conversations/<conversation_id>/approvals")
+    def post_approvals(conversation_id: str) -> tuple[Response, int]:
+        body = request.get_json(silent=True)
+        decisions = body.get("decisions") if isinstance(body, dict) else None
+        if not isinstance(decisions, dict) or not decisions:
+            return reply({"error": 'the body must be {"decisions": {tool_call_id: true | false | "reason"}}'}, 400)
+        try:
+            answer = agents.decide(conversation_id, decisions, timeout_seconds=answer_timeout_seconds)
+        except ApprovalError as exc:
+            return reply({"error": str(exc), "tool_call_id": exc.tool_call_id}, 409)
+        except TimeoutError:
+            return reply({"decided": sorted(decisions)}, 202)
+        return reply({"answer": answer}, 200)
 
     return app
 

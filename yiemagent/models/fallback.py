@@ -25,7 +25,9 @@ earlier ones chained (``__context__``) and listed in its message.
 
 Optional keywords (``yiemagent.llm``): ``on_delta``, ``abort_event`` and
 ``request_fields`` are passed to each inner ``llm_call`` that accepts them
-(``yiemagent.llm.accepts_keyword``); ``response_format`` is passed when given.
+(``yiemagent.llm.accepts_keyword``); so is ``response_format`` (a typed answer's schema,
+``yiemagent.typed_output``: a model that cannot take it answers unconstrained, and the answer is
+still validated).
 Once ``abort_event`` is set, or ``cancel()`` was called during the call, no
 further model is asked: the error is raised. Streaming through a fallback:
 a model that failed before the reply began sent no deltas, so the deltas the
@@ -33,8 +35,12 @@ agent shows are the answering model's.
 
 Which model answered: the reply's ``model`` field (set to the inner call's
 ``.model`` when the reply has none; the agent keeps it as ``AssistantMessage.model``,
-on the ``message_end`` event), a log line at WARNING naming the failed model and
-why, and ``on_fallback(failed, error, next)`` when given.
+on the ``message_end`` event and the answer dict's ``model``), a ``fallback`` event
+(``yiemagent.events.FallbackEvent``: the failed model, why, the model asked next) sent
+to the agent's event sink at each move, a log line at WARNING naming the failed model and
+why, and ``on_fallback(failed, error, next)`` when given. The event reaches the sink
+because the loop runs every ``llm_call`` with a channel for events on its worker thread
+(``yiemagent.events.report``); a ``FallbackLLM`` called outside an agent sends none.
 
 Source: issue 18 point 4; peers: pydantic-ai ``FallbackModel``, LangChain
 ``ModelFallbackMiddleware``, LiteLLM ``fallbacks``.
@@ -49,6 +55,7 @@ from typing import Any
 
 import requests
 
+from .. import events as ev
 from ..exceptions import ConfigError, LLMError
 from ..llm import OnDelta, accepts_keyword
 
@@ -60,7 +67,7 @@ FALLBACK_STATUS = frozenset({429, 500, 502, 503, 504, 529})
 """HTTP statuses after which the next model is asked: rate limited, server error, bad gateway, unavailable,
 gateway timeout, overloaded (529: Anthropic)."""
 
-_KEYWORDS = ("on_delta", "abort_event", "request_fields")
+_KEYWORDS = ("on_delta", "abort_event", "request_fields", "response_format")
 
 
 def provider_down(exc: BaseException) -> bool:
@@ -112,13 +119,12 @@ class FallbackLLM:
         response_format: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Return the first reply of ``llm_calls`` tried in order (see the class docstring)."""
-        given: dict[str, Any] = {"on_delta": on_delta, "abort_event": abort_event, "request_fields": request_fields}
+        given: dict[str, Any] = {"on_delta": on_delta, "abort_event": abort_event, "request_fields": request_fields,
+                                 "response_format": response_format}
         cancelled = self._cancelled
         errors: list[str] = []
         for index, llm_call in enumerate(self.llm_calls):
             keywords = {k: v for k, v in given.items() if v is not None and k in self._accepts[index]}
-            if response_format is not None:
-                keywords["response_format"] = response_format
             try:
                 reply: dict[str, Any] = llm_call(messages, tools, **keywords)
             except Exception as exc:
@@ -132,6 +138,9 @@ class FallbackLLM:
                 errors.append(f"{_name(llm_call)}: {exc}")
                 logger.warning("model %s failed (%s: %s); asking %s", _name(llm_call), type(exc).__name__,
                                str(exc)[:300], _name(following))
+                ev.report(ev.FallbackEvent(
+                    model=_name(llm_call), error=f"{type(exc).__name__}: {str(exc)[:300]}", next_model=_name(following),
+                    status_code=exc.status_code if isinstance(exc, LLMError) else None))
                 if self.on_fallback is not None:
                     try:
                         self.on_fallback(llm_call, exc, following)

@@ -14,6 +14,10 @@
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
   the version, so a process that lost its lease writes nothing;
+* a run that waits for approval (``yiemagent.approvals``) is not committed: its
+  input stays first in the inbox, its journal holds the waiting calls and the
+  decisions, and it is served again (replayed, then resumed) once all are decided;
+  a later input rejects its undecided calls first. ``drain`` does not return it;
 * with ``steering``, the inputs that joined the inbox during a run join it
   after a tool batch; which ones is journaled (``steer/<n>``) so a replay takes
   the same, and the commit answers them all with the run's answer;
@@ -55,9 +59,18 @@ from collections.abc import Callable
 from typing import Any
 
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
+from ..exceptions import (
+    AgentClosedError,
+    ConfigError,
+    FormatError,
+    StaleStateError,
+    StoreError,
+    YiemagentError,
+)
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
+from ..typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
+from . import approvals as store_approvals
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationStore,
@@ -188,7 +201,7 @@ class DurableConversation(Conversation):
     def accept(self, entry: Input) -> None:
         """Add an input put on a queue to the inbox at once (so a crash cannot lose it)."""
         reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
-        self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id, reply_to=reply_to)
+        self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id, reply_to=reply_to)
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer.
@@ -205,7 +218,7 @@ class DurableConversation(Conversation):
         while True:
             try:
                 if seq is None:
-                    seq = self.store.enqueue(self.conversation_id, to_openai(entry.message), input_id=entry.id,
+                    seq = self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id,
                                              reply_to=reply_to)
                     with self._lock:
                         self._local[entry.id] = (entry, deliver)
@@ -217,8 +230,8 @@ class DurableConversation(Conversation):
                         with self._lock:
                             self._local.pop(entry.id, None)
                             self._delivered.discard(seq)
-                        return done.answer
-                    return self._deliver(host, done, done.answer)
+                        return restore_output(done.answer, entry.output or self.config.output)
+                    return self._deliver(host, done, restore_output(done.answer, entry.output or self.config.output))
                 if self._lease_lost and host.abort_event.is_set():  # our abort, not the user's: serve on
                     self._lease_lost = False
                     host.abort_event.clear()
@@ -258,10 +271,11 @@ class DurableConversation(Conversation):
         """
         answers: list[dict[str, Any]] = []
         while True:
-            served = self._drain(host, until_seq=None)
-            if not served:  # lease held elsewhere (its holder serves the rest), or no progress
+            served = self._drain(host, until_seq=None) or []
+            waiting = bool(served) and served[-1].get("status") == "awaiting_approval"
+            answers += served[:-1] if waiting else served  # a run waiting for approval is not served
+            if not served or waiting:  # lease held elsewhere (its holder serves the rest), no progress, or waiting
                 return answers
-            answers += served
             if not self.store.pending(self.conversation_id, limit=1):
                 return answers
 
@@ -279,6 +293,8 @@ class DurableConversation(Conversation):
                 if not pending or (until_seq is not None and pending[0].seq > until_seq):
                     break
                 answers.append(self._serve_one(host, pending[0], lease))
+                if answers[-1].get("status") == "awaiting_approval":  # the inbox waits for a decision
+                    break
         except StaleStateError as exc:
             logger.warning("%r: commit refused (%s); reloading", self, exc)
             self.version = -1
@@ -293,6 +309,14 @@ class DurableConversation(Conversation):
                 logger.warning("%r: releasing the lease failed (%s); it expires in %ss", self, exc,
                                self.lease_seconds)
         return answers
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls the conversation's waiting run waits on, read from the store (``store.approvals``)."""
+        return store_approvals.pending_approvals(self.store, self.conversation_id)
+
+    def decide(self, decisions: dict[str, bool | str]) -> tuple[list[dict[str, Any]], Input | None]:
+        """Record decisions in the store (any process); see ``yiemagent.store.approvals.decide``."""
+        return store_approvals.decide(self.store, self.conversation_id, decisions)
 
     def _lost_lease(self, host: RunHost) -> None:
         """The heartbeat found the lease taken: abort the run (its commit would be refused anyway)."""
@@ -310,8 +334,15 @@ class DurableConversation(Conversation):
             return self._quarantine(host, inbox, lease, run, exc)
         entry = local if local is not None else Input(message=message, id=inbox.input_id)
         entry.id = inbox.input_id
+        if local is None:  # recovered: the typed answer asked for it was stored with it
+            stored = inbox.message.get(INBOX_KEY) if isinstance(inbox.message, dict) else None
+            entry.output = OutputSpec.from_inbox(stored, self.config.output)
         if journal.recorded:
             logger.info("%r: finishing interrupted run %s from %d journaled steps", self, run, len(journal.recorded))
+            store_approvals.supersede(self.store, self.conversation_id, inbox.seq, journal)  # a new input came
+            waiting = store_approvals.still_waiting(journal, inbox)  # undecided: not run again until decided
+            if waiting is not None:
+                return self._park(host, inbox, waiting, waiting["seq"])
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
@@ -321,13 +352,22 @@ class DurableConversation(Conversation):
                 return self._quarantine(host, inbox, lease, run, journal.failed)
             if journal.failed is not None:  # a journal write failed: committing would hide what ran
                 raise journal.failed
+            if answer.get("status") == "awaiting_approval":  # not committed: served again once decided
+                return self._park(host, inbox, answer, list(self._run_seqs))
             seqs = list(self._run_seqs)
             steered = [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q)) is not None]
         finally:
             self._journal = None
         answer["seq"] = seqs
-        self._commit(lease, run, [ServedInput(q, answer) for q in seqs], inbox.seq)
+        self._commit(lease, run, [ServedInput(q, storable_answer(answer)) for q in seqs], inbox.seq)
         for each in steered:
+            self._deliver(host, each, answer)
+        return self._deliver(host, inbox, answer)
+
+    def _park(self, host: RunHost, inbox: InboxEntry, answer: dict[str, Any], seqs: list[int]) -> dict[str, Any]:
+        """A run waiting for approval: not committed; its answer reaches its input and those steered into it."""
+        answer["seq"] = seqs
+        for each in [e for q in seqs[1:] if (e := self.store.get_input(self.conversation_id, q))]:
             self._deliver(host, each, answer)
         return self._deliver(host, inbox, answer)
 
@@ -393,6 +433,10 @@ class DurableConversation(Conversation):
             self._run_seqs.append(seq)
             taken.append((self._message(entry), entry.input_id))
         return taken
+
+    def _inbox_message(self, entry: Input) -> dict[str, Any]:
+        """What the inbox keeps of ``entry``: its message, and the schema of the typed answer asked for."""
+        return inbox_message(to_openai(entry.message), entry.output or self.config.output)
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
         if inbox.error is not None:

@@ -3,7 +3,8 @@
 Step keys under a run (``run_key(first seq)``): ``model/<turn>`` (the reply of
 that turn), ``started/<tool_call_id>`` (written right before the tool runs),
 ``tool/<tool_call_id>`` (its result, with ``terminate``), ``steer/<n>`` (the
-inbox seqs a steering poll took). The first write of a key wins
+inbox seqs a steering poll took), ``approval/<turn>`` (the calls of that turn waiting for a person)
+and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.approvals``). The first write of a key wins
 (``ConversationStore.put_step``); the loop goes on with the winner.
 
 Given the run's ``lease``, every write is fenced by it (as ``commit`` is): a
@@ -35,11 +36,13 @@ logger = logging.getLogger("yiemagent.store.journal")
 
 
 def result_to_dict(call: ToolCall, result: AgentToolResult) -> dict[str, Any]:
-    """A tool result as journal JSON: the ``ToolResultMessage`` dict plus ``terminate``."""
+    """A tool result as journal JSON: the ``ToolResultMessage`` dict plus ``terminate`` and ``usage`` (when set)."""
     message = ToolResultMessage(call.id, list(result.content), tool_name=call.name, is_error=result.is_error,
                                 details=result.details)
     data = message_to_dict(message)
     data["terminate"] = result.terminate
+    if result.usage is not None:
+        data["usage"] = result.usage
     return data
 
 
@@ -51,8 +54,9 @@ def result_from_dict(data: dict[str, Any]) -> AgentToolResult:
         raise CorruptRowError(f"a journaled tool result is not a tool result: {exc}"[:300]) from exc
     if not isinstance(message, ToolResultMessage) or not isinstance(data, dict):
         raise CorruptRowError(f"a journaled tool result is not a tool result: {data!r:.100}")
+    usage = data.get("usage")
     return AgentToolResult(list(message.content), is_error=message.is_error, terminate=bool(data.get("terminate")),
-                           details=message.details)
+                           details=message.details, usage=usage if isinstance(usage, dict) else None)
 
 
 def _same(value: Any, stored: Any) -> bool:

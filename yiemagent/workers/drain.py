@@ -28,6 +28,7 @@ from typing import Any
 
 from ..agent import Agent
 from ..exceptions import StoreError
+from ..store.approvals import waiting_answer
 from ..store.base import ConversationStore
 from .faults import FaultTracker
 
@@ -100,6 +101,29 @@ class AgentPool:
             old.shutdown(timeout_seconds=1.0)
         return answers
 
+    def decide(self, conversation_id: str, decisions: dict[str, bool | str], *,
+               timeout_seconds: float | None = 60.0) -> dict[str, Any]:
+        """``Agent.decide`` on the conversation's agent (one drain or decision at a time per conversation here).
+
+        The decision is recorded in the store; once the run has no call left undecided, it resumes
+        in this process (waiting for the lease if another process holds it).
+
+        Raises:
+            ApprovalError: see ``Agent.decide`` (nothing decided). TimeoutError: the resumed run gave no
+                answer in ``timeout_seconds`` (the decisions stand; any drain finishes the run).
+            StoreError: the store failed.
+        """
+        with self._lock:
+            lock = self._locks.setdefault(conversation_id, threading.Lock())
+        with lock:
+            with self._lock:
+                agent = self._agents.get(conversation_id)
+            if agent is None:
+                agent = self.make_agent(conversation_id)
+                with self._lock:
+                    self._agents[conversation_id] = agent
+            return agent.decide(decisions, timeout_seconds=timeout_seconds)
+
     def close(self) -> None:
         """Shut every agent down."""
         with self._lock:
@@ -122,7 +146,8 @@ def serve_input(
 
     The answer may come from this process (it took the lease) or from another one that held the
     lease; if that one died, its lease expires and the next drain here finishes its run from the
-    journal.
+    journal. While the input's run waits for approval, its ``awaiting_approval`` answer is returned
+    (``yiemagent.store.approvals.waiting_answer``); ``AgentPool.decide`` resumes it.
 
     Args:
         agents: the process's ``AgentPool``.
@@ -149,6 +174,9 @@ def serve_input(
         entry = store.get_input(conversation_id, seq)
         if entry is not None and entry.answer is not None:
             return entry.answer
+        waiting = waiting_answer(store, conversation_id, seq)
+        if waiting is not None:  # its run waits for a person's decision (yiemagent.approvals)
+            return waiting
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(f"input {seq} of {conversation_id!r} has no answer after {timeout_seconds}s")
         time.sleep(poll_seconds)
