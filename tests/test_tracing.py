@@ -214,3 +214,16 @@ def test_a_run_on_the_agent_thread_is_a_child_of_the_span_that_queued_its_input(
     assert runs[0].parent is not None and runs[0].parent.span_id == request.get_span_context().span_id
     assert runs[0].context.trace_id == request.get_span_context().trace_id
     assert runs[1].parent is None
+
+
+def test_a_sub_agent_run_is_a_child_of_the_parent_tool_call_that_asked_it(exporter):
+    sub = Agent(ScriptedLLM([text_reply("It is in Paris.")]), name="geo")
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_geo", {"input": "Where is the Louvre?"}), text_reply("Paris.")]),
+                   tools=[sub.as_tool("ask_geo", "Ask the geography agent.")])
+    assert parent.ask("where?", timeout_seconds=60)["content"] == "Paris."
+    spans = exporter.get_finished_spans()
+    (tool_span,) = [s for s in spans if s.name == "execute_tool ask_geo"]
+    runs = [s for s in spans if s.name == "invoke_agent"]
+    assert len(runs) == 2
+    sub_run = next(s for s in runs if s.parent is not None and s.parent.span_id == tool_span.context.span_id)
+    assert sub_run.context.trace_id == tool_span.context.trace_id  # one trace: parent run > tool > sub-run
