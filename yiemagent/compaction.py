@@ -30,6 +30,7 @@ Each compaction is reported by a ``compaction`` event
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,8 +41,20 @@ from .messages import AssistantMessage, Message, TextContent, ToolResultMessage,
 from .openai_messages import to_openai
 from .token_budget import TokenCounter, estimate_tokens
 
-__all__ = ["Compaction", "compacted_view", "find_cut", "is_compaction", "latest_compaction",
-           "summary_message"]
+__all__ = [
+    "Compacted",
+    "Compaction",
+    "compact",
+    "compacted_view",
+    "compaction_setting",
+    "find_cut",
+    "is_compaction",
+    "latest_compaction",
+    "request_tokens",
+    "summarise",
+    "summary_message",
+    "summary_text",
+]
 
 logger = logging.getLogger("yiemagent.compaction")
 
@@ -79,6 +92,10 @@ class Compaction:
         max_summary_tokens: a longer summary is cut to this many tokens
             (estimated); None: a sixth of the window.
         instructions: what the summariser is told (default ``SUMMARY_INSTRUCTIONS``).
+        auto: compact by itself when a request would pass the budget, and once
+            more when the server answers that a request was too long; False:
+            only measure requests (``request_tokens``) and compact when asked
+            (``Agent.compact()``, ``/compact``).
 
     Raises:
         ConfigError: a size that is not a positive int, or that leaves no room.
@@ -91,6 +108,7 @@ class Compaction:
     counter: TokenCounter = field(default=estimate_tokens, repr=False)
     max_summary_tokens: int | None = None
     instructions: str = SUMMARY_INSTRUCTIONS
+    auto: bool = True
 
     def __post_init__(self) -> None:
         for name in ("context_window", "reserve_tokens", "keep_recent_tokens", "max_summary_tokens"):
@@ -177,7 +195,9 @@ def find_cut(history: Sequence[Message], start: int, keep_recent_tokens: int,
     ``keep_recent_tokens`` are reached; then move forward to the next user
     message (a turn boundary) or, when the reach is inside the last turn (one
     turn longer than ``keep_recent_tokens``), to the next assistant message of
-    it: the turn is split, its start is summarised. Never at a tool result. Messages marked
+    it: the turn is split, its start is summarised; when only tool results
+    follow the reach, back to the assistant message that asked for them.
+    Never at a tool result. Messages marked
     ``excluded`` and older compactions count nothing and never start the kept part.
     """
     kept = 0
@@ -192,12 +212,17 @@ def find_cut(history: Sequence[Message], start: int, keep_recent_tokens: int,
             break
     if reach is None:  # everything after start fits in keep_recent_tokens
         return None
-    usable = [i for i in range(max(reach, start + 1), len(history))
-              if isinstance(history[i], (UserMessage, AssistantMessage)) and not getattr(history[i], "excluded", None)]
-    users = [i for i in usable if isinstance(history[i], UserMessage)]
+    def usable(i: int) -> bool:
+        return isinstance(history[i], (UserMessage, AssistantMessage)) and not getattr(history[i], "excluded", None)
+
+    later = [i for i in range(max(reach, start + 1), len(history)) if usable(i)]
+    users = [i for i in later if isinstance(history[i], UserMessage)]
     if users:
         return users[0]  # a turn boundary
-    return usable[0] if usable else None  # the reach is inside the last turn: split it at an assistant message
+    if later:
+        return later[0]  # the reach is inside the last turn: split it at an assistant message
+    # the reach is among the last tool results: keep the assistant message that asked for them
+    return next((i for i in range(reach - 1, start, -1) if usable(i)), None)
 
 
 def as_transcript(messages: Sequence[Message], max_result_chars: int = 2000) -> str:
@@ -262,3 +287,108 @@ def summarise(config: Compaction, llm_call: Callable[..., Any], previous: str | 
             raise LLMError("the summariser answered no text")
         summary = reply.text.strip()[: config.max_summary_tokens * 4]
     return summary or ""
+
+
+@dataclass
+class Compacted:
+    """One compaction made by ``compact``: the history message to append and what the event reports."""
+
+    message: UserMessage
+    first_kept: int
+    summarised_messages: int
+    summary: str
+
+
+def summary_text(message: Message) -> str:
+    """The summary a compaction message holds (its text without the framing)."""
+    text = message.text if isinstance(message, UserMessage) else ""
+    return text.removeprefix(SUMMARY_PREFIX).removesuffix(SUMMARY_SUFFIX)
+
+
+def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[..., Any], *, force: bool = False,
+            focus: str | None = None, run: Callable[[Callable[[], str]], str] | None = None) -> Compacted | None:
+    """Summarise what ``history`` can lose; return the compaction to append, or None when nothing can go.
+
+    Args:
+        history: the whole history (compactions included).
+        config: the settings (``keep_recent_tokens``, the summariser's budget).
+        llm_call: the summariser (``config.llm_call``, else the agent's).
+        force: keep as little as a turn allows (after the server answered that
+            the request was too long): everything before the newest message
+            that may start the kept part is summarised.
+        focus: what the summary should keep above all (``/compact <focus>``).
+        run: runs the summariser (the loop passes one that an abort cuts); None: here.
+
+    Raises:
+        LLMError: the summariser failed; nothing is appended.
+    """
+    latest = latest_compaction(history)
+    start, previous = (latest[1], summary_text(history[latest[0]])) if latest is not None else (0, None)
+    assert config.keep_recent_tokens is not None
+    cut = find_cut(history, start, 1 if force else config.keep_recent_tokens, config.message_tokens)
+    if cut is None:
+        return None
+    lost = [m for m in history[start:cut] if not getattr(m, "excluded", None) and not is_compaction(m)]
+    if not lost:
+        return None
+    settings = config if focus is None else dataclasses.replace(
+        config, instructions=f"{config.instructions}\nAbove all, keep: {focus}")
+
+    def write() -> str:
+        return summarise(settings, config.llm_call or llm_call, previous, lost)
+
+    summary = run(write) if run is not None else write()
+    logger.info("compacted %d messages before history[%d] into a %d-character summary", len(lost), cut, len(summary))
+    return Compacted(summary_message(summary, cut, summarised_messages=len(lost)), cut, len(lost), summary)
+
+
+def request_tokens(history: Sequence[Message], messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]],
+                   counter: TokenCounter, *, calibrate: bool = True) -> int:
+    """The size of a request (``messages``, ``tools``) made from ``history``, in tokens.
+
+    When the newest reply in the history reported ``usage.prompt_tokens`` and
+    came after the latest compaction, the size is that reply's
+    ``prompt_tokens + completion_tokens`` plus the count of what was added
+    since (pi's rule: the server's own count, so the estimate's error does
+    not pile up); else ``counter(messages, tools)``. ``calibrate=False``
+    (a ``prepare_context`` changed what is sent): always the counter.
+    """
+    if calibrate:
+        latest = latest_compaction(history)
+        floor = latest[0] if latest is not None else -1
+        for index in range(len(history) - 1, floor, -1):
+            message = history[index]
+            if not isinstance(message, AssistantMessage) or getattr(message, "excluded", None):
+                continue
+            usage = message.usage or {}
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens", 0)
+            if isinstance(prompt, int) and isinstance(completion, int) and prompt > 0:
+                later = [to_openai(m) for m in history[index + 1:]
+                         if not getattr(m, "excluded", None) and not is_compaction(m)]
+                return prompt + completion + counter(later, [])
+            break
+    return counter(list(messages), list(tools))
+
+
+def compaction_setting(compaction: Compaction | bool | None, context_window: int | None,
+                       reserve_tokens: int | None) -> Compaction | None:
+    """``Agent(compaction=, context_window=, reserve_tokens=)`` as one ``Compaction`` (or None).
+
+    ``compaction=True`` needs ``context_window``; a ``Compaction`` object is
+    used as given; with only ``context_window``, requests are measured and
+    compacted only when asked (``auto=False``).
+
+    Raises:
+        ConfigError: ``compaction=True`` without ``context_window``, or a value of the wrong type.
+    """
+    if isinstance(compaction, Compaction):
+        return compaction
+    if compaction not in (None, True, False):
+        raise ConfigError(f"compaction must be True, False, None or a Compaction, not {compaction!r}")
+    if context_window is None:
+        if compaction:
+            raise ConfigError("compaction=True needs context_window= (the model's context length in tokens)")
+        if reserve_tokens is not None:
+            raise ConfigError("reserve_tokens= needs context_window=")
+        return None
+    return Compaction(context_window, reserve_tokens=reserve_tokens, auto=bool(compaction))

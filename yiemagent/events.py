@@ -60,6 +60,7 @@ __all__ = [
     "AgentEndEvent",
     "AgentStartEvent",
     "ApprovalRequestedEvent",
+    "CompactionEvent",
     "ErrorEvent",
     "Event",
     "EventSink",
@@ -179,6 +180,8 @@ class MessageEndEvent(_Base):
 
     message: Message | None = None
     duration_seconds: float = 0.0
+    request_tokens: int | None = None
+    """For an assistant message with ``compaction``/``context_window`` set: the size of the request, in tokens."""
     type: Literal["message_end"] = field(default="message_end", init=False)
 
 
@@ -299,6 +302,30 @@ class FallbackEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class CompactionEvent(_Base):
+    """The conversation was compacted before a model call (``yiemagent.compaction``).
+
+    Sent after the summary was written and added to the history, before the
+    request that needed the room.
+    """
+
+    reason: Literal["budget", "overflow", "manual"] = "budget"
+    """``budget``: the request would pass ``context_window - reserve_tokens``; ``overflow``: the server
+    answered that the request was too long; ``manual``: ``Agent.compact()`` (``/compact``)."""
+    tokens_before: int = 0
+    """The request's size before, in tokens (``yiemagent.token_budget``)."""
+    tokens_after: int = 0
+    """Its size after (the summary and the kept messages)."""
+    first_kept: int = 0
+    """Index in the history of the first message sent verbatim."""
+    summarised_messages: int = 0
+    """Messages the summary stands for in this compaction (an earlier summary counts as none)."""
+    summary: str = ""
+    """The summary's text."""
+    type: Literal["compaction"] = field(default="compaction", init=False)
+
+
+@dataclass(kw_only=True)
 class SubAgentEvent(_Base):
     """An event of an agent used as a tool (``Agent.as_tool``), forwarded to the parent's sink.
 
@@ -337,6 +364,7 @@ Event = Union[
     ApprovalRequestedEvent,
     FallbackEvent,
     SubAgentEvent,
+    CompactionEvent,
 ]
 
 EventSink = Callable[[Event], Any]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from . import events as ev
+from .compaction import compact, compacted_view, request_tokens
+from .context_overflow import is_context_overflow
 from .exceptions import LLMError, SimulatedCrash, YiemagentError
 from .loop_config import add_usage
 from .messages import AssistantMessage
@@ -28,6 +30,9 @@ from .typed_run import TypedRun
 __all__ = ["ModelTurn"]
 
 logger = logging.getLogger("yiemagent.loop")
+
+_Request = tuple[list[dict[str, Any]], list[dict[str, Any]], "dict[str, Any] | None", int]
+"""``(messages, tools, response_format, size in tokens)`` of one request."""
 
 
 def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any) -> Any:
@@ -54,6 +59,8 @@ class ModelTurn(ToolBatch):
     usage: dict[str, Any]
     taken_ids: set[str]
     has_excluded: bool
+    has_compaction: bool
+    request_tokens: int | None
     system: dict[str, Any] | None
     typed: TypedRun | None
 
@@ -92,10 +99,40 @@ class ModelTurn(ToolBatch):
         return self.journal.record_model(self.turns, self.request_model(tools_enabled))
 
     def request_model(self, tools_enabled: bool) -> AssistantMessage:
-        """Ask the model (guarded request, on a worker, abortable); raise ``LLMError`` on failure."""
+        """Ask the model (guarded request, on a worker, abortable); raise ``LLMError`` on failure.
+
+        With ``LoopConfig.compaction``: the request is measured; over the budget,
+        the history is compacted first; answered "too long" by the server, it is
+        compacted once and the request sent once more (``yiemagent.compaction``).
+        """
+        compaction = self.config.compaction
+        request = self.build_request(tools_enabled)
+        if compaction is not None:
+            if compaction.auto and request[3] > compaction.budget:
+                request = self.compacted("budget", request, tools_enabled)
+            self.request_tokens = request[3]
+        try:
+            return self.send(*request[:3])
+        except LLMError as exc:
+            if compaction is None or not compaction.auto or not is_context_overflow(exc):
+                raise
+            logger.info("run %s turn %d: the model answered that the request is too long; compacting once",
+                        self.run_id, self.turns)
+            retry = self.compacted("overflow", request, tools_enabled)
+            if retry is request:
+                raise
+            self.request_tokens = retry[3]
+            return self.send(*retry[:3])
+
+    def build_request(self, tools_enabled: bool) -> _Request:
+        """``(messages, tools, response_format, size in tokens)`` of this turn's request, guarded.
+
+        The size is measured only with ``LoopConfig.compaction`` (else 0).
+        """
         config = self.config
-        history = [m for m in self.history if not getattr(m, "excluded", None)] if self.has_excluded \
-            else self.history
+        history = compacted_view(self.history) if self.has_compaction else self.history
+        if self.has_excluded:
+            history = [m for m in history if not getattr(m, "excluded", None)]
         context = history if config.prepare_context is None else config.prepare_context(history)
         messages = config.format_messages(context)
         if self.system is not None:
@@ -107,6 +144,45 @@ class ModelTurn(ToolBatch):
         messages, tools, repairs = config.request_guard(messages, tools)
         if repairs:
             self.emit(ev.RequestRepairedEvent(turn=self.turns, repairs=repairs))
+        size = 0
+        if config.compaction is not None:
+            size = request_tokens(self.history, messages, tools, config.compaction.counter,
+                                  calibrate=config.prepare_context is None)
+        return messages, tools, response_format, size
+
+    def compacted(self, reason: Literal["budget", "overflow"], request: _Request, tools_enabled: bool) -> _Request:
+        """Compact the history (a summary appended, a ``compaction`` event); the request built again.
+
+        Returns ``request`` itself when nothing could be compacted, or when the
+        summariser failed (an ``error`` event, ``where="compaction"``): the
+        request then goes as it is.
+        """
+        config = self.config.compaction
+        assert config is not None
+        try:
+            done = compact(self.history, config, self.config.llm_call, force=reason == "overflow",
+                           run=lambda write: self.wait(self.submit(write)))
+        except LLMError as exc:
+            self.error("compaction", exc)
+            return request
+        if done is None:
+            logger.info("run %s turn %d: the request has %d tokens but nothing can be compacted",
+                        self.run_id, self.turns, request[3])
+            return request
+        self.history.append(done.message)
+        self.has_compaction = self.has_excluded = True
+        rebuilt = self.build_request(tools_enabled)
+        assert done.message.compaction is not None
+        done.message.compaction.update(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3])
+        self.emit(ev.CompactionEvent(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3],
+                                     first_kept=done.first_kept, summarised_messages=done.summarised_messages,
+                                     summary=done.summary))
+        return rebuilt
+
+    def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             response_format: dict[str, Any] | None) -> AssistantMessage:
+        """Send one guarded request to ``llm_call`` on a worker; the parsed reply."""
+        config = self.config
         logger.debug("run %s turn %d: llm_call with %d messages, %d tools", self.run_id, self.turns,
                      len(messages), len(tools))
         llm_call: Callable[..., Any] = config.llm_call
