@@ -17,7 +17,7 @@ from tests.strict_openai import validate_request
 from yiemagent import Agent, tool
 from yiemagent.compaction import SUMMARY_INSTRUCTIONS, Compaction, is_compaction
 from yiemagent.exceptions import AgentError, ConfigError, LLMError
-from yiemagent.testing import EventRecorder
+from yiemagent.testing import EventRecorder, SimulatedCrash
 from yiemagent.token_budget import estimate_tokens
 
 
@@ -185,3 +185,40 @@ def test_compact_by_hand_and_its_refusals():
 def test_compaction_arguments_are_checked(kwargs):
     with pytest.raises(ConfigError):
         Agent(Talker(), **kwargs)
+
+
+class Crash(SimulatedCrash):
+    """Stands for the process dying (see ``tests/store/test_durable_typed.py``)."""
+
+
+def test_a_compaction_journaled_before_a_crash_is_put_back_without_asking_the_summariser_again(store_factory):
+    model = Talker()
+    store = store_factory()
+    with Agent(model, compaction=True, context_window=2048, store=store, conversation_id="crash") as agent:
+        turn = 0
+        while not any(is_compaction(m) for m in agent.history):  # grow the conversation up to its budget
+            agent.ask(f"fact F{turn} " + "detail " * 40, timeout_seconds=60)
+            turn += 1
+    summaries = model.summaries
+
+    def crash_at_the_end(event):
+        if event.type == "compaction":
+            crash_at_the_end.compacted = True
+        if event.type == "agent_end" and getattr(crash_at_the_end, "compacted", False):
+            raise Crash()  # the compaction and the reply are journaled; nothing is committed
+
+    victim = Agent(model, compaction=True, context_window=2048, store=store_factory(), conversation_id="crash",
+                   event_sink=crash_at_the_end)
+    with pytest.raises(Crash):
+        for turn in range(turn, turn + 40):
+            victim.ask(f"fact F{turn} " + "detail " * 40)
+    assert model.summaries == summaries + 1
+    chat_before = len(chat_requests(model))
+    later = Agent(model, compaction=True, context_window=2048, store=store_factory(), conversation_id="crash")
+    answers = later.drain()
+    assert [a["status"] for a in answers] == ["completed"]
+    assert model.summaries == summaries + 1 and len(chat_requests(model)) == chat_before  # replayed, not asked
+    markers = [m for m in later.history if is_compaction(m)]
+    assert markers[-1].compaction["reason"] == "budget" and markers[-1].compaction["tokens_after"] > 0
+    later.shutdown()
+    store.close()

@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from . import events as ev
-from .compaction import compact, compacted_view, request_tokens
+from .compaction import compact, compacted_view, is_compaction, request_tokens
 from .context_overflow import is_context_overflow
-from .exceptions import LLMError, SimulatedCrash, YiemagentError
+from .exceptions import FormatError, LLMError, SimulatedCrash, YiemagentError
 from .loop_config import add_usage
-from .messages import AssistantMessage
+from .message_dicts import message_from_dict, message_to_dict
+from .messages import AssistantMessage, UserMessage
 from .tool_batch import Aborted, ToolBatch
 from .tool_calls import parse_response
 from .typed_run import TypedRun
@@ -60,6 +61,7 @@ class ModelTurn(ToolBatch):
     taken_ids: set[str]
     has_excluded: bool
     has_compaction: bool
+    start_len: int
     request_tokens: int | None
     system: dict[str, Any] | None
     typed: TypedRun | None
@@ -93,6 +95,7 @@ class ModelTurn(ToolBatch):
             return self.request_model(tools_enabled)
         reply = self.journal.replay_model(self.turns)
         if reply is not None:  # recorded by an interrupted run: the model is not asked again
+            self.replay_compactions()
             self.taken_ids.update(call.id for call in reply.tool_calls)
             add_usage(self.usage, reply.usage)
             return reply
@@ -169,15 +172,54 @@ class ModelTurn(ToolBatch):
             logger.info("run %s turn %d: the request has %d tokens but nothing can be compacted",
                         self.run_id, self.turns, request[3])
             return request
+        assert done.message.compaction is not None
         self.history.append(done.message)
         self.has_compaction = self.has_excluded = True
         rebuilt = self.build_request(tools_enabled)
-        assert done.message.compaction is not None
         done.message.compaction.update(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3])
+        recorded = self.record_compaction(done.message)
+        if recorded is not done.message:  # another process journaled this turn's compaction first: that one
+            self.history[-1] = recorded
+            rebuilt = self.build_request(tools_enabled)
         self.emit(ev.CompactionEvent(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3],
                                      first_kept=done.first_kept, summarised_messages=done.summarised_messages,
                                      summary=done.summary))
         return rebuilt
+
+    def record_compaction(self, message: UserMessage) -> UserMessage:
+        """Journal a compaction of this turn (step ``compaction/<turn>.<n>``); the recorded one (first writer wins).
+
+        A run replayed after a crash puts the same summary back without asking
+        the summariser again (``replay_compactions``).
+        """
+        put = getattr(self.journal, "put", None)
+        if put is None:
+            return message
+        done = sum(1 for m in self.history[self.start_len:-1] if is_compaction(m))  # before this one
+        stored = put(f"compaction/{self.turns}.{done}", message_to_dict(message))
+        if stored == message_to_dict(message):
+            return message
+        try:
+            recorded = message_from_dict(stored)
+        except FormatError:
+            return message
+        return recorded if isinstance(recorded, UserMessage) and is_compaction(recorded) else message
+
+    def replay_compactions(self) -> None:
+        """Put back the compactions journaled before this turn's recorded reply (in their order)."""
+        recorded = getattr(self.journal, "recorded", None)
+        if not isinstance(recorded, dict):
+            return
+        prefix = f"compaction/{self.turns}."
+        for key in sorted((k for k in recorded if isinstance(k, str) and k.startswith(prefix)),
+                          key=lambda k: int(k[len(prefix):]) if k[len(prefix):].isdigit() else 0):
+            try:
+                message = message_from_dict(recorded[key])
+            except FormatError:
+                continue
+            if isinstance(message, UserMessage) and is_compaction(message):
+                self.history.append(message)
+                self.has_compaction = self.has_excluded = True
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              response_format: dict[str, Any] | None) -> AssistantMessage:
