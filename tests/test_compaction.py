@@ -210,8 +210,8 @@ def test_a_compaction_journaled_before_a_crash_is_put_back_without_asking_the_su
     victim = Agent(model, compaction=True, context_window=2048, store=store_factory(), conversation_id="crash",
                    event_sink=crash_at_the_end)
     with pytest.raises(Crash):
-        for turn in range(turn, turn + 40):
-            victim.ask(f"fact F{turn} " + "detail " * 40)
+        for more in range(turn, turn + 40):
+            victim.ask(f"fact F{more} " + "detail " * 40)
     assert model.summaries == summaries + 1
     chat_before = len(chat_requests(model))
     later = Agent(model, compaction=True, context_window=2048, store=store_factory(), conversation_id="crash")
