@@ -227,3 +227,21 @@ def test_a_sub_agent_run_is_a_child_of_the_parent_tool_call_that_asked_it(export
     assert len(runs) == 2
     sub_run = next(s for s in runs if s.parent is not None and s.parent.span_id == tool_span.context.span_id)
     assert sub_run.context.trace_id == tool_span.context.trace_id  # one trace: parent run > tool > sub-run
+
+
+def test_the_trace_context_goes_with_the_input_through_the_store_to_the_worker_that_serves_it(
+        exporter, sqlite_store_factory):
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    web = Agent(ScriptedLLM([]), store=sqlite_store_factory(), conversation_id="traced")  # never serves
+    with provider.get_tracer("web").start_as_current_span("POST /chat") as request:
+        web.input_queue.put("hello from the web process")  # stored in the inbox with its trace context
+    tracing.instrument(tracer_provider=provider)  # a fresh tracer: another process remembers nothing
+    worker = Agent(ScriptedLLM([text_reply("hi")]), store=sqlite_store_factory(), conversation_id="traced")
+    assert [a["content"] for a in worker.drain()] == ["hi"]
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent"]
+    assert run.parent is not None and run.parent.span_id == request.get_span_context().span_id
+    assert run.context.trace_id == request.get_span_context().trace_id
+    web.shutdown()
+    worker.shutdown()

@@ -56,7 +56,8 @@ from .exceptions import ConfigError
 from .messages import AssistantMessage
 from .textpolicy import boundary, display_text, json_text
 
-__all__ = ["instrument", "is_instrumented", "note_input", "tool_scope", "trace_meta", "uninstrument"]
+__all__ = ["TRACE_KEY", "inbox_fields", "instrument", "is_instrumented", "note_input", "tool_scope", "trace_meta",
+           "uninstrument"]
 
 logger = logging.getLogger("yiemagent.tracing")
 
@@ -290,24 +291,39 @@ def tool_scope(tool_call_id: str) -> Iterator[None]:
 _MAX_NOTED_INPUTS = 4096
 
 
-def note_input(input_id: str) -> None:
-    """Remember the trace context current here for input ``input_id`` (no-op when not instrumented).
+TRACE_KEY = "yiemagent_trace"
+"""Key of the trace context in an inbox message dict (the store keeps it with the input)."""
 
-    ``Agent`` calls it where an input is queued (``submit``, ``stream``, a
-    queue ``put``), so the run that serves it on the agent thread is a child of
-    the caller's span (a web request's, for example). At most 4,096 inputs
-    waiting are remembered (the oldest are forgotten).
+
+def note_input(input_id: str, carrier: Any = None) -> None:
+    """Remember the trace context of input ``input_id`` (no-op when not instrumented).
+
+    ``carrier`` (W3C ``traceparent``/``tracestate`` as ``trace_meta`` gives
+    them) is the context of the input as stored; None: the context current
+    here. ``Agent`` calls it where an input is queued (``submit``, ``stream``, a
+    queue ``put``), and a durable conversation with the carrier stored in its
+    inbox (``TRACE_KEY``) before serving it, in whatever process: the run that
+    serves the input is a child of the caller's span (a web request's, for
+    example). At most 4,096 inputs waiting are remembered (the oldest are forgotten).
     """
     tracer = _active
     if tracer is None:
         return
-    carrier = trace_meta()
-    if not carrier:
+    if carrier is None:
+        carrier = trace_meta()
+    if not isinstance(carrier, dict) or not isinstance(carrier.get("traceparent"), str):
         return
+    clean = {k: v for k, v in carrier.items() if k in ("traceparent", "tracestate", "baggage") and isinstance(v, str)}
     with tracer.lock:
-        tracer.inputs[input_id] = carrier
+        tracer.inputs[input_id] = clean
         while len(tracer.inputs) > _MAX_NOTED_INPUTS:
             tracer.inputs.popitem(last=False)
+
+
+def inbox_fields() -> dict[str, Any]:
+    """``{TRACE_KEY: carrier}`` of the context current here, for an inbox message; ``{}`` when there is none."""
+    carrier = trace_meta()
+    return {TRACE_KEY: carrier} if carrier else {}
 
 
 def trace_meta() -> dict[str, str]:
