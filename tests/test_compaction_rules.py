@@ -209,3 +209,18 @@ def test_strategy_arguments_are_checked(bad):
         keep_last_turns(bad)
     with pytest.raises(ConfigError):
         drop_old_tool_results(bad)
+
+
+@pytest.mark.model
+def test_llamacpp_counter_counts_with_the_local_models_tokenizer_and_falls_back_when_it_is_gone(local_model, caplog):
+    from yiemagent.token_budget import llamacpp_counter
+
+    text = "The weather in Paris is sunny with a high of 21 degrees and light wind from the west. " * 10
+    messages = [{"role": "user", "content": text}]
+    count = llamacpp_counter(local_model.base_url)
+    real = count(messages, [])
+    assert real != estimate_tokens(messages)  # the server's tokenizer, not the estimate
+    assert 0.5 * estimate_tokens(messages) <= real <= 2 * estimate_tokens(messages)
+    gone = llamacpp_counter("http://127.0.0.1:9/v1", timeout_seconds=2)
+    assert gone(messages, []) == estimate_tokens(messages)  # falls back, never raises
+    assert "using the estimate" in caplog.text
