@@ -358,3 +358,75 @@ def start_postgres(timeout_seconds: float = 60) -> PostgresServer:
 def get_weather(city: str) -> str:
     """Weather of a city."""
     return f"sunny in {city}"
+
+# --------------------------------------------------------------------------- Phoenix (an OTLP receiver)
+
+PHOENIX_VERSION = "20.26.1"
+"""``arize-phoenix``, the tracing UI the tracing tests send spans to (installed in a venv of its own)."""
+
+
+def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
+    """The ``phoenix`` command of a venv holding ``arize-phoenix==PHOENIX_VERSION``, made on first use.
+
+    The venv is ``$YIEMAGENT_CACHE/phoenix-<version>`` (default ``~/.cache/yiemagent``), apart from the
+    test venv: Phoenix brings ~150 packages whose pins must not move ours. A stamp file written after a
+    successful install marks it complete; an exclusive file lock makes parallel runs wait for one install.
+
+    Returns:
+        The path of the command, or a str saying why it could not be installed (the test skips with it).
+    """
+    import fcntl
+
+    cache = Path(os.environ.get("YIEMAGENT_CACHE") or Path.home() / ".cache" / "yiemagent")
+    venv = cache / f"phoenix-{PHOENIX_VERSION}"
+    command, stamp = venv / "bin" / "phoenix", venv / ".yiemagent-complete"
+    if stamp.exists() and command.exists():
+        return command
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f"phoenix-{PHOENIX_VERSION}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and command.exists():
+            return command
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True,
+                           timeout=120)
+            done = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"arize-phoenix=={PHOENIX_VERSION}"],
+                                  capture_output=True, text=True, timeout=timeout_seconds)
+        except (subprocess.SubprocessError, OSError) as exc:
+            return f"the Phoenix venv could not be made: {exc}"
+        if done.returncode != 0 or not command.exists():
+            return f"pip install arize-phoenix=={PHOENIX_VERSION} failed: {done.stderr.strip()[-300:]}"
+        stamp.write_text(PHOENIX_VERSION)
+        return command
+
+
+@contextlib.contextmanager
+def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 90) -> Iterator[str]:
+    """Run ``phoenix serve`` on loopback (a free HTTP port; gRPC on another); yield its base URL.
+
+    Spans go to ``<url>/v1/traces`` (OTLP over HTTP, protobuf); ``GET <url>/v1/projects/<name>/spans``
+    reads them back. Stopped with terminate -> wait 10 s -> kill.
+    """
+    port = free_port()
+    env = {"PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port),
+           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_WORKING_DIR": str(working_dir),
+           "PHOENIX_TELEMETRY_ENABLED": "false", "DO_NOT_TRACK": "1"}
+    process = start_process([str(command), "serve"], env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"phoenix serve exited with {process.returncode}: {process_output(process, 2000)}")
+            try:
+                if requests.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"phoenix serve was not up within {timeout_seconds}s: "
+                                   f"{process_output(process, 2000)}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        stop_process(process, timeout_seconds=10)

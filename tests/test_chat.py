@@ -218,6 +218,26 @@ def test_chat_reads_piped_input_without_a_terminal(tmp_path, scripted_model):
     assert done.stdout.rstrip().endswith("bye") and done.stderr == ""
 
 
+def test_chat_compact_summarises_by_hand_and_says_why_it_cannot_without_a_window(tmp_path, scripted_model):
+    """Issue 19 point 2: ``/compact [FOCUS]`` (piped, as in the test above) with ``--context-window``."""
+    base_url, log = scripted_model
+    before = len(requests_seen(log))
+    lines = "".join(f"fact {i}: item {i} costs {i * 3} euros\n" for i in range(8))
+    done = subprocess.run([PYTHON, "-m", "yiemagent.cli", "chat", "--base-url", base_url, "--model", "scripted",
+                           "--context-window", "8192", "--history", str(tmp_path / "h")],
+                          input=lines + "/compact the prices\nand now?\n/quit\n", capture_output=True, text=True,
+                          timeout=90, check=False, cwd=str(TESTS.parent))
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"\[compacted \(manual\): \d+ messages summarised, \d+ -> \d+ tokens\]", done.stdout), done.stdout
+    assert "assistant> You said: and now?" in done.stdout
+    sent = requests_seen(log)[before:]
+    assert any(str(r["last"]).startswith("Summarise these messages:") for r in sent)  # the summariser was asked
+    plain = subprocess.run([PYTHON, "-m", "yiemagent.cli", "chat", "--base-url", base_url, "--model", "scripted",
+                            "--history", str(tmp_path / "h2")], input="hi\n/compact\n/quit\n",
+                           capture_output=True, text=True, timeout=60, check=False, cwd=str(TESTS.parent))
+    assert "cannot compact: compact() needs Agent(..., context_window=N)" in plain.stdout
+
+
 @pytest.mark.model
 @pytest.mark.timeout(400)
 def test_chat_with_the_local_model_ctrl_c_during_a_model_call_and_the_next_input_is_answered(tmp_path,

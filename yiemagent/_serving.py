@@ -31,6 +31,7 @@ from .conversation import Conversation, Input, RunScope, StopMode, user_message
 from .exceptions import AgentClosedError, FormatError, SimulatedCrash
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage, to_openai
+from .tracing import note_input
 
 __all__ = ["Serving"]
 
@@ -244,7 +245,9 @@ class Serving(Lifecycle):
             raise
         except Exception as exc:  # a malformed dict the converter chokes on
             raise FormatError(f"an agent input could not be read: {type(exc).__name__}: {exc}", raw=item) from exc
-        return Input(message=message, id=uuid.uuid4().hex[:12], original=item)
+        entry = Input(message=message, id=uuid.uuid4().hex[:12], original=item)
+        note_input(entry.id)  # tracing: the run serving it is a child of the caller's span
+        return entry
 
     def _accept(self, item: Any) -> Any:
         """A durable conversation's queue hook: an input put on a queue goes to its inbox at once.

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import events as ev
+from .compaction import compact, compacted_view, request_tokens
 from .conversation import Conversation
+from .exceptions import AgentError
 from .loop import LoopConfig
 from .messages import Message
 
@@ -20,6 +23,8 @@ class ConversationViews:
     """``Agent``'s views of its conversation (see ``yiemagent.agent``)."""
 
     conversation: Conversation
+    event_sink: ev.EventSink | None
+    _current_run_id: str | None
 
     @property
     def history(self) -> list[Message]:
@@ -74,3 +79,57 @@ class ConversationViews:
         (anything else becomes ``{"repr": "..."}``). Call it between runs.
         """
         return self.conversation.state_to_json()
+
+    def compact(self, focus: str | None = None) -> dict[str, Any] | None:
+        """Compact the conversation now, between runs (``/compact`` in ``yiemagent chat``).
+
+        The oldest messages are summarised as the automatic compaction does
+        (``yiemagent.compaction``), keeping ``keep_recent_tokens`` verbatim; a
+        ``compaction`` event (``reason="manual"``) goes to the event sink.
+
+        Args:
+            focus: what the summary should keep above all (e.g. "the order numbers").
+
+        Returns:
+            ``{"first_kept", "summarised_messages", "tokens_before", "tokens_after", "summary"}``,
+            or None when the conversation is too short to lose anything.
+
+        Raises:
+            AgentError: no ``context_window``/``compaction`` was given, a run is in
+                progress, or the conversation is in a store (it compacts inside runs).
+            LLMError: the summariser failed; the conversation is unchanged.
+        """
+        config = self.config.compaction
+        if config is None:
+            raise AgentError("compact() needs Agent(..., context_window=N) or compaction=Compaction(...)")
+        if self._current_run_id is not None:
+            raise AgentError("compact() runs between runs; a run is in progress")
+        if self.conversation.durable:
+            raise AgentError("a conversation in a store is compacted inside its runs (compaction=True)")
+        history = self.conversation.history
+        before = self._request_tokens()
+        done = compact(history, config, self.config.llm_call, force=True, focus=focus)
+        if done is None:
+            return None
+        history.append(done.message)
+        after = self._request_tokens()
+        assert done.message.compaction is not None
+        done.message.compaction.update(reason="manual", tokens_before=before, tokens_after=after)
+        event = ev.CompactionEvent(reason="manual", tokens_before=before, tokens_after=after,
+                                   first_kept=done.first_kept, summarised_messages=done.summarised_messages,
+                                   summary=done.summary)
+        ev.emit(self.event_sink, event)
+        ev.observe(event)
+        return {"first_kept": done.first_kept, "summarised_messages": done.summarised_messages,
+                "tokens_before": before, "tokens_after": after, "summary": done.summary}
+
+    def _request_tokens(self) -> int:
+        """The size of the next request (no new input), in tokens."""
+        config = self.config
+        assert config.compaction is not None
+        view = [m for m in compacted_view(self.conversation.history) if not getattr(m, "excluded", None)]
+        messages = config.format_messages(view)
+        if config.system_prompt:
+            messages = [{"role": "system", "content": config.system_prompt}, *messages]
+        return request_tokens(self.conversation.history, messages, config.tools.to_openai(),
+                              config.compaction.counter, calibrate=False)

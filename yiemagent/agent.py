@@ -62,6 +62,7 @@ from ._lifecycle import check_agent_arguments
 from ._serving import Serving
 from ._typed_inputs import TypedInputs
 from ._views import ConversationViews
+from .compaction import Compaction, compaction_setting
 from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
 from .formatting import OpenAIFormatter
@@ -158,6 +159,12 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             pydantic model; ``"auto"``, ``"response_format"``, ``"tool"`` or ``"prompted"``;
             invalid answers sent back at most this many times; ``fn(output)`` raising
             ``ModelRetry`` to reject. The answer dict carries ``output``.
+        compaction, context_window, reserve_tokens: long conversations (``yiemagent.compaction``):
+            ``compaction=True`` with ``context_window`` (tokens) summarises the oldest
+            messages when a request would pass ``context_window - reserve_tokens``, and once
+            when the server answers "too long"; a ``Compaction`` sets everything. With only
+            ``context_window``, requests are measured (``request_tokens`` on answers and
+            ``message_end`` events) and compacted only by ``compact()``.
 
     Raises:
         ConfigError: an argument of the wrong type or out of range (at once, naming it): e.g.
@@ -205,6 +212,8 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         output_type: Any = None, output_mode: OutputMode = "auto", output_retries: int = 2,
         output_validators: Iterable[Callable[[Any], object]] = (),
         approval_policy: Callable[[AgentTool], bool] | None = None,
+        compaction: Compaction | bool | None = None, context_window: int | None = None,
+        reserve_tokens: int | None = None,
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -246,6 +255,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
             output=self._init_output(output_type, output_mode, output_retries, output_validators),
             approval_policy=approval_policy,
+            compaction=compaction_setting(compaction, context_window, reserve_tokens),
         )
         self._init_lifecycle()
         self._init_serving()

@@ -86,6 +86,7 @@ from typing import Any, Literal, Protocol
 
 from . import events as ev
 from .approvals import MemoryJournal, Parking
+from .compaction import compacted_view
 from .exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
@@ -410,6 +411,8 @@ class Conversation:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:
             answer["usage_limit"] = dict(result.usage_limit)
+        if result.request_tokens is not None:  # with compaction / context_window: the last request's size
+            answer["request_tokens"] = result.request_tokens
         answer_output(answer, result.output)  # a typed answer: ``output``, or ``error`` when output_invalid
         if result.pending_approvals is not None:
             answer["pending_approvals"] = [dict(c, input_id=result.input_ids[0]) for c in result.pending_approvals]
@@ -435,10 +438,11 @@ class Conversation:
 
         Made valid by the request guard (``yiemagent.guard``), as every request
         is; messages of failed runs (``excluded``) are left out, as they are
-        from every request (they stay in ``history``).
+        from every request (they stay in ``history``); after a compaction, the
+        summary stands for the messages it replaced (``yiemagent.compaction``).
         """
         formatter = self.config.format_messages
-        history = [m for m in self.history if not getattr(m, "excluded", None)]
+        history = [m for m in compacted_view(self.history) if not getattr(m, "excluded", None)]
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
             messages = OpenAIFormatter(tool_images=formatter.tool_images, send_reasoning=formatter.send_reasoning,
                                        send_provider_fields=formatter.send_provider_fields)(history)

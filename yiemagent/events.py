@@ -60,6 +60,7 @@ __all__ = [
     "AgentEndEvent",
     "AgentStartEvent",
     "ApprovalRequestedEvent",
+    "CompactionEvent",
     "ErrorEvent",
     "Event",
     "EventSink",
@@ -76,7 +77,10 @@ __all__ = [
     "ToolsChangedEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "add_observer",
     "emit",
+    "observe",
+    "remove_observer",
     "report",
     "reporter",
     "reporting",
@@ -123,6 +127,8 @@ class TurnStartEvent(_Base):
 
     turn: int = 0
     tools_enabled: bool = True
+    model: str | None = None
+    """The model the ``llm_call`` asks for (its ``model`` attribute), when it has one."""
     type: Literal["turn_start"] = field(default="turn_start", init=False)
 
 
@@ -174,6 +180,8 @@ class MessageEndEvent(_Base):
 
     message: Message | None = None
     duration_seconds: float = 0.0
+    request_tokens: int | None = None
+    """For an assistant message with ``compaction``/``context_window`` set: the size of the request, in tokens."""
     type: Literal["message_end"] = field(default="message_end", init=False)
 
 
@@ -294,6 +302,30 @@ class FallbackEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class CompactionEvent(_Base):
+    """The conversation was compacted before a model call (``yiemagent.compaction``).
+
+    Sent after the summary was written and added to the history, before the
+    request that needed the room.
+    """
+
+    reason: Literal["budget", "overflow", "manual"] = "budget"
+    """``budget``: the request would pass ``context_window - reserve_tokens``; ``overflow``: the server
+    answered that the request was too long; ``manual``: ``Agent.compact()`` (``/compact``)."""
+    tokens_before: int = 0
+    """The request's size before, in tokens (``yiemagent.token_budget``)."""
+    tokens_after: int = 0
+    """Its size after (the summary and the kept messages)."""
+    first_kept: int = 0
+    """Index in the history of the first message sent verbatim."""
+    summarised_messages: int = 0
+    """Messages the summary stands for in this compaction (an earlier summary counts as none)."""
+    summary: str = ""
+    """The summary's text."""
+    type: Literal["compaction"] = field(default="compaction", init=False)
+
+
+@dataclass(kw_only=True)
 class SubAgentEvent(_Base):
     """An event of an agent used as a tool (``Agent.as_tool``), forwarded to the parent's sink.
 
@@ -332,6 +364,7 @@ Event = Union[
     ApprovalRequestedEvent,
     FallbackEvent,
     SubAgentEvent,
+    CompactionEvent,
 ]
 
 EventSink = Callable[[Event], Any]
@@ -347,6 +380,36 @@ def emit(sink: EventSink | None, event: Event) -> None:
         raise
     except BaseException:  # SystemExit/KeyboardInterrupt too: a sink never ends a run or a thread
         logger.exception("event sink raised on %s; ignored", event.type)
+
+
+_observers: tuple[EventSink, ...] = ()
+"""Process-wide observers of every run's events (``yiemagent.tracing``); empty unless instrumented."""
+_observers_lock = threading.Lock()
+
+
+def add_observer(observer: EventSink) -> None:
+    """See every event of every run in this process, after the run's own sink (e.g. ``tracing.instrument``).
+
+    Called on the thread running the loop, in order, like a sink; a raising
+    observer is logged and ignored.
+    """
+    global _observers
+    with _observers_lock:
+        if observer not in _observers:
+            _observers = (*_observers, observer)
+
+
+def remove_observer(observer: EventSink) -> None:
+    """Stop ``observer`` (added by ``add_observer``); unknown observers are ignored."""
+    global _observers
+    with _observers_lock:
+        _observers = tuple(o for o in _observers if o is not observer)
+
+
+def observe(event: Event) -> None:
+    """Hand ``event`` to the process-wide observers (none: one tuple read, nothing else)."""
+    for observer in _observers:
+        emit(observer, event)
 
 
 _reporting = threading.local()

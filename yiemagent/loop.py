@@ -76,6 +76,7 @@ from typing import Any
 
 from . import approvals
 from . import events as ev
+from .compaction import is_compaction
 from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from .journal import Journal
 from .loop_config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
@@ -141,6 +142,9 @@ class _Run(ModelTurn, ToolBatch):
             call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
         }
         self.has_excluded = any(getattr(m, "excluded", None) for m in history)
+        self.has_compaction = any(is_compaction(m) for m in history)
+        self.request_tokens: int | None = None
+        """With ``LoopConfig.compaction``: the size of the last request, in tokens."""
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
         self.reached: LimitReached | None = None
         self.typed: TypedRun | None = None
@@ -149,6 +153,7 @@ class _Run(ModelTurn, ToolBatch):
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
         ev.emit(self.sink, event)
+        ev.observe(event)
 
     def flush_updates(self) -> None:
         """Emit progress reported by tools on worker threads, here on the loop's thread."""
@@ -257,14 +262,17 @@ class _Run(ModelTurn, ToolBatch):
                     error = MaxTurnsExceeded(self.config.max_turns)
                     self.error("max_turns", error)
                 turn_started = time.monotonic()
-                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled))
+                model = getattr(self.config.llm_call, "model", None)
+                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,
+                                            model=model if isinstance(model, str) else None))
                 self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 answer = reply
                 self.limits.count_reply(self.usage, reply.usage, reply.model)
                 if self.abort_event.is_set():
                     raise Aborted()
-                self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started))
+                self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started,
+                                             request_tokens=self.request_tokens))
                 if not reply.tool_calls:
                     self.history.append(reply)
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
@@ -379,7 +387,7 @@ class _Run(ModelTurn, ToolBatch):
             new_messages=self.history[self.start_len:], error=error, usage=self.usage,
             input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
             output=self.typed.outcome if self.typed is not None else None,
-            pending_approvals=self.waiting,
+            pending_approvals=self.waiting, request_tokens=self.request_tokens,
         )
 
 

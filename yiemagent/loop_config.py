@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .compaction import Compaction
 from .formatting import OpenAIFormatter
 from .guard import RequestGuard
 from .hooks import AfterToolCall, BeforeToolCall
@@ -91,6 +92,8 @@ class LoopConfig:
     """The typed final answer every run must give (``yiemagent.typed_output``); None: a text answer."""
     approval_policy: Callable[[Any], bool] | None = None
     """``policy(tool) -> bool``: calls of tools it returns True for wait for approval (``yiemagent.approvals``)."""
+    compaction: Compaction | None = None
+    """Token budget and compaction of long conversations (``yiemagent.compaction``); None: requests not measured."""
 
 
 @dataclass
@@ -114,6 +117,8 @@ class RunResult:
     """With ``LoopConfig.output``: the typed answer (``valid``, ``output``) or why it failed (``error``)."""
     pending_approvals: list[dict[str, Any]] | None = None
     """With status ``awaiting_approval``: ``[{"tool_call_id", "name", "arguments"}]`` (``yiemagent.approvals``)."""
+    request_tokens: int | None = None
+    """With ``LoopConfig.compaction``: the size of the run's last model request, in tokens."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:

@@ -143,6 +143,8 @@ def _saved_problem(data: dict[str, Any]) -> str | None:
         if problem:
             return problem
     if role == "user":
+        if not _opt(data.get("compaction"), dict):
+            return "compaction must be an object or null"
         return None if _opt(data.get("name"), str) else "name must be a string or null"
     if role == "tool":
         if not isinstance(data.get("tool_call_id"), str) or not data["tool_call_id"]:

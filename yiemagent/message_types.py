@@ -210,6 +210,9 @@ class UserMessage(DataClassJsonMixin):
     """OpenAI ``name`` of the participant, or None."""
     excluded: str | None = field(default=None, compare=False)
     """yiemagent-side: why this message is left out of what is sent to the model (its run failed), or None."""
+    compaction: dict[str, Any] | None = field(default=None, compare=False)
+    """yiemagent-side: set on a compaction summary (``yiemagent.compaction``): ``{"first_kept": <history
+    index>, "tokens_before": int, "tokens_after": int, ...}``; None on every other user message."""
     role: Literal["user"] = "user"
 
     if TYPE_CHECKING:  # the generated __init__ also takes a str (one text part); tell type checkers so

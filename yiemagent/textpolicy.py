@@ -250,7 +250,7 @@ BOUNDARIES: dict[str, Boundary] = {}
 
 EXPECTED_BOUNDARIES = frozenset({
     "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "log",
-    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr", "exception",
+    "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr", "exception", "span",
 })
 
 F = TypeVar("F", bound=Callable[..., Any])

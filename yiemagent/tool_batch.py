@@ -30,6 +30,7 @@ from .journal import Journal, idempotency_context
 from .loop_config import LoopConfig
 from .messages import Message, ToolCall
 from .tools import AgentToolResult, _progress_reporter, cap_result, to_result
+from .tracing import tool_scope
 
 __all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
 
@@ -121,7 +122,7 @@ class ToolBatch:
             lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         try:
-            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put):
+            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put), tool_scope(call.id):
                 result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
                                     self.config.max_result_chars)
         except SimulatedCrash:

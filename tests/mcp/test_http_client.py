@@ -23,7 +23,7 @@ SDK_TOOLS = {"add", "echo", "fail", "reject", "crash", "slow", "progress", "ping
              "announce_change", "call_counts", "ask_name", "météo", "regional",
              # issue 16: annotations, outputSchema, embedded resources, resource subscriptions
              "read_notes", "delete_note", "weather", "bad_weather", "notes_bundle", "touch_note",
-             "odd_contents"}
+             "odd_contents", "trace_context"}
 ALL_MODES = ["sdk_server", "sdk_server_json", "sdk_server_stateless"]
 SESSION_MODES = ["sdk_server", "sdk_server_json"]
 SSE_MODES = ["sdk_server", "sdk_server_stateless"]

@@ -25,6 +25,7 @@ Tools:
                       sends ``steps`` ``notifications/progress`` (when the call has a progressToken), each
                       after ``delay_seconds``, and one ``notifications/message`` on the reply stream,
                       then -> "done <steps>"
+    trace_context()   -> the ``traceparent`` of the call's ``params._meta`` (W3C Trace Context), or "none"
     ping_client()     sends the client a ``ping`` request on the reply stream (server -> client request)
                       and answers "pong received" once the client's reply arrived (5 s limit)
     structured()      ``content: []`` plus ``structuredContent`` only (case C17)
@@ -165,6 +166,16 @@ async def progress(steps: int, ctx: Context, delay_seconds: float = 0) -> str:
         await ctx.report_progress(step, steps, f"step {step}")
     await ctx.info("progress done")
     return f"done {steps}"
+
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """The W3C trace context the request carried in ``params._meta`` (``traceparent``), or "none"."""
+    _ran("trace_context")
+    meta = ctx.request_context.meta
+    if meta is not None and not isinstance(meta, dict):
+        meta = meta.model_dump() if hasattr(meta, "model_dump") else dict(meta)
+    return str((meta or {}).get("traceparent") or "none")
 
 
 @server.tool()

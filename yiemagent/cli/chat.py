@@ -25,7 +25,9 @@ tool calls and their results as they happen, with their duration.
 
 Commands: ``/tools`` (servers and tools), ``/reset`` (a new conversation),
 ``/save FILE`` and ``/load FILE`` (the conversation as ``Agent.state_to_json``
-JSON), ``/help``, ``/quit``. Keys: **Ctrl-C while an answer is coming aborts
+JSON), ``/compact [FOCUS]`` (summarise the older messages now; with
+``--context-window N`` the chat also compacts by itself, see
+``yiemagent.compaction``), ``/help``, ``/quit``. Keys: **Ctrl-C while an answer is coming aborts
 that run** (model call and tools are cut; the conversation stays valid) and
 the prompt comes back; Ctrl-C or Ctrl-D at the prompt quits. Input lines are
 kept with ``readline`` in ``$XDG_STATE_HOME/yiemagent/chat_history`` (else
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
 import logging
 import os
 import queue
@@ -51,18 +52,14 @@ from ..agent import Agent
 from ..exceptions import YiemagentError
 from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig
-from ..messages import AssistantMessage
 from ..models.openai_chat import openai_chat
-from ..textpolicy import boundary, terminal_text
 from ._errortext import error_text
+from .chat_view import ChatView, one_line
 from .elicit_prompt import TerminalElicitation
 
 __all__ = ["ChatSession", "ChatView", "history_path", "run_chat"]
 
 logger = logging.getLogger("yiemagent.cli.chat")
-
-RESULT_CHARS = 200
-"""Characters of a tool result shown on its line."""
 
 ABORT_WAIT_SECONDS = 15.0
 """Seconds to wait for an aborted run to end before the prompt comes back anyway."""
@@ -72,6 +69,7 @@ HELP = """Commands:
   /reset         start a new conversation
   /save FILE     write the conversation to FILE (JSON)
   /load FILE     continue a conversation saved with /save
+  /compact [FOCUS]  summarise the older messages now (needs --context-window)
   /quit          leave (also Ctrl-D, or Ctrl-C at the prompt)
 Ctrl-C while an answer is coming stops that answer."""
 
@@ -81,112 +79,6 @@ def history_path() -> Path:
     state = os.environ.get("XDG_STATE_HOME")
     base = Path(state) if state else Path.home() / ".cache"
     return base / "yiemagent" / "chat_history"
-
-
-def _one_line(text: str, limit: int = RESULT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit].rstrip() + "..."
-
-
-def _duration(seconds: float) -> str:
-    """``"12 ms"`` under a second, else ``"3.4 s"``."""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
-
-
-@boundary("terminal", "terminal")
-def shown(text: str) -> str:
-    """What the chat terminal prints for ``text`` (every write of ``ChatView`` goes through it).
-
-    The outbound text policy's ``terminal`` rule (``yiemagent.textpolicy``): escape
-    sequences from a model or an MCP server (window title, OSC 52 clipboard
-    writes, screen clears, cursor moves) and other control characters are
-    removed, known secrets are ``***``.
-    """
-    return terminal_text(text)
-
-
-class ChatView:
-    """Prints a run's events to a terminal: streamed text, tool calls and results, errors, a status line.
-
-    Call ``show(event)`` from one thread, in order (``ChatSession`` does, from
-    the main thread).
-    """
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self._streaming = False  # inside an assistant line being streamed
-        self._streamed_text = False  # the current assistant message had text deltas
-        self._thinking = False
-        self._announced: set[int] = set()
-
-    def write(self, text: str) -> None:
-        """Write ``text`` by the terminal rule of the outbound text policy (``shown``) and flush."""
-        text = shown(text)
-        try:
-            self.out.write(text)
-        except UnicodeEncodeError:  # a terminal that cannot show it
-            self.out.write(text.encode("ascii", "replace").decode("ascii"))
-        self.out.flush()
-
-    def line(self, text: str) -> None:
-        """End a streamed line if one is open, then write ``text`` on its own line."""
-        self.end_stream()
-        self.write(text + "\n")
-
-    def end_stream(self) -> None:
-        """Close the line being streamed, if any."""
-        if self._streaming:
-            self.write("\n")
-            self._streaming = False
-            self._thinking = False
-
-    def show(self, event: ev.Event) -> None:
-        """Print one event (events not shown: the lifecycle ones)."""
-        if isinstance(event, ev.MessageStartEvent) and event.role == "assistant":
-            self._streamed_text = False
-            self._announced = set()
-        elif isinstance(event, ev.MessageUpdateEvent):
-            self._update(event)
-        elif isinstance(event, ev.MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            text = event.message.text.strip()
-            if text and not self._streamed_text:
-                self.line(f"assistant> {text}")
-            self.end_stream()
-        elif isinstance(event, ev.ToolExecutionStartEvent) and event.tool_call is not None:
-            arguments = json.dumps(event.tool_call.arguments, ensure_ascii=False)
-            self.line(f"  -> {event.tool_call.name} {_one_line(arguments)}")
-        elif isinstance(event, ev.ToolExecutionEndEvent) and event.tool_call is not None:
-            text = getattr(event.result, "text", "") if event.result is not None else ""
-            mark = " failed" if event.is_error else ""
-            self.line(f"  <- {event.tool_call.name}{mark} {_duration(event.duration_seconds)}: {_one_line(str(text))}")
-        elif isinstance(event, ev.ErrorEvent) and event.where != "max_turns":
-            self.line(f"  [error in {event.where}] {_one_line(event.message, 300)}")
-        elif isinstance(event, ev.ToolsChangedEvent):
-            self.line(f"  [tools changed: +{', '.join(event.added) or '-'} / -{', '.join(event.removed) or '-'}]")
-        elif isinstance(event, ev.AgentEndEvent):
-            tokens = event.usage.get("total_tokens")
-            usage = f", {tokens} tokens" if tokens else ""
-            self.line(f"  [{event.status}, {event.turns} model call{'s' if event.turns != 1 else ''}, "
-                      f"{_duration(event.duration_seconds)}{usage}]")
-
-    def _update(self, event: ev.MessageUpdateEvent) -> None:
-        if event.delta_type == "text" and event.delta:
-            if not self._streaming or self._thinking:
-                self.end_stream()
-                self.write("assistant> ")
-                self._streaming = True
-            self._streamed_text = True
-            self.write(event.delta)
-        elif event.delta_type == "reasoning" and event.delta:
-            if not self._streaming:
-                self.write("thinking> ")
-                self._streaming = self._thinking = True
-            if self._thinking:
-                self.write(event.delta)
-        elif event.delta_type == "tool_call" and event.tool_name and event.tool_call_index is not None:
-            if event.tool_call_index not in self._announced:
-                self._announced.add(event.tool_call_index)
-                self.line(f"  .. calling {event.tool_name}")
 
 
 class ChatSession:
@@ -253,6 +145,8 @@ class ChatSession:
         elif name == "/reset":
             self._replace_agent(None)
             self.view.line("(a new conversation)")
+        elif name == "/compact":
+            self.compact(argument or None)
         elif name in ("/save", "/load"):
             if not argument:
                 self.view.line(f"{name} needs a file name: {name} chat.json")
@@ -287,9 +181,22 @@ class ChatSession:
             self.view.line(f"cannot read {path}: {exc.strerror or exc}")
             return
         except YiemagentError as exc:
-            self.view.line(f"cannot load {path}: {_one_line(str(exc), 300)}")
+            self.view.line(f"cannot load {path}: {one_line(str(exc), 300)}")
             return
         self.view.line(f"(loaded {len(self.agent.history)} messages from {path})")
+
+    def compact(self, focus: str | None) -> None:
+        """``/compact [FOCUS]``: summarise the older messages now (``Agent.compact``)."""
+        try:
+            done = self.agent.compact(focus)
+        except YiemagentError as exc:
+            self.view.line(f"cannot compact: {one_line(str(exc), 300)}")
+            return
+        if done is None:
+            self.view.line("(nothing to compact yet)")
+            return
+        while not self.events.empty():  # the compaction event
+            self.view.show(self.events.get_nowait())
 
     def show_tools(self) -> None:
         """Print the servers (reachable or not) and every tool the model may call."""
@@ -305,17 +212,17 @@ class ChatSession:
         for client in self.clients:
             specs = by_server.get(client.name, [])
             if client.name in failing:
-                self.view.line(f"{client.name}: unreachable now: {_one_line(str(failing[client.name]), 200)}")
+                self.view.line(f"{client.name}: unreachable now: {one_line(str(failing[client.name]), 200)}")
                 continue
             self.view.line(f"{client.name}: {len(specs)} tool{'s' if len(specs) != 1 else ''}")
             for spec in specs:
-                self.view.line(f"  {spec['name']:<24} {_one_line(spec['description'], 80)}")
+                self.view.line(f"  {spec['name']:<24} {one_line(spec['description'], 80)}")
         for name, reason in self.unreachable.items():
-            self.view.line(f"{name}: unreachable: {_one_line(reason, 200)}")
+            self.view.line(f"{name}: unreachable: {one_line(reason, 200)}")
         if local:
             self.view.line("built in:")
             for each in local:
-                self.view.line(f"  {each.name:<24} {_one_line(each.description, 80)}")
+                self.view.line(f"  {each.name:<24} {one_line(each.description, 80)}")
         if not (self.clients or self.unreachable or local):
             self.view.line("(no tools: give servers with URL, --stdio or --config)")
 
@@ -346,7 +253,7 @@ class ChatSession:
             return None
         answer = future.result()
         for missing in answer.get("mcp_unavailable") or []:  # servers that failed during the run
-            self.view.line(f"  [unreachable: {missing.get('server')}: {_one_line(str(missing.get('error')), 200)}]")
+            self.view.line(f"  [unreachable: {missing.get('server')}: {one_line(str(missing.get('error')), 200)}]")
         return answer
 
     def _drain(self, future: concurrent.futures.Future[dict[str, Any]], aborting_since: float | None) -> None:
@@ -386,7 +293,7 @@ def _connect(configs: Sequence[MCPServerConfig], view: ChatView, asker: Terminal
                 count = future.result()
             except Exception as exc:  # any failure: the server is left out and said so
                 unreachable[client.name] = error_text(exc)
-                view.line(f"  {client.name}: unreachable: {_one_line(unreachable[client.name], 300)}")
+                view.line(f"  {client.name}: unreachable: {one_line(unreachable[client.name], 300)}")
                 client.close()
                 continue
             info = client.server_info
@@ -463,6 +370,8 @@ def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, ou
         options: dict[str, Any] = {"max_turns": args.max_turns}
         if args.system:
             options["system_prompt"] = args.system
+        if getattr(args, "context_window", None):
+            options.update(compaction=True, context_window=args.context_window)
         if model is not None and model.model == "smollm2-135m":
             options["builtin_list_tools"] = False  # a 135M model picks it instead of the tool it needs
         session = ChatSession(llm_call, clients, unreachable=unreachable, out=view.out, **options)

@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--system", default=None, metavar="TEXT", help="a system prompt")
     chat.add_argument("--max-turns", type=int, default=6, help="model calls per input, at most")
     chat.add_argument("--max-tokens", type=int, default=None, help="tokens per model reply, at most")
+    chat.add_argument("--context-window", type=int, default=None, metavar="TOKENS",
+                      help="the model's context length: the conversation is compacted before a request passes it "
+                           "(and /compact works)")
     chat.add_argument("--local-model", choices=["smollm2-135m", "gemma3-270m"], default="smollm2-135m",
                       help="the embedded model when there is no --base-url (smollm2-135m: tool calls forced by a "
                            "JSON schema, as in the demo)")

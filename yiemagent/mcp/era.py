@@ -62,6 +62,7 @@ from ..exceptions import (
     MCPTimeoutError,
     MCPTransportError,
 )
+from ..tracing import trace_meta
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
 from .mrtr import INPUT_METHODS, check_result_type, run_rounds
@@ -154,10 +155,20 @@ class Eras(InFlightRequests):
         return result
 
     def _with_meta(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
-        """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``); legacy: unchanged."""
+        """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``) and the trace context.
+
+        The trace context (``traceparent``, ``tracestate``, ``baggage``; MCP 2026-07-28 "Base Protocol"
+        ``_meta``) is that of the tool call being run, when tracing is on (``yiemagent.tracing``), in both eras.
+        """
+        trace = trace_meta()
         if self.era != "modern" or self._modern_version is None:
-            return params
-        meta = {
+            if not trace:
+                return params
+            merged = dict(params or {})
+            old = merged.get("_meta")
+            merged["_meta"] = {**(old if isinstance(old, dict) else {}), **trace}
+            return merged
+        meta = {**trace,
             META_PROTOCOL_VERSION: self._modern_version,
             META_CLIENT_CAPABILITIES: dict(self.capabilities),
             META_CLIENT_INFO: {"name": "yiemagent", "version": __version__},

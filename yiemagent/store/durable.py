@@ -59,16 +59,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..conversation import Conversation, Input, RunHost, ToolServers
-from ..exceptions import (
-    AgentClosedError,
-    ConfigError,
-    FormatError,
-    StaleStateError,
-    StoreError,
-    YiemagentError,
-)
+from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
 from ..messages import UserMessage, from_openai, to_openai
+from ..tracing import TRACE_KEY, inbox_fields, note_input
 from ..typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
 from . import approvals as store_approvals
 from .base import (
@@ -334,6 +328,7 @@ class DurableConversation(Conversation):
             return self._quarantine(host, inbox, lease, run, exc)
         entry = local if local is not None else Input(message=message, id=inbox.input_id)
         entry.id = inbox.input_id
+        note_input(entry.id, inbox.message.get(TRACE_KEY) if isinstance(inbox.message, dict) else None)
         if local is None:  # recovered: the typed answer asked for it was stored with it
             stored = inbox.message.get(INBOX_KEY) if isinstance(inbox.message, dict) else None
             entry.output = OutputSpec.from_inbox(stored, self.config.output)
@@ -435,8 +430,8 @@ class DurableConversation(Conversation):
         return taken
 
     def _inbox_message(self, entry: Input) -> dict[str, Any]:
-        """What the inbox keeps of ``entry``: its message, and the schema of the typed answer asked for."""
-        return inbox_message(to_openai(entry.message), entry.output or self.config.output)
+        """What the inbox keeps of ``entry``: its message, the typed answer's schema, the trace context."""
+        return {**inbox_message(to_openai(entry.message), entry.output or self.config.output), **inbox_fields()}
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
         if inbox.error is not None:

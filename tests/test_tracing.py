@@ -1,0 +1,247 @@
+"""Issue 19 point 4: OpenTelemetry spans of every run, built from the event stream (``yiemagent.tracing``).
+
+The spans are read with the OpenTelemetry SDK's in-memory exporter; the MCP tests use the real mcp SDK
+server (``sdk_server``), whose ``trace_context`` tool answers the ``traceparent`` it received.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk.trace", reason="the otel test extra (opentelemetry-sdk) is not installed")
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from yiemagent import Agent, events, tool, tracing
+from yiemagent.exceptions import LLMError
+from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    try:
+        yield exporter
+    finally:
+        tracing.uninstrument()
+
+
+def two_calls(first: str, second: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    import json
+
+    calls = [{"id": f"call_{i}", "type": "function",
+              "function": {"name": name, "arguments": json.dumps(args or {"a": i, "b": 1})}}
+             for i, name in enumerate((first, second))]
+    return {"model": "gpt-test-2026", "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                         "message": {"role": "assistant", "content": None, "tool_calls": calls}}]}
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool
+def boom(a: int, b: int) -> int:
+    """Always fails."""
+    raise RuntimeError("tool broke")
+
+
+def by_name(spans: Any) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for span in spans:
+        out.setdefault(span.name, []).append(span)
+    return out
+
+
+def test_a_run_with_two_tool_calls_is_one_agent_span_with_two_chat_and_two_tool_children(exporter):
+    llm = ScriptedLLM([two_calls("add", "add"), text_reply("Done: 1 and 2.")])
+    llm.model = "gpt-test"  # type: ignore[attr-defined]
+    answer = Agent(llm, tools=[add]).ask("add twice")
+    assert answer["status"] == "completed"
+    spans = by_name(exporter.get_finished_spans())
+    (run,) = spans["invoke_agent"]
+    chats = spans["chat gpt-test"]
+    tools = spans["execute_tool add"]
+    assert len(chats) == 2 and len(tools) == 2
+    for child in chats + tools:
+        assert child.parent is not None and child.parent.span_id == run.context.span_id
+        assert child.context.trace_id == run.context.trace_id
+    assert run.kind == SpanKind.INTERNAL and chats[0].kind == SpanKind.CLIENT
+    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert run.attributes["yiemagent.run.status"] == "completed"
+    first = min(chats, key=lambda s: s.start_time)
+    assert first.attributes["gen_ai.operation.name"] == "chat"
+    assert first.attributes["gen_ai.request.model"] == "gpt-test"
+    assert first.attributes["gen_ai.response.model"] == "gpt-test-2026"
+    assert first.attributes["gen_ai.usage.input_tokens"] == 12
+    assert first.attributes["gen_ai.usage.output_tokens"] == 7
+    assert tuple(first.attributes["gen_ai.response.finish_reasons"]) == ("tool_calls",)
+    assert {t.attributes["gen_ai.tool.call.id"] for t in tools} == {"call_0", "call_1"}
+    assert all(t.attributes["gen_ai.tool.name"] == "add" and t.attributes["gen_ai.operation.name"] == "execute_tool"
+               for t in tools)
+    # the spans nest in time too: tools after the first model call, inside the run
+    assert all(first.end_time <= t.start_time <= t.end_time <= run.end_time for t in tools)
+    # no content unless asked
+    assert not any(k.startswith("gen_ai.tool.call.arguments") for t in tools for k in t.attributes)
+
+
+def test_content_is_recorded_only_when_asked_and_goes_through_the_text_policy(exporter):
+    from yiemagent.textpolicy import register_secrets
+
+    secret = "sk-span-secret-0123456789"
+    register_secrets([secret])
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider, capture_content=True)
+    llm = ScriptedLLM([two_calls("add", "add"), text_reply(f"key {secret} and \ud800 done")])
+    Agent(llm, tools=[add]).ask("add")
+    spans = by_name(exporter.get_finished_spans())
+    tool_span = spans["execute_tool add"][0]
+    assert '"a"' in tool_span.attributes["gen_ai.tool.call.arguments"]
+    assert tool_span.attributes["gen_ai.tool.call.result"] in ("1", "2")
+    last_chat = max(spans["chat"], key=lambda s: s.start_time)
+    output = last_chat.attributes["gen_ai.output.messages"]
+    assert "done" in output and secret not in output
+    output.encode("utf-8")  # the lone surrogate did not reach the exporter
+
+
+def test_a_failing_tool_and_a_failing_model_mark_their_spans_as_errors(exporter):
+    class Broken(ScriptedLLM):
+        def __call__(self, messages: Any, tools: Any) -> Any:
+            if len(self.calls) == 1:
+                self.calls.append({"messages": messages, "tools": tools})
+                raise LLMError("provider down")
+            return super().__call__(messages, tools)
+
+    llm = Broken([two_calls("boom", "add")])
+    answer = Agent(llm, tools=[add, boom]).ask("go")
+    assert answer["status"] == "error"
+    spans = by_name(exporter.get_finished_spans())
+    (failed_tool,) = spans["execute_tool boom"]
+    assert failed_tool.status.status_code == StatusCode.ERROR
+    assert failed_tool.attributes["error.type"] == "tool_error"
+    assert spans["execute_tool add"][0].status.status_code != StatusCode.ERROR
+    failed_chat = max(spans["chat"], key=lambda s: s.start_time)
+    assert failed_chat.status.status_code == StatusCode.ERROR
+    assert failed_chat.attributes["error.type"] == "LLMError"
+    (run,) = spans["invoke_agent"]
+    assert run.status.status_code == StatusCode.ERROR and run.attributes["yiemagent.run.status"] == "error"
+
+
+def test_an_mcp_tool_call_carries_the_tool_spans_traceparent_to_a_real_server(exporter, sdk_server, open_client):
+    client = open_client(sdk_server)
+    llm = ScriptedLLM([tool_call_reply("trace_context", {}), text_reply("ok")])
+    agent = Agent(llm, mcp_servers=[client], builtin_list_tools=False)
+    agent.ask("trace")
+    spans = by_name(exporter.get_finished_spans())
+    (tool_span,) = spans["execute_tool trace_context"]
+    received = next(m for m in agent.history if getattr(m, "tool_name", None) == "trace_context").text
+    version, trace_id, span_id, flags = received.split("-")
+    assert version == "00" and int(flags, 16) & 1  # sampled
+    assert int(trace_id, 16) == tool_span.context.trace_id  # the server is in the run's trace,
+    assert int(span_id, 16) == tool_span.context.span_id    # as a child of the tool's span
+
+
+def test_without_instrument_nothing_observes_and_no_traceparent_is_sent(sdk_server, open_client):
+    assert not tracing.is_instrumented() and events._observers == ()
+    client = open_client(sdk_server)
+    llm = ScriptedLLM([tool_call_reply("trace_context", {}), text_reply("ok")])
+    agent = Agent(llm, mcp_servers=[client], builtin_list_tools=False)
+    agent.ask("trace")
+    received = next(m for m in agent.history if getattr(m, "tool_name", None) == "trace_context").text
+    assert received == "none"
+
+
+def test_uninstrument_stops_new_spans_and_instrument_twice_keeps_one_observer(exporter):
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    tracing.instrument(tracer_provider=provider)
+    assert len(events._observers) == 1
+    Agent(ScriptedLLM([text_reply("hi")])).ask("hello")
+    assert len(by_name(exporter.get_finished_spans())["invoke_agent"]) == 1
+    tracing.uninstrument()
+    exporter.clear()
+    Agent(ScriptedLLM([text_reply("hi")])).ask("hello")
+    assert exporter.get_finished_spans() == ()
+
+
+def test_runs_of_two_agents_at_once_get_separate_traces(exporter):
+    import threading
+
+    results = []
+
+    def run(name: str) -> None:
+        llm = ScriptedLLM([two_calls("add", "add"), text_reply(name)])
+        results.append(Agent(llm, tools=[add]).ask(name)["content"])
+
+    threads = [threading.Thread(target=run, args=(f"agent {i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(results) == [f"agent {i}" for i in range(4)]
+    spans = exporter.get_finished_spans()
+    runs = [s for s in spans if s.name == "invoke_agent"]
+    assert len(runs) == 4 and len({r.context.trace_id for r in runs}) == 4
+    for r in runs:
+        children = [s for s in spans if s.parent is not None and s.parent.span_id == r.context.span_id]
+        assert sorted(s.name for s in children) == ["chat", "chat", "execute_tool add", "execute_tool add"]
+
+
+def test_a_run_on_the_agent_thread_is_a_child_of_the_span_that_queued_its_input(exporter):
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    tracer = provider.get_tracer("web")
+    with Agent(ScriptedLLM([text_reply("one"), text_reply("two")])) as agent:  # started: its own thread
+        with tracer.start_as_current_span("POST /chat") as request:
+            assert agent.ask("first", timeout_seconds=30)["content"] == "one"
+        assert agent.ask("second", timeout_seconds=30)["content"] == "two"  # no span current: a root
+    runs = sorted((s for s in exporter.get_finished_spans() if s.name == "invoke_agent"), key=lambda s: s.start_time)
+    assert runs[0].parent is not None and runs[0].parent.span_id == request.get_span_context().span_id
+    assert runs[0].context.trace_id == request.get_span_context().trace_id
+    assert runs[1].parent is None
+
+
+def test_a_sub_agent_run_is_a_child_of_the_parent_tool_call_that_asked_it(exporter):
+    sub = Agent(ScriptedLLM([text_reply("It is in Paris.")]), name="geo")
+    parent = Agent(ScriptedLLM([tool_call_reply("ask_geo", {"input": "Where is the Louvre?"}), text_reply("Paris.")]),
+                   tools=[sub.as_tool("ask_geo", "Ask the geography agent.")])
+    assert parent.ask("where?", timeout_seconds=60)["content"] == "Paris."
+    spans = exporter.get_finished_spans()
+    (tool_span,) = [s for s in spans if s.name == "execute_tool ask_geo"]
+    runs = [s for s in spans if s.name == "invoke_agent"]
+    assert len(runs) == 2
+    sub_run = next(s for s in runs if s.parent is not None and s.parent.span_id == tool_span.context.span_id)
+    assert sub_run.context.trace_id == tool_span.context.trace_id  # one trace: parent run > tool > sub-run
+
+
+def test_the_trace_context_goes_with_the_input_through_the_store_to_the_worker_that_serves_it(
+        exporter, sqlite_store_factory):
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    web = Agent(ScriptedLLM([]), store=sqlite_store_factory(), conversation_id="traced")  # never serves
+    with provider.get_tracer("web").start_as_current_span("POST /chat") as request:
+        web.input_queue.put("hello from the web process")  # stored in the inbox with its trace context
+    tracing.instrument(tracer_provider=provider)  # a fresh tracer: another process remembers nothing
+    worker = Agent(ScriptedLLM([text_reply("hi")]), store=sqlite_store_factory(), conversation_id="traced")
+    assert [a["content"] for a in worker.drain()] == ["hi"]
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent"]
+    assert run.parent is not None and run.parent.span_id == request.get_span_context().span_id
+    assert run.context.trace_id == request.get_span_context().trace_id
+    web.shutdown()
+    worker.shutdown()
