@@ -23,9 +23,9 @@ __all__ = [
 def install_hint(extra: str) -> str:
     """How to install the optional extra ``extra``, the way yiemagent is installed: from its checkout.
 
-    yiemagent is not on a package index: ``pip install "yiemagent[x]"`` would fail (or install
-    something else), so every message naming a missing extra says ``pip install -e ".[x]"``, run in
-    the checkout (README "Install").
+    yiemagent is not on a package index, so an extra cannot be installed by the package's name
+    (that would fail, or install something else): every message naming a missing extra says
+    ``pip install -e ".[x]"``, run in the checkout (README "Install").
 
     >>> install_hint("postgres")
     'pip install -e ".[postgres]" (in your yiemagent checkout)'
