@@ -53,7 +53,8 @@ def test_version_and_typed_marker_ship():
 
 def test_the_readme_gives_the_whole_agent_signature():
     """The docs' "The agent" guide lists every ``Agent`` parameter with its default (issue 11 point 8; the
-    section moved from README.rst to docs/guides/agent.rst in issue 20)."""
+    section moved from README.rst to docs/guides/agent.rst in issue 20).
+    """
     import re
     from pathlib import Path
 

@@ -19,8 +19,8 @@ HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as Op
 ``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
-``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the client closed the connection before the
-reply was complete (what ``Agent.abort()`` must cause).
+``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the
+client closed the connection before the reply was complete (what ``Agent.abort()`` must cause).
 """
 
 from __future__ import annotations
