@@ -60,3 +60,27 @@ def test_every_docs_page_is_in_a_toctree() -> None:
                 listed.add((page.parent / entry).relative_to(docs).as_posix())
     pages = {p.relative_to(docs).with_suffix("").as_posix() for p in docs.rglob("*.rst")} - {"index"}
     assert pages - listed == set()
+
+
+def test_pytorch_20359_every_scripted_example_of_the_docs_is_a_doctest_that_runs() -> None:
+    """pytorch/pytorch#20359 (and cta-observatory/ctapipe#1516): examples in docs went stale unnoticed
+    because nothing ran them. Every example here that needs no server (it uses ``ScriptedLLM``) is a
+    ``>>>`` doctest, which pytest runs (setup.cfg: ``docs`` in ``testpaths``, ``--doctest-glob=*.rst``);
+    none is left in a plain ``::`` block that nothing runs.
+    """
+    import configparser
+    import doctest
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    assert "docs" in config["tool:pytest"]["testpaths"].split()
+    assert "--doctest-glob=*.rst" in config["tool:pytest"]["addopts"].split()
+    unrun, examples = [], 0
+    for page in [ROOT / "README.rst", *sorted((ROOT / "docs").rglob("*.rst"))]:
+        text = page.read_text(encoding="utf-8")
+        examples += len(doctest.DocTestParser().get_examples(text))
+        for block in re.findall(r"::\n\n((?:    .*\n|\n)+)", text):
+            if "ScriptedLLM(" in block:
+                unrun.append(f"{page.relative_to(ROOT)}: {block.strip().splitlines()[0]}")
+    assert unrun == []
+    assert examples >= 60

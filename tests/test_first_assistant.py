@@ -118,10 +118,25 @@ def process_state(pid: int) -> str:
     return f"state {state}, threads {tasks}"
 
 
-def test_ctrl_c_at_the_approval_prompt_ends_the_first_assistant_at_once(
+def test_llm_agents_from_scratch_712_end_of_input_at_the_approval_prompt_blocks_the_call(
         scripted_model: tuple[str, Path], tmp_path: Path) -> None:
-    """The hook respects ``abort_event``: at a terminal prompt, Ctrl-C (SIGINT) ends the program within
-    seconds; a hook calling ``input()`` would leave the agent's thread, and the exit, waiting for a line.
+    """nerdai/llm-agents-from-scratch#712 made an approval prompt that hits end of input (or Ctrl-C)
+    approve the call. The guide's hook treats "no answer" as no: the call is blocked, the run goes on.
+    """
+    done = run_guide(tmp_path, scripted_model[0], typed="")
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = done.stdout.split("[y/N] ", 1)[1]
+    assert "the user did not approve it" in answer
+    assert "Sunny" not in answer
+    assert answer.strip().endswith("[completed]")
+
+
+def test_pieces_cli_agent_136_ctrl_c_at_the_approval_prompt_ends_the_program_and_runs_nothing(
+        scripted_model: tuple[str, Path], tmp_path: Path) -> None:
+    """pieces-app/cli-agent#136: Ctrl-C at a prompt froze the program until the terminal was killed. The
+    guide's hook respects ``abort_event``: at a terminal prompt, Ctrl-C (SIGINT) ends the program within
+    seconds and the call is not run (nerdai/llm-agents-from-scratch#712 approved it instead); a hook
+    calling ``input()`` would leave the agent's thread, and the exit, waiting for a line.
     """
     env = prepare(tmp_path, scripted_model[0])
     leader, follower = pty.openpty()
