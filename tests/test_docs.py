@@ -84,3 +84,16 @@ def test_pytorch_20359_every_scripted_example_of_the_docs_is_a_doctest_that_runs
                 unrun.append(f"{page.relative_to(ROOT)}: {block.strip().splitlines()[0]}")
     assert unrun == []
     assert examples >= 60
+
+
+def test_issue_20_no_stream_example_prints_tool_call_arguments_as_answer_text() -> None:
+    """Issue 20: the README's streaming example appended every ``message_update`` delta to the answer, so
+    a call's JSON arguments (``delta_type == "tool_call"``) read as answer text. Every example in the
+    README, the docs and the docstrings that picks ``message_update`` events also checks ``delta_type``
+    (the streaming guide's doctest shows the difference with a tool call).
+    """
+    pages = [ROOT / "README.rst", *(ROOT / "docs").rglob("*.rst"), *(ROOT / "yiemagent").rglob("*.py")]
+    lines = [(page.relative_to(ROOT), line) for page in pages for line in page.read_text(encoding="utf-8").splitlines()
+             if re.search(r"""\.type ==+ ["']message_update["']""", line)]
+    assert len(lines) >= 3
+    assert [f"{page}: {line.strip()}" for page, line in lines if "delta_type" not in line] == []
