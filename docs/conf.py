@@ -17,7 +17,6 @@ release = version = __version__
 
 extensions = [
     "sphinx.ext.autodoc",
-    "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
 ]
 exclude_patterns = ["_build"]

@@ -34,6 +34,8 @@ def test_issue_20_the_docs_build_with_no_warning_and_the_api_reference_comes_fro
     api = (out / "api" / "agent.html").read_text(encoding="utf-8")
     # autodoc read the docstring: the Agent class, its ask() method and a Google-style "Raises:" section
     assert 'id="yiemagent.agent.Agent"' in api and 'id="yiemagent.agent.Agent.ask"' in api
+    # methods of the mixins in private modules are listed with the class
+    assert 'id="yiemagent.agent.Agent.approve"' in api and 'id="yiemagent.agent.Agent.stream"' in api
     assert "AgentBusyError" in api
     seeds = (out / "seed_names.html").read_text(encoding="utf-8")
     assert "beforeToolCall" in seeds and "abortSignal" in seeds
