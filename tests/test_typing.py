@@ -2,7 +2,7 @@
 
 The user's file is checked the way a user checks theirs: against yiemagent installed in a fresh
 virtual environment with the README's editable install in ``compat`` mode (setuptools' default
-editable mode uses an import hook that type checkers cannot follow; the README says so).
+editable mode uses an import hook that type checkers cannot follow; docs/getting_started.rst says so).
 """
 
 from __future__ import annotations

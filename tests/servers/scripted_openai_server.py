@@ -19,8 +19,8 @@ HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as Op
 ``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
-``{"n", "last", "stream", "cut"}``; ``cut`` is true when the client closed the connection before the
-reply was complete (what ``Agent.abort()`` must cause).
+``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the
+client closed the connection before the reply was complete (what ``Agent.abort()`` must cause).
 """
 
 from __future__ import annotations
@@ -93,7 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             cut = True
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut}) + "\n")
+            tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut,
+                                  "tools": tools}) + "\n")
 
     def _error(self, status: int) -> None:
         data = json.dumps({"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",

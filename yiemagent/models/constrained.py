@@ -55,9 +55,10 @@ def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The JSON schema of one call of one of ``tools`` (OpenAI function tools).
 
     Returns:
+        One option per tool, in order,
         ``{"anyOf": [{"type": "object", "properties": {"name": {"const": name},
         "arguments": parameters}, "required": ["name", "arguments"],
-        "additionalProperties": False}, ...]}``, one option per tool, in order.
+        "additionalProperties": False}, ...]}``.
 
     Example:
         >>> tool_call_schema([{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}])

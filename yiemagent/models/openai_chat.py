@@ -132,8 +132,8 @@ class OpenAIChat:
     Connection failures before the request was sent, and HTTP 429/502/503
     (honouring ``Retry-After``), are retried up to 3 times in all.
 
-    Raises (from a call):
-        LLMError: HTTP error (``.status_code``, the body in the message), a reply
+    Raises:
+        LLMError: (from a call) HTTP error (``.status_code``, the body in the message), a reply
             that is not JSON.
         LLMConnectionError: a connection failure (an ``LLMError``).
         LLMTimeoutError: no complete reply within ``timeout_seconds``.
