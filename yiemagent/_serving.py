@@ -28,7 +28,7 @@ from . import events as ev
 from ._inbox import EMPTY, SHUTDOWN
 from ._lifecycle import Lifecycle, resolve
 from .conversation import Conversation, Input, RunScope, StopMode, user_message
-from .exceptions import AgentClosedError, FormatError, SimulatedCrash
+from .exceptions import AgentClosedError, ConfigError, FormatError, SimulatedCrash
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage, to_openai
 from .tracing import note_input
@@ -236,18 +236,26 @@ class Serving(Lifecycle):
 
     # ------------------------------------------------------------------ runs
 
-    def _wrap(self, item: Any) -> Input:
+    def _wrap(self, item: Any, input_id: str | None = None) -> Input:
         if isinstance(item, Input):
             return item
+        if input_id is not None and (not isinstance(input_id, str) or not input_id):
+            raise ConfigError(f"input_id must be a non-empty str, not {input_id!r:.60}")
         try:
             message = user_message(item)
         except FormatError:
             raise
         except Exception as exc:  # a malformed dict the converter chokes on
             raise FormatError(f"an agent input could not be read: {type(exc).__name__}: {exc}", raw=item) from exc
-        entry = Input(message=message, id=uuid.uuid4().hex[:12], original=item)
+        entry = Input(message=message, id=input_id or uuid.uuid4().hex[:12], original=item)
         note_input(entry.id)  # tracing: the run serving it is a child of the caller's span
         return entry
+
+    def _inbox_seq(self, entry: Input) -> int | None:
+        """With a store: put ``entry`` in the inbox now (idempotent by its id) and return its seq; else None."""
+        if not self.conversation.durable:
+            return None
+        return self.conversation.accept(entry)
 
     def _accept(self, item: Any) -> Any:
         """A durable conversation's queue hook: an input put on a queue goes to its inbox at once.

@@ -322,7 +322,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         return entry.future
 
     def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue",
-               output_type: Any = None) -> AgentStream:
+               output_type: Any = None, input_id: str | None = None) -> AgentStream:
         """Send one input; return an iterator of its run's events, ending with its answer dict.
 
         Works before and after ``start()``: started, the input is queued like
@@ -341,27 +341,33 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
                 ``.future``); ``"abort"`` aborts the run serving this input.
             output_type: a typed answer for this input (``answer["output"]``; see
                 ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
+            input_id: the input's id (``stream.input_id``, the answer's ``input_ids``); None: a random
+                one. With a store it is the inbox's idempotency key: the same id again is stored once and
+                an input already answered gets its stored answer (``docs/guides/web_apps.rst``).
 
         Raises:
-            ConfigError: ``output_type`` has no JSON Schema.
+            ConfigError: ``output_type`` has no JSON Schema, or ``input_id`` is not a non-empty str.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run.
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
+            StoreError: with a store, the input could not be put in the inbox.
         """
         if self._closed or self._stop_mode is not None:
             raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
-        entry = self._wrap(self._typed(text, output_type))
+        entry = self._wrap(self._typed(text, output_type), input_id)
         stream = AgentStream(entry.id, lambda: self._abort_input(entry.id), on_close)
         entry.listener = stream._put
         if self._thread is None:
             entry.future = concurrent.futures.Future()
             stream._attach(entry.future)
+            stream.seq = self._inbox_seq(entry)  # with a store: in the inbox before the first event
             threading.Thread(target=self._serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
                              daemon=True).start()
         else:
             stream._attach(self.submit(entry))
+            stream.seq = self._inbox_seq(entry)
         return stream
 
     def drain(self) -> list[dict[str, Any]]:

@@ -14,7 +14,10 @@
 An ``AgentStream`` yields the events of the run that serves its input
 (``yiemagent.events``: ``agent_start`` ... ``message_update`` ... ``agent_end``)
 and then, always last, the answer: the same dict ``Agent.ask`` returns (OpenAI
-assistant message with ``status`` and ``input_ids``). Deltas
+assistant message with ``status`` and ``input_ids``). ``sse_events`` sends,
+before everything else, ``event: input`` with ``{"input_id", "seq"}``: a client
+whose connection is cut later knows which input to ask the server about
+(``docs/guides/web_apps.rst``). Deltas
 (``message_update``) come only from a streaming ``llm_call`` (one taking
 ``on_delta``, e.g. ``openai_chat(..., stream=True)``); others give the same
 sequence without them.
@@ -72,6 +75,9 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
             raise ValueError("on_close must be 'continue' or 'abort'")
         self.input_id = input_id
         """The id of the input (the answer's ``input_ids`` holds it)."""
+        self.seq: int | None = None
+        """With a store: the input's sequence number in the conversation's inbox (set before
+        ``Agent.stream`` returns); None without a store."""
         self.on_close = on_close
         self.answer: dict[str, Any] | None = None
         """The answer dict once the iteration reached it."""
@@ -104,6 +110,10 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
 
     def __iter__(self) -> AgentStream:
         return self
+
+    def input_event(self) -> dict[str, Any]:
+        """``{"input_id": str, "seq": int | None}``: what ``sse_events`` sends first (``event: input``)."""
+        return {"input_id": self.input_id, "seq": self.seq}
 
     def __next__(self) -> ev.Event | dict[str, Any]:
         return self.next(None)
@@ -214,8 +224,12 @@ def sse_events(
     """Server-sent events text for ``items`` (e.g. ``agent.stream(text)``), one string per event.
 
     Each event is ``event: <type>\\ndata: <JSON of event_to_dict>\\n\\n``; the
-    answer dict comes last as ``event: answer``. ``types`` keeps only those
-    event types (the answer is always sent). Closing this generator (a WSGI
+    answer dict comes last as ``event: answer``. For an ``AgentStream`` the
+    first event is ``event: input`` with ``{"input_id": str, "seq": int | null}``
+    (``AgentStream.input_event``; ``seq`` is the store's inbox number when the
+    agent has a store), sent before the run starts: a client whose connection
+    is cut afterwards fetches the answer by that id (``docs/guides/web_apps.rst``).
+    ``types`` keeps only those event types (the input and the answer are always sent). Closing this generator (a WSGI
     server does when the client goes away) closes the ``AgentStream``.
 
     For an ``AgentStream``, a comment line ``: keep-alive`` is sent after
@@ -233,6 +247,8 @@ def sse_events(
     """
     wanted = set(types) if types is not None else None
     try:
+        if isinstance(items, AgentStream):
+            yield sse_text("input", items.input_event())
         for item in _with_heartbeats(items, heartbeat_seconds):
             if item is None:
                 yield ": keep-alive\n\n"
