@@ -112,6 +112,9 @@ class Serving(Lifecycle):
     def start(self: _S) -> _S:
         """Start the background thread (once). Returns the agent, for chaining.
 
+        The MCP servers are listed at once, on a thread of their own (``mcp_status()`` says
+        ``connecting``, then ``connected`` or ``unavailable``); the first run waits for that listing.
+
         Raises:
             AgentClosedError: the agent was shut down.
         """
@@ -120,6 +123,8 @@ class Serving(Lifecycle):
         if self._thread is None:
             self._thread = threading.Thread(target=self._main, name=f"yiemagent-{self.name}-agent", daemon=True)
             self._thread.start()
+            if self.mcp.clients:
+                self.mcp.list_in_background(f"yiemagent-{self.name}-mcp")
         return self
 
     def __enter__(self: _S) -> _S:

@@ -281,12 +281,13 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         Returns:
             One dict per server in ``mcp_servers`` order (``MCPToolset.status``)::
 
-                {"server": name, "state": "connected" | "unavailable" | "not_connected",
+                {"server": name, "state": "connected" | "unavailable" | "connecting" | "not_connected",
                  "error": str | None, "tools": [model-side names], "server_info": {...},
                  "skipped": [{"server", "tool", "reason"}]}
 
-            ``not_connected``: not listed yet (listing happens before the first
-            model call of a run). Safe from any thread; nothing is sent.
+            ``connecting``: ``start()`` lists the servers at once, in the background; ``not_connected``:
+            not started, not listed yet (an agent not started lists before its first model call).
+            Safe from any thread; nothing is sent.
         """
         return self.mcp.status()
 

@@ -290,8 +290,12 @@ class ChatSession:
                 event = self.events.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if isinstance(event, ev.ToolsChangedEvent):  # a server changed its tools during the run
-                self.tool_names = (self.tool_names - set(event.removed)) | set(event.added)
+            if isinstance(event, ev.ToolsChangedEvent):  # only what the person does not know yet
+                added, removed = set(event.added) - self.tool_names, set(event.removed) & self.tool_names
+                self.tool_names = (self.tool_names - removed) | added
+                if not (added or removed):
+                    continue  # e.g. the new agent's first listing, reported after _new_agent looked
+                event = ev.ToolsChangedEvent(added=sorted(added), removed=sorted(removed), run_id=event.run_id)
             self.view.show(event)
 
 
