@@ -29,6 +29,7 @@ from ._inbox import EMPTY, SHUTDOWN
 from ._lifecycle import Lifecycle, resolve
 from .conversation import Conversation, Input, RunScope, StopMode, user_message
 from .exceptions import AgentClosedError, ConfigError, FormatError, SimulatedCrash
+from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage, to_openai
 from .tracing import note_input
@@ -48,6 +49,7 @@ class Serving(Lifecycle):
     abort_event: threading.Event
     event_sink: ev.EventSink | None
     emit_intermediate: bool
+    mcp: MCPToolset
     _host: _Host
     _scopes: threading.local
     _run_lock: threading.Lock

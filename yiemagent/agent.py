@@ -51,7 +51,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from . import events as ev
 from ._approvals import Approvals
@@ -62,6 +62,7 @@ from ._lifecycle import check_agent_arguments
 from ._serving import Serving
 from ._typed_inputs import TypedInputs
 from ._views import ConversationViews
+from .answers import Answer
 from .compaction import Compaction, compaction_setting
 from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
@@ -295,7 +296,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
 
     def submit(
         self, message: Any, *, timeout_seconds: float | None = None, output_type: Any = None
-    ) -> concurrent.futures.Future[dict[str, Any]]:
+    ) -> concurrent.futures.Future[Answer]:
         """Queue an input; return a ``Future`` resolved with its answer dict.
 
         The answer goes to the future, not to ``output_queue``. The future has
@@ -320,7 +321,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             self.input_queue.put(entry, timeout=timeout_seconds)  # AgentClosedError if shut down meanwhile
         except queue.Full:
             raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
-        return entry.future
+        return cast("concurrent.futures.Future[Answer]", entry.future)
 
     def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue",
                output_type: Any = None, input_id: str | None = None) -> AgentStream:
@@ -371,7 +372,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             stream.seq = self._inbox_seq(entry)
         return stream
 
-    def drain(self) -> list[dict[str, Any]]:
+    def drain(self) -> list[Answer]:
         """Serve every input pending in the store's inbox of this conversation; return their answers.
 
         For workers (``yiemagent.store.base``: ``pending_conversations()``): runs in
@@ -385,9 +386,9 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         """
         if not self.conversation.durable:
             raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
-        return self.conversation.drain(self._host)
+        return cast("list[Answer]", self.conversation.drain(self._host))
 
-    def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> dict[str, Any]:
+    def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> Answer:
         """Send one input and wait for its answer (OpenAI assistant message dict).
 
         Without ``start()``, the run happens in the calling thread; started, it waits for *its own* answer.
@@ -424,13 +425,13 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         text = self._typed(text, output_type)  # ConfigError for a type without a JSON Schema
         if self._thread is None:
             if timeout_seconds is None:
-                return self._serve(text, deliver=False, caller=True)
+                return cast(Answer, self._serve(text, deliver=False, caller=True))
             timer = threading.Timer(timeout_seconds, self.abort)  # ends the run at the deadline
             timer.name = f"yiemagent-{self.name}-ask-timer"
             timer.daemon = True
             timer.start()
             try:
-                answer = self._serve(text, deliver=False, caller=True)
+                answer = cast(Answer, self._serve(text, deliver=False, caller=True))
             finally:
                 timer.cancel()
             if answer.get("status") == "aborted" and timer.finished.is_set() and not timer.is_alive():

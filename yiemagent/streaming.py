@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import queue
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from . import events as ev
+from .answers import Answer
 from .messages import ToolCall, to_openai
 from .textpolicy import boundary, json_text
 from .tools import AgentToolResult
@@ -51,7 +52,7 @@ SSE_HEADERS = {
 _END = object()
 
 
-class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
+class AgentStream(Iterator["ev.Event | Answer"]):
     """The events of one input's run, as they happen, then its answer dict (``Agent.stream``).
 
     Iterate it once, from any one thread. Items: ``Event`` objects in the
@@ -79,9 +80,9 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         """With a store: the input's sequence number in the conversation's inbox (set before
         ``Agent.stream`` returns); None without a store."""
         self.on_close = on_close
-        self.answer: dict[str, Any] | None = None
+        self.answer: Answer | None = None
         """The answer dict once the iteration reached it."""
-        self.future: Future[dict[str, Any]] | None = None
+        self.future: Future[Answer] | None = None
         """Resolved with the answer when the run ends, whether or not anyone iterates."""
         self._abort = abort
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -95,8 +96,8 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
 
     # fed by the agent ---------------------------------------------------
 
-    def _attach(self, future: Future[dict[str, Any]]) -> None:
-        self.future = future
+    def _attach(self, future: Future[Answer] | Future[dict[str, Any]]) -> None:
+        self.future = cast("Future[Answer]", future)
         future.add_done_callback(lambda _: self._queue.put(_END))
 
     def _put(self, event: ev.Event) -> None:
@@ -115,10 +116,10 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         """``{"input_id": str, "seq": int | None}``: what ``sse_events`` sends first (``event: input``)."""
         return {"input_id": self.input_id, "seq": self.seq}
 
-    def __next__(self) -> ev.Event | dict[str, Any]:
+    def __next__(self) -> ev.Event | Answer:
         return self.next(None)
 
-    def next(self, timeout_seconds: float | None = None) -> ev.Event | dict[str, Any]:
+    def next(self, timeout_seconds: float | None = None) -> ev.Event | Answer:
         """The next item, waiting at most ``timeout_seconds`` (None: no limit).
 
         Raises:
@@ -137,7 +138,7 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         self.answer = self._final_answer()
         return self.answer
 
-    def _final_answer(self) -> dict[str, Any]:
+    def _final_answer(self) -> Answer:
         assert self.future is not None
         exc = self.future.exception()
         if exc is None:
@@ -149,7 +150,7 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         """Iterate to the end and return the answer's text (``""`` when it has none)."""
         for _ in self:
             pass
-        return str((self.answer or {}).get("content") or "")
+        return str(self.answer.get("content") or "") if self.answer is not None else ""
 
     def close(self) -> None:
         """Stop reading (see the class docstring for what happens to the run). Safe to call twice."""
@@ -200,8 +201,8 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
 
 
 def _with_heartbeats(
-    items: Iterable[ev.Event | dict[str, Any]], heartbeat_seconds: float | None
-) -> Iterator[ev.Event | dict[str, Any] | None]:
+    items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None
+) -> Iterator[ev.Event | Mapping[str, Any] | None]:
     """``items``, with None after each ``heartbeat_seconds`` of quiet (only an ``AgentStream`` can wait so)."""
     if heartbeat_seconds is None or not isinstance(items, AgentStream):
         yield from items
@@ -216,7 +217,7 @@ def _with_heartbeats(
 
 
 def sse_events(
-    items: Iterable[ev.Event | dict[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any]],
     *,
     types: Iterable[str] | None = None,
     heartbeat_seconds: float | None = 15.0,
@@ -253,8 +254,8 @@ def sse_events(
             if item is None:
                 yield ": keep-alive\n\n"
                 continue
-            if isinstance(item, dict):
-                yield sse_text("answer", _jsonable(item))
+            if isinstance(item, Mapping):
+                yield sse_text("answer", _jsonable(dict(item)))
                 continue
             if wanted is not None and item.type not in wanted:
                 continue

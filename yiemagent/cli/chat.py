@@ -49,6 +49,7 @@ from typing import Any, TextIO
 
 from .. import events as ev
 from ..agent import Agent
+from ..answers import Answer
 from ..exceptions import YiemagentError
 from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig
@@ -251,7 +252,7 @@ class ChatSession:
 
     # ------------------------------------------------------------------ runs
 
-    def ask(self, text: str) -> dict[str, Any] | None:
+    def ask(self, text: str) -> Answer | None:
         """Send ``text`` and print the run as it happens; Ctrl-C aborts it. Returns the answer (None if gone)."""
         future = self.agent.submit(text)
         aborting_since: float | None = None
@@ -279,7 +280,7 @@ class ChatSession:
             self.view.line(f"  [unreachable: {missing.get('server')}: {one_line(str(missing.get('error')), 200)}]")
         return answer
 
-    def _drain(self, future: concurrent.futures.Future[dict[str, Any]], aborting_since: float | None) -> None:
+    def _drain(self, future: concurrent.futures.Future[Answer], aborting_since: float | None) -> None:
         while not future.done():
             if aborting_since is not None and time.monotonic() - aborting_since > ABORT_WAIT_SECONDS:
                 self.view.line("  [the run did not stop in time; the prompt is back]")

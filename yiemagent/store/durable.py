@@ -198,7 +198,8 @@ class DurableConversation(Conversation):
         Idempotent by ``entry.id``: the same input again returns the seq it has.
         """
         reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
-        return self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id, reply_to=reply_to)
+        return self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id,
+                                  reply_to=reply_to)
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer.
