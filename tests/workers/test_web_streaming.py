@@ -180,3 +180,53 @@ def test_a_sync_worker_with_a_timeout_shorter_than_the_run_is_killed(sqlite_rig:
         time.sleep(0.2)
     entry = sqlite_rig.store.find_input(cid, "cut-1")
     assert entry is not None and entry.seq == 1  # in the inbox: not lost
+
+
+def test_flask_chat_under_gunicorn_gthread_a_cut_stream_answer_is_fetched_by_its_id(tmp_path: Any) -> None:
+    """The guide's one-process command (``gunicorn -k gthread -w 1 ... flask_chat:from_env()``) against the
+    scripted OpenAI-compatible server (a word every 0.05 s): the browser session's stream names its input
+    first; cut after 3 text deltas, ``GET /answers/<input_id>`` (same session cookie) gives 202, then the
+    whole answer; the session's history holds the turn once.
+    """
+    from tests.helpers import SERVERS, start_process, stop_process
+
+    model_port, port = free_port(), free_port()
+    model = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(model_port),
+                           "--log", str(tmp_path / "requests.jsonl")])
+    server = None
+    try:
+        wait_for_port(model_port, timeout_seconds=20, process=model)
+        env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{model_port}/v1", "YIEMAGENT_MODEL": "scripted"}
+        server = start_process([PYTHON, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "4",
+                                "--timeout", "300", "--graceful-timeout", "2", "--bind", f"127.0.0.1:{port}",
+                                "yiemagent.examples.flask_chat:from_env()"], env=env)
+        wait_for_port(port, timeout_seconds=30, process=server)
+        base = f"http://127.0.0.1:{port}"
+        words = " ".join(f"w{i}" for i in range(40))
+        with requests.Session() as browser:
+            assert browser.get(f"{base}/", timeout=10).status_code == 200
+            parser, events = SSEParser(), []
+            with browser.post(f"{base}/chat", json={"message": words, "input_id": "tab-1"}, stream=True,
+                              timeout=30) as response:
+                for chunk in response.iter_content(chunk_size=None):
+                    events += [(e.event, json.loads(e.data)) for e in parser.feed(chunk.decode())]
+                    if sum(1 for name, d in events if name == "message_update" and d["delta_type"] == "text") >= 3:
+                        break
+            assert events[0] == ("input", {"input_id": "tab-1", "seq": None})
+            statuses = []
+            deadline = time.monotonic() + 30
+            while True:
+                got = browser.get(f"{base}/answers/tab-1", timeout=10)
+                statuses.append(got.status_code)
+                if got.status_code == 200:
+                    break
+                assert got.status_code == 202 and time.monotonic() < deadline, got.text
+                time.sleep(0.1)
+            assert statuses[0] == 202
+            assert got.json()["answer"]["content"] == f"You said: {words}"
+            history = browser.get(f"{base}/history", timeout=10).json()["messages"]
+            assert [m["role"] for m in history] == ["user", "assistant"]
+    finally:
+        if server is not None:
+            stop_process(server)
+        stop_process(model)

@@ -59,7 +59,7 @@ from yiemagent import (
     sse_events,
 )
 
-__all__ = ["PAGE", "Conversations", "create_app", "main"]
+__all__ = ["PAGE", "Conversations", "create_app", "from_env", "main"]
 
 
 class Conversations:
@@ -314,6 +314,30 @@ document.getElementById("reset").addEventListener("click", async () => {
 </html>
 """
 """The chat page: a transcript, a form, and JavaScript that reads ``POST /chat``'s event stream."""
+
+
+def from_env() -> Flask:
+    """The app for gunicorn (one process: its conversations live in it), configured by the environment.
+
+    ``OPENAI_BASE_URL`` (required), ``YIEMAGENT_MODEL`` (default ``gpt-4o-mini``), ``OPENAI_API_KEY``,
+    ``YIEMAGENT_MCP_CONFIG`` (an ``{"mcpServers": ...}`` file; none by default)::
+
+        OPENAI_BASE_URL=http://127.0.0.1:8080/v1 gunicorn -k gthread -w 1 --threads 16 \\
+            --timeout 300 --graceful-timeout 300 'yiemagent.examples.flask_chat:from_env()'
+
+    Raises:
+        ConfigError: ``OPENAI_BASE_URL`` is not set, or the MCP config file is wrong.
+    """
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise ConfigError("set OPENAI_BASE_URL to an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    llm_call = openai_chat(base_url, os.environ.get("YIEMAGENT_MODEL") or "gpt-4o-mini",
+                           api_key=os.environ.get("OPENAI_API_KEY") or None, stream=True)
+    config = os.environ.get("YIEMAGENT_MCP_CONFIG")
+    if config:
+        load_mcp_config(config)  # a bad file fails at start, not in the first chat
+    mcp_servers: Any = Path(config) if config else []
+    return create_app(lambda: Agent(llm_call, mcp_servers=mcp_servers))
 
 
 def main(argv: list[str] | None = None) -> None:
