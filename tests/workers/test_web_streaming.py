@@ -78,9 +78,11 @@ def _cut_before_reading(base: str, cid: str, body: dict[str, Any]) -> None:
                      f"\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
 
 
-def test_a_streaming_client_cut_mid_answer_fetches_it_by_the_input_id_sent_first(any_rig: Any) -> None:
-    """The stream's first event names the input (client-chosen id, store seq); cut after 3 of 40 deltas,
-    the client gets the whole answer from GET /answers/<input_id>; the history holds the run once.
+def test_simplechat_1379_a_stream_cut_mid_answer_is_fetched_by_the_input_id_sent_first(any_rig: Any) -> None:
+    """microsoft/simplechat#1379: the stream was cut while the backend finished the answer, and the page could
+    not find it. Here the stream's first event names the input (client-chosen id, store seq); cut after 3 of 40 deltas,
+    the client gets the whole answer from GET /answers/<input_id>; the history holds the run once; a resend of
+    the same input_id is not a second turn (PsycherosAI/Psycheros#46: resending during the gap made two replies).
     """
     base = _gunicorn(any_rig, "-k", "gthread", "--workers", "2", "--threads", "4", "--timeout", "120",
                      "--graceful-timeout", "2")
@@ -123,8 +125,9 @@ def test_a_streaming_client_cut_mid_answer_fetches_it_by_the_input_id_sent_first
 
 
 @pytest.mark.timeout(240)
-def test_a_60_second_run_under_gthread_workers_is_not_killed(sqlite_rig: Any) -> None:
-    """A slow tool keeps one run busy 60 s under ``gunicorn -k gthread --timeout 90``: the run ends
+def test_litellm_1953_a_60_second_run_under_gthread_workers_is_not_killed(sqlite_rig: Any) -> None:
+    """BerriAI/litellm#1953: a model taking 30+ s to its first chunk hit gunicorn's 30 s default.
+    A slow tool keeps one run busy 60 s under ``gunicorn -k gthread --timeout 90``: the run ends
     ``completed``, keep-alive comments flow meanwhile, the same single worker answers another
     conversation during it, and gunicorn never reports a worker timeout.
     """
@@ -161,8 +164,9 @@ def test_a_60_second_run_under_gthread_workers_is_not_killed(sqlite_rig: Any) ->
     assert "WORKER TIMEOUT" not in logs, logs
 
 
-def test_a_sync_worker_with_a_timeout_shorter_than_the_run_is_killed(sqlite_rig: Any) -> None:
-    """What the guide warns about: ``gunicorn -w 1`` (sync) with ``--timeout 2`` and a 6 s run: the worker
+def test_gunicorn_1801_a_sync_worker_with_a_timeout_shorter_than_the_run_is_killed(sqlite_rig: Any) -> None:
+    """benoitc/gunicorn#1801 (sync workers are killed mid-stream; other worker classes heartbeat): what the guide
+    warns about: ``gunicorn -w 1`` (sync) with ``--timeout 2`` and a 6 s run: the worker
     is killed mid-run, the client's stream ends without an answer. The input is not lost: it stays in the
     inbox and a later request serves it (once the dead worker's lease expired).
     """
