@@ -34,6 +34,11 @@ def event_stream_error_body(tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 @pytest.fixture(scope="module")
+def no_streaming(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _server(tmp_path_factory, "--ignore-stream")
+
+
+@pytest.fixture(scope="module")
 def json_error_body(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from _server(tmp_path_factory, "--status", "429", "--status-body-as", "application/json")
 
@@ -64,3 +69,12 @@ def test_ggcode_446_a_200_json_error_to_a_streamed_request_is_an_error_with_its_
     assert caught.value.status_code == 429
     answer = Agent(llm).ask("hi", timeout_seconds=30)
     assert answer["status"] == "error" and "scripted HTTP 429" in answer["error"], answer
+
+
+def test_a_server_that_ignores_stream_and_answers_plain_json_is_read_as_the_reply(no_streaming: str) -> None:
+    """A server without streaming answers ``stream: true`` with one ``chat.completion`` JSON: that is the
+    reply (no deltas), not an error.
+    """
+    reply = openai_chat(no_streaming, "scripted", stream=True, timeout_seconds=10)(
+        [{"role": "user", "content": "hello there"}], [])
+    assert reply["choices"][0]["message"]["content"] == "You said: hello there"

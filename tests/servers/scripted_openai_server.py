@@ -19,6 +19,7 @@ HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as Op
 ``--status-body-as CONTENT_TYPE`` (with ``--status``): a streamed request gets HTTP 200 with that
 ``Content-Type`` and the bare error JSON as its body, without ``data:`` framing (what
 lemonade-sdk/lemonade#2826 forwarded from llama.cpp: a spec-compliant SSE parser sees no event).
+``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
 ``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
@@ -43,6 +44,7 @@ _status = [0]
 _model = ["scripted"]
 _status_in_stream = [False]
 _status_body_as = [""]
+_ignore_stream = [False]
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -92,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(_status[0], http_status=200, content_type=_status_body_as[0])
             elif _status[0]:
                 self._error(_status[0])
-            elif body.get("stream"):
+            elif body.get("stream") and not _ignore_stream[0]:
                 self._stream(pieces, calls, pause)
             else:
                 self._plain(pieces, calls)
@@ -167,6 +169,7 @@ def main() -> None:
     parser.add_argument("--status", type=int, default=0, help="answer every request with this HTTP status")
     parser.add_argument("--model", default="scripted", help="the replies' model field")
     parser.add_argument("--status-in-stream", action="store_true", help="send --status as a first SSE error event")
+    parser.add_argument("--ignore-stream", action="store_true", help="answer streamed requests with plain JSON")
     parser.add_argument("--status-body-as", default="", metavar="CONTENT_TYPE",
                         help="a streamed request gets HTTP 200, this Content-Type and --status's bare error JSON")
     args = parser.parse_args()
@@ -175,6 +178,7 @@ def main() -> None:
     _model[0] = args.model
     _status_in_stream[0] = args.status_in_stream
     _status_body_as[0] = args.status_body_as
+    _ignore_stream[0] = args.ignore_stream
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     server.serve_forever()
