@@ -22,7 +22,7 @@ def test_started_agent_lists_its_servers_before_any_run_and_says_connecting_mean
     """Issue 20: ``mcp_status()`` said ``not_connected`` until the first run. Now ``start()`` lists in the
     background: each server is ``connecting`` or already ``connected``/``unavailable``, and within seconds
     ``connected`` (with its tools) and ``unavailable`` (with the reason), with no input sent. A first run
-    then lists nothing twice and the model sees the tools.
+    then lists nothing twice, the model sees the tools, and the run's stream tells the first listing once.
     """
     dead = f"http://127.0.0.1:{free_port}/mcp"
     llm = ScriptedLLM([text_reply("ok")])
@@ -39,8 +39,11 @@ def test_started_agent_lists_its_servers_before_any_run_and_says_connecting_mean
         assert status["weather"]["state"] == "connected" and "get_weather" in status["weather"]["tools"]
         assert status["dead"]["state"] == "unavailable" and status["dead"]["error"]
         assert llm.calls == []  # no run happened
-        answer = agent.ask("hi", timeout_seconds=30)
-        assert answer["content"] == "ok"
+        items = list(agent.stream("hi"))
+        assert items[-1]["content"] == "ok"  # type: ignore[index]
         assert "get_weather" in {t["function"]["name"] for t in llm.calls[0]["tools"]}
+        # the listing made at start() is told in the first run, once, as before (streams see it)
+        changed = [i for i in items if not isinstance(i, dict) and i.type == "tools_changed"]
+        assert len(changed) == 1 and {"get_weather", "get_time"} <= set(changed[0].added)  # type: ignore[union-attr]
     finally:
         agent.shutdown()

@@ -95,11 +95,32 @@ class Serving(Lifecycle):
         self._steered: list[Input] = []
         self._run_input_ids: list[str] = []
         self._deliver_current = False
+        self._tools_news: tuple[list[str], list[str]] | None = None  # listed outside a run, told in the next
         self._scopes = threading.local()  # .last: the scope of the last run opened on this thread
         self._host = _Host(self)
 
     def _tools_changed(self, added: list[str], removed: list[str]) -> None:
+        """``MCPToolset.on_change``: a ``tools_changed`` event in the run.
+
+        A listing outside any run (``start()``'s, a UI's ``mcp.refresh()``) is told at the next run's
+        first model call, so streams see it as they did when the first listing happened in the run.
+        """
+        with self._state_lock:
+            if self._current_run_id is None:
+                old_added, old_removed = self._tools_news or ([], [])
+                self._tools_news = (sorted(set(old_added) - set(removed) | set(added)),
+                                    sorted(set(old_removed) - set(added) | set(removed)))
+                return
         self._emit(ev.ToolsChangedEvent(added=added, removed=removed))
+
+    def _refresh_tools(self) -> object:
+        """``before_model_call``: list the MCP servers where needed, and tell the run what changed meanwhile."""
+        result = self.mcp.refresh()
+        with self._state_lock:
+            news, self._tools_news = self._tools_news, None
+        if news is not None and (news[0] or news[1]):
+            self._emit(ev.ToolsChangedEvent(added=news[0], removed=news[1]))
+        return result
 
     def _mcp_error(self, client: MCPClient, exc: Exception) -> None:
         self._emit(ev.ErrorEvent(where="mcp", error=exc, message=f"{client.name}: {exc}"))

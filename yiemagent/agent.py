@@ -249,7 +249,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             before_tool_call=before_tool_call, after_tool_call=after_tool_call,
             prepare_context=prepare_context, format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
-            before_model_call=self.mcp.refresh if clients else None,
+            before_model_call=self._refresh_tools if clients else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
