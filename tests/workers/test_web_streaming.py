@@ -55,16 +55,24 @@ def _stream(base: str, cid: str, body: dict[str, Any], *, stop_after_updates: in
     return events, comments
 
 
-def _answer_by_id(base: str, cid: str, input_id: str, timeout_seconds: float = 30.0) -> tuple[dict[str, Any], int]:
-    """Poll GET .../answers/<input_id> until 200; return the body and how many 202s came first."""
+def _answer_by_id(base: str, cid: str, input_id: str, timeout_seconds: float = 30.0,
+                  resend: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
+    """Poll GET .../answers/<input_id> until 200; return the body and how many 202s came first.
+
+    ``resend``: on a 404 (the server has not seen the input yet), send that body again, as the guide's
+    client does; the same ``input_id`` is stored once. Without it a 404 fails.
+    """
     deadline = time.monotonic() + timeout_seconds
     pending = 0
     while True:
         response = requests.get(f"{base}/conversations/{cid}/answers/{input_id}", timeout=10)
         if response.status_code == 200:
             return response.json(), pending
-        assert response.status_code == 202, response.text
-        pending += 1
+        if response.status_code == 404 and resend is not None:
+            _cut_before_reading(base, cid, resend)
+        else:
+            assert response.status_code == 202, response.text
+            pending += 1
         assert time.monotonic() < deadline, f"{input_id} not answered in {timeout_seconds}s"
         time.sleep(0.1)
 
@@ -98,11 +106,11 @@ def test_simplechat_1379_a_stream_cut_mid_answer_is_fetched_by_the_input_id_sent
     assert body["answer"]["content"] == web_app.expected_answer("m1", 1)
     assert body["answer"]["input_ids"] == [first_id]
 
-    # a client cut before it read a byte knows the id it chose
+    # a client cut before it read a byte knows the id it chose; it sends again while the server says 404
     second_id = f"{cid}-in2"
-    _cut_before_reading(base, cid, {"message": web_app.message("m2", pieces=5, piece_seconds=0.05),
-                                    "input_id": second_id})
-    body, _ = _answer_by_id(base, cid, second_id)
+    second = {"message": web_app.message("m2", pieces=5, piece_seconds=0.05), "input_id": second_id}
+    _cut_before_reading(base, cid, second)
+    body, _ = _answer_by_id(base, cid, second_id, resend=second)
     assert body["seq"] == 2 and body["answer"]["content"] == web_app.expected_answer("m2", 2)
 
     # the same input_id again (a client retrying): stored once, the stored answer streamed, nothing re-run
