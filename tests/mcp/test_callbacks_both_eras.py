@@ -62,14 +62,16 @@ def test_callbacks_answer_in_both_eras(callbacks_server: str, tmp_path: Any, era
         return {"action": "accept", "content": {"name": ""}}  # left empty: the default goes
 
     callbacks = ClientCallbacks(elicitation=ask, sampling=LLMSampler(llm_call), roots=[tmp_path / "a b"])
-    with make(callbacks_server if transport == "http" else None, era, callbacks, timeout_seconds=1.0) as client:
+    # the handshake gets a generous bound (a Python stdio server on a loaded machine starts in seconds);
+    # each call gets 1 s, less than the person's 1.5 s: the person's time never counts against it
+    with make(callbacks_server if transport == "http" else None, era, callbacks, timeout_seconds=30.0) as client:
         assert client.protocol_version == era
-        profile = json.loads(text_of(client.call_tool("resolved_profile", {})))
+        profile = json.loads(text_of(client.call_tool("resolved_profile", {}, timeout_seconds=1.0)))
         assert profile == {"action": "accept", "content": {"name": "Ada", "age": 36}}
         assert asked[0]["message"] == "Your profile, please"
-        sampled = json.loads(text_of(client.call_tool("resolved_sample", {"topic": "tea"})))
+        sampled = json.loads(text_of(client.call_tool("resolved_sample", {"topic": "tea"}, timeout_seconds=1.0)))
         assert sampled == {"text": "on tea", "model": "scripted-3", "stopReason": "endTurn"}
-        roots = json.loads(text_of(client.call_tool("resolved_roots", {})))
+        roots = json.loads(text_of(client.call_tool("resolved_roots", {}, timeout_seconds=1.0)))
         assert roots == [{"uri": (tmp_path / "a b").as_uri(), "name": "a b"}]
 
 
