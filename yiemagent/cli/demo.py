@@ -51,14 +51,11 @@ DEMO_QUESTIONS: list[tuple[str, str, str]] = [
 """``(question, expected tool, expected city)``: what ``scripts/demo_score.py`` scores."""
 
 DEMO_EXAMPLES: list[tuple[str, str, dict[str, Any]]] = [
-    ("Who painted the Mona Lisa?", "final_answer", {}),
     ("What time is it in Rome?", "get_time", {"city": "Rome"}),
-    ("Hi there!", "final_answer", {}),
     ("Is it sunny in Oslo?", "get_weather", {"city": "Oslo"}),
-    ("What is 3 + 5?", "final_answer", {}),
 ]
-"""Shown to the model: two calls, and two answers without a tool (one out of the tools' domain). The
-calls' cities are not in the server's enum, so they cannot be copied into a call."""
+"""Shown to the model. Their cities are not in the server's enum, so they cannot be copied into a call.
+(Examples of ``final_answer`` made SmolLM2-135M answer weather questions without a tool: 4/10 right.)"""
 
 
 @dataclass

@@ -22,7 +22,7 @@ plain answer. ``ConstrainedToolCalls`` wraps an ``OpenAIChat`` to do that:
   the tool results that followed it in one user turn (``Question: ...`` /
   ``Tool get_weather answered: ...``), under ``ANSWER_INSTRUCTION`` alone. The
   system prompt is left out of an answer turn that follows tool results
-  (``system_in_answer=False``): with it, in any place (system message, before
+  (``system_prompt_everywhere=False``): with it, in any place (system message, before
   or after the question), SmolLM2-135M wrote absurd answers ("I'm sorry for
   your loss") or ignored the tool result in 17 of 18 measured answers (three
   prompts, six questions); without it, it stated the result in 18 of 18. An
@@ -64,7 +64,7 @@ CALL_INSTRUCTION = 'Reply with one tool call as JSON: {"name": ..., "arguments":
 """Last line of the system message of a call turn (``allow_answer=False``)."""
 
 DIRECT_INSTRUCTION = "Answer the user's question in one short sentence. If you do not know, say so."
-"""System message of an answer turn without tool results, when there is no system prompt."""
+"""Last line of the system message of an answer turn without tool results (after the system prompt)."""
 
 ANSWER_TOOL = "final_answer"
 """The plain-answer option of the call schema: ``{"name": "final_answer", "arguments": {}}`` (smolagents'
@@ -244,8 +244,9 @@ class ConstrainedToolCalls:
         describe_tools: list the tools (name, argument names and types, description) in the system message.
         allow_answer: the call schema offers a plain answer beside the calls, so that the model may answer
             without a tool; False forces a call of some tool for every user message.
-        system_in_answer: send the system prompt in answer turns after tool results too (small models
-            then often ignore the results; see the module docstring).
+        system_prompt_everywhere: send the system prompt in call turns and in answer turns after tool
+            results too; by default it goes only into answers without a tool (with it elsewhere,
+            SmolLM2-135M stopped calling tools or ignored their results; see the module docstring).
         grounded_enums: with ``allow_answer``, a call is made only if each of its string arguments whose
             schema is an ``enum`` names a value written in the conversation since the last user message
             (case-insensitive); else the model answers without a tool. A 135M model forced to call
@@ -264,7 +265,7 @@ class ConstrainedToolCalls:
         max_tool_rounds: int = 1,
         describe_tools: bool = False,
         allow_answer: bool = True,
-        system_in_answer: bool = False,
+        system_prompt_everywhere: bool = False,
         grounded_enums: bool = True,
     ) -> None:
         if not callable(llm_call):
@@ -280,7 +281,7 @@ class ConstrainedToolCalls:
         self.max_tool_rounds = max_tool_rounds
         self.describe_tools = describe_tools
         self.allow_answer = allow_answer
-        self.system_in_answer = system_in_answer
+        self.system_prompt_everywhere = system_prompt_everywhere
         self.grounded_enums = grounded_enums
         self._ids = 0
 
@@ -311,7 +312,8 @@ class ConstrainedToolCalls:
 
     def call_messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """What is sent for a call turn: a system message with tools and examples, the history as text."""
-        lines = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+        lines = [_text(m.get("content")) for m in messages if m.get("role") == "system"] \
+            if self.system_prompt_everywhere else []
         if self.describe_tools:
             lines += _tool_lines(tools)
         if self.examples:
@@ -380,14 +382,14 @@ class ConstrainedToolCalls:
         """What is sent for an answer turn: each question with its tool results in one user turn.
 
         The system message is ``ANSWER_INSTRUCTION`` when tools were called since the last user
-        message (with the system prompt before it only if ``system_in_answer``), else the system
+        message (with the system prompt before it only if ``system_prompt_everywhere``), else the system
         prompt alone (no system message when there is none).
         """
         prompt = [line for line in (_text(m.get("content")) for m in messages if m.get("role") == "system") if line]
         if _rounds_since_user(messages):
-            lines = [*(prompt if self.system_in_answer else []), ANSWER_INSTRUCTION]
+            lines = [*(prompt if self.system_prompt_everywhere else []), ANSWER_INSTRUCTION]
         else:
-            lines = prompt or [DIRECT_INSTRUCTION]
+            lines = [*prompt, DIRECT_INSTRUCTION]
         out: list[dict[str, Any]] = [{"role": "system", "content": "\n".join(lines)}] if lines else []
         names = _call_names(messages)
         for message in messages:
