@@ -9,25 +9,29 @@ plain answer. ``ConstrainedToolCalls`` wraps an ``OpenAIChat`` to do that:
 
 - While tools are offered and fewer than ``max_tool_rounds`` tool rounds
   followed the last user message, the request carries no ``tools``; the system
-  message holds the system prompt, the tools (``describe_tools``) and
-  ``examples``, and ``response_format`` is the JSON schema ``{"anyOf":
+  message holds the tools (``describe_tools``), the ``examples`` and
+  ``CALL_OR_ANSWER_INSTRUCTION``, and ``response_format`` is the JSON schema ``{"anyOf":
   [{"name": <const>, "arguments": <parameters>}, ..., {"name": "final_answer",
   "arguments": {}}]}``. A call reply is turned into an OpenAI ``tool_calls``
   reply. ``final_answer`` (no tool fits: "What is 2 + 2?") is followed at once
-  by an answer turn with no tool result, whose text is the reply
-  (``allow_answer=False`` leaves that option out, so that every reply is a call
-  of a tool).
+  by an answer turn with no tool result, whose text is the reply; so is a call
+  whose ``enum`` argument is not written in the question (``grounded_enums``:
+  "What is 2 + 2?" -> ``get_time(city="London")``). ``allow_answer=False``
+  leaves both out, so that every reply is a call of a tool.
 - Otherwise (the answer turn) the request carries no tools and no schema, and
   the history is written the way such models answer best: each question with
   the tool results that followed it in one user turn (``Question: ...`` /
-  ``Tool get_weather answered: ...``), under ``ANSWER_INSTRUCTION`` alone. The
-  system prompt is left out of an answer turn that follows tool results
-  (``system_prompt_everywhere=False``): with it, in any place (system message, before
-  or after the question), SmolLM2-135M wrote absurd answers ("I'm sorry for
-  your loss") or ignored the tool result in 17 of 18 measured answers (three
-  prompts, six questions); without it, it stated the result in 18 of 18. An
-  answer turn with no tool result (no tools offered) keeps the system prompt.
+  ``Tool get_weather answered: ...``), under ``ANSWER_INSTRUCTION`` alone.
   The answer streams through ``on_delta``.
+- The system prompt goes only into answers without a tool (after
+  ``final_answer``, or when no tools are offered), with ``DIRECT_INSTRUCTION``.
+  In call turns it tipped SmolLM2-135M towards ``final_answer`` (10 of 10
+  weather questions answered without a tool, with ``final_answer`` examples);
+  in the answer after a tool result, wherever it was placed (system message
+  before or after the instruction, user turn before or after the question),
+  2 to 7 of 18 answers stated the tool's result (three prompts, six
+  questions), against 18 of 18 without it. ``system_prompt_everywhere=True``
+  sends it in every turn.
 
 The agent's history stays in OpenAI form: only what is sent changes.
 
@@ -36,7 +40,7 @@ user message (default 1: call, then answer); the server must support
 ``response_format`` with a JSON schema (llama.cpp, vLLM; OpenAI's own
 structured outputs reject a top-level ``anyOf``). Tool choice of a 135M model
 is poor without ``examples``; with a few it is good (``scripts/demo_score.py``
-measures it). A system prompt shapes the call turns only.
+measures it).
 
 Spec: OpenAI Chat Completions (``response_format``, ``tool_calls``);
 llama.cpp server README ("JSON schema" constrained output).
