@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from yiemagent.cli.demo import DEMO_QUESTIONS, DemoRun, demo_model, demo_server, run_demo  # noqa: E402
-from yiemagent.mcp import MCPClient  # noqa: E402
+from yiemagent.cli.demo import DEMO_QUESTIONS, DemoRun, demo_model, demo_server, run_demo
+from yiemagent.mcp import MCPClient
 
 Question = tuple[str, str, str | None, str | None, str | None]
 """``(kind, question, expected tool or None, expected city or None, text the answer must contain or None)``."""

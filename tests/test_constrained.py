@@ -17,8 +17,13 @@ import pytest
 
 from tests import strict_openai
 from yiemagent import Agent, ConfigError, tool
-from yiemagent.models.constrained import (ANSWER_INSTRUCTION, ANSWER_TOOL, DIRECT_INSTRUCTION, ConstrainedToolCalls,
-                                         tool_call_schema)
+from yiemagent.models.constrained import (
+    ANSWER_INSTRUCTION,
+    ANSWER_TOOL,
+    DIRECT_INSTRUCTION,
+    ConstrainedToolCalls,
+    tool_call_schema,
+)
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather.",
@@ -109,7 +114,8 @@ def test_schema_with_answer_offers_final_answer_last_unless_a_tool_has_that_name
 def test_unsloth_5052_final_answer_is_answered_in_words_with_the_system_prompt_and_streamed():
     """unsloth/unsloth#5052: small models forced towards tools call one for questions they can answer.
     Here the schema lets the model choose ``final_answer``; the answer is then written in a plain turn
-    that carries the system prompt and is streamed; no tool call reaches the agent."""
+    that carries the system prompt and is streamed; no tool call reaches the agent.
+    """
     inner = Recorder(json.dumps({"name": ANSWER_TOOL, "arguments": {}}), "2 + 2 = 4.")
     deltas: list[Any] = []
     reply = ConstrainedToolCalls(inner)([{"role": "system", "content": "Be brief."},
@@ -123,7 +129,8 @@ def test_unsloth_5052_final_answer_is_answered_in_words_with_the_system_prompt_a
 
 def test_a_call_whose_enum_value_is_not_in_the_question_is_not_made():
     """SmolLM2-135M answered "What is 2 + 2?" with get_time(city="London") (issue 20): valid for the enum,
-    not grounded in the question. Such a call becomes an answer without a tool; a grounded one is made."""
+    not grounded in the question. Such a call becomes an answer without a tool; a grounded one is made.
+    """
     ungrounded = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}', "4")
     reply = ConstrainedToolCalls(ungrounded)([{"role": "user", "content": "What is 2 + 2?"}], [WEATHER])
     assert reply["choices"][0]["message"]["content"] == "4" and len(ungrounded.requests) == 2
@@ -138,11 +145,12 @@ def test_a_call_whose_enum_value_is_not_in_the_question_is_not_made():
 
 def test_home_assistant_178795_system_prompt_stays_out_of_call_and_tool_answer_turns():
     """home-assistant/core#178795: a system prompt made a small model skip the tool call or not use its
-    result. The system prompt goes only into answers without a tool, unless system_prompt_everywhere."""
+    result. The system prompt goes only into answers without a tool, unless system_prompt_everywhere.
+    """
     history = [{"role": "system", "content": "You are a pirate."}, {"role": "user", "content": "Weather in Lima?"}]
-    after = [*history, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "Overcast, 18 °C"}]
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}
+    after = [*history, {"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "Overcast, 18 °C"}]
     llm = ConstrainedToolCalls(Recorder())
     assert "pirate" not in json.dumps(llm.call_messages(history, [WEATHER]))
     assert llm.answer_messages(after)[0] == {"role": "system", "content": ANSWER_INSTRUCTION}
@@ -151,7 +159,8 @@ def test_home_assistant_178795_system_prompt_stays_out_of_call_and_tool_answer_t
     assert everywhere.answer_messages(after)[0]["content"] == f"You are a pirate.\n{ANSWER_INSTRUCTION}"
 
 
-@pytest.mark.parametrize("kwargs", [{"max_tool_rounds": 0}, {"max_tool_rounds": True}, {"examples": [("q", "t")]}, {"examples": [("q", "t", "{}")]}])
+@pytest.mark.parametrize("kwargs", [{"max_tool_rounds": 0}, {"max_tool_rounds": True}, {"examples": [("q", "t")]},
+                                    {"examples": [("q", "t", "{}")]}])
 def test_bad_arguments_are_config_errors(kwargs):
     with pytest.raises(ConfigError):
         ConstrainedToolCalls(Recorder(), **kwargs)

@@ -6,7 +6,6 @@ server ``yiemagent.examples.weather_server`` with its clock fixed.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -46,7 +45,8 @@ def numbers(text: str) -> set[str]:
 
 def test_readme_local_snippet_is_the_guide_s_demo_recipe():
     """README.rst shows the guide's snippet word for word, and it is the demo's recipe (examples,
-    builtin_list_tools=False, constrained calls): issue 20 found the README's one answered 3/3 wrong."""
+    builtin_list_tools=False, constrained calls): issue 20 found the README's one answered 3/3 wrong.
+    """
     from yiemagent.cli.demo import DEMO_EXAMPLES
 
     snippet = guide_snippet()
@@ -60,7 +60,8 @@ def test_readme_local_snippet_is_the_guide_s_demo_recipe():
 @pytest.mark.model
 def test_local_snippet_answers_the_weather_question_from_the_tool_result(monkeypatch):
     """The guide's code, run as a newcomer runs it (its own process), against the real example server:
-    the answer states the tool's 21 °C and no number the tool did not give."""
+    the answer states the tool's 21 °C and no number the tool did not give.
+    """
     from yiemagent.cli.demo import demo_server
 
     monkeypatch.setenv("YIEMAGENT_EXAMPLE_NOW", NOW)
@@ -119,8 +120,10 @@ def ask(parts: tuple[Any, Any], question: str, **agent_kwargs: Any) -> tuple[lis
 def test_home_assistant_178795_system_prompt_keeps_the_constrained_weather_answer_right(weather_agent_parts):
     """home-assistant/core#178795 (a system prompt made a small model skip the tool or ignore its result);
     issue 20: with "You are a helpful assistant." SmolLM2 answered "I'm sorry for your loss" after a correct
-    get_weather(Paris) (0/20 scored conversations right; 15/20 now)."""
-    calls, answer = ask(weather_agent_parts, "What is the weather in Paris?", system_prompt="You are a helpful assistant.")
+    get_weather(Paris) (0/20 scored conversations right; 15/20 now).
+    """
+    calls, answer = ask(weather_agent_parts, "What is the weather in Paris?",
+                        system_prompt="You are a helpful assistant.")
     assert calls == [("get_weather", {"city": "Paris"})]
     assert "21" in answer and "sorry" not in answer.lower(), answer
 
@@ -129,7 +132,8 @@ def test_home_assistant_178795_system_prompt_keeps_the_constrained_weather_answe
 def test_unsloth_5052_questions_no_tool_fits_are_answered_without_a_tool(weather_agent_parts):
     """unsloth/unsloth#5052 (small models call a tool for questions they can answer); issue 20: the
     constrained path turned "What is 2 + 2?" into get_time(London). Now: no call, the answer in words;
-    an out-of-domain city gets no call either; an in-domain question still gets its call."""
+    an out-of-domain city gets no call either; an in-domain question still gets its call.
+    """
     calls, answer = ask(weather_agent_parts, "What is 2 + 2?")
     assert calls == [] and "4" in answer, (calls, answer)
     calls, answer = ask(weather_agent_parts, "What is the capital of Italy?")

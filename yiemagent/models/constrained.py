@@ -56,8 +56,15 @@ from typing import Any
 from ..exceptions import ConfigError
 from ..schema_checks import json_pointer
 
-__all__ = ["ANSWER_INSTRUCTION", "ANSWER_TOOL", "CALL_INSTRUCTION", "ConstrainedToolCalls", "DIRECT_INSTRUCTION",
-           "grammar_schema", "tool_call_schema"]
+__all__ = [
+    "ANSWER_INSTRUCTION",
+    "ANSWER_TOOL",
+    "CALL_INSTRUCTION",
+    "DIRECT_INSTRUCTION",
+    "ConstrainedToolCalls",
+    "grammar_schema",
+    "tool_call_schema",
+]
 
 logger = logging.getLogger("yiemagent.models.constrained")
 
@@ -430,8 +437,11 @@ def _names(tools: Sequence[dict[str, Any]]) -> set[Any]:
 
 
 def _ungrounded(reply: dict[str, Any], tools: Sequence[dict[str, Any]], messages: list[dict[str, Any]]) -> str | None:
-    """``"get_time(city='London')"`` when a call's ``enum`` string argument is not in the text since the last user
-    message (its content and any tool results after it); None when every such value is there or nothing was called."""
+    """What makes the call in ``reply`` ungrounded, or None (grounded, or no call).
+
+    A call is ungrounded when one of its ``enum`` string arguments is not in the text since the last user
+    message (that message and any tool results after it), case-insensitive.
+    """
     choices = reply.get("choices") or [{}]
     calls = ((choices[0].get("message") or {}).get("tool_calls") or []) if isinstance(choices[0], dict) else []
     start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
