@@ -62,7 +62,7 @@ def test_call_turn_sends_no_tools_but_the_schema_and_the_reply_becomes_tool_call
     sent = inner.requests[0]
     assert sent["tools"] == [] and "on_delta" not in sent  # the JSON is not streamed to the user as text
     assert sent["response_format"]["type"] == "json_schema"
-    assert sent["response_format"]["json_schema"]["schema"] == tool_call_schema([WEATHER, TIME], answer=True)
+    assert sent["response_format"]["json_schema"]["schema"] == tool_call_schema([WEATHER, TIME])
     system = sent["messages"][0]["content"]
     assert "Be brief." not in system and 'Call: {"name": "get_time", "arguments": {"city": "Rome"}}' in system
     call = reply["choices"][0]["message"]["tool_calls"][0]
@@ -118,13 +118,17 @@ def test_unsloth_5052_final_answer_is_answered_in_words_with_the_system_prompt_a
     """
     inner = Recorder(json.dumps({"name": ANSWER_TOOL, "arguments": {}}), "2 + 2 = 4.")
     deltas: list[Any] = []
-    reply = ConstrainedToolCalls(inner)([{"role": "system", "content": "Be brief."},
+    reply = ConstrainedToolCalls(inner, examples=[("Hi!", ANSWER_TOOL, {})])([{"role": "system", "content": "Be brief."},
                                          {"role": "user", "content": "What is 2 + 2?"}],
                                         [WEATHER, TIME], on_delta=lambda *a, **k: deltas.append(a))
     assert reply["choices"][0]["message"] == {"role": "assistant", "content": "2 + 2 = 4."}
     assert inner.requests[1]["messages"] == [{"role": "system", "content": f"Be brief.\n{DIRECT_INSTRUCTION}"},
                                              {"role": "user", "content": "What is 2 + 2?"}]
     assert "response_format" not in inner.requests[1] and inner.requests[1]["on_delta"] is not None
+    assert ANSWER_TOOL in json.dumps(inner.requests[0]["response_format"])
+    without = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}')
+    ConstrainedToolCalls(without)([{"role": "user", "content": "Lima?"}], [WEATHER])  # no example shows it
+    assert ANSWER_TOOL not in json.dumps(without.requests[0])
 
 
 def test_a_call_whose_enum_value_is_not_in_the_question_is_not_made():

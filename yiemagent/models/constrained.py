@@ -9,10 +9,11 @@ plain answer. ``ConstrainedToolCalls`` wraps an ``OpenAIChat`` to do that:
 
 - While tools are offered and fewer than ``max_tool_rounds`` tool rounds
   followed the last user message, the request carries no ``tools``; the system
-  message holds the tools (``describe_tools``), the ``examples`` and
-  ``CALL_OR_ANSWER_INSTRUCTION``, and ``response_format`` is the JSON schema ``{"anyOf":
-  [{"name": <const>, "arguments": <parameters>}, ..., {"name": "final_answer",
-  "arguments": {}}]}``. A call reply is turned into an OpenAI ``tool_calls``
+  message holds the tools (``describe_tools``), the ``examples`` and the
+  instruction, and ``response_format`` is the JSON schema ``{"anyOf":
+  [{"name": <const>, "arguments": <parameters>}, ...]}``, plus ``{"name":
+  "final_answer", "arguments": {}}`` when an example shows it
+  (``offer_final_answer``). A call reply is turned into an OpenAI ``tool_calls``
   reply. ``final_answer`` (no tool fits: "What is 2 + 2?") is followed at once
   by an answer turn with no tool result, whose text is the reply; so is a call
   whose ``enum`` argument is not written in the question (``grounded_enums``:
@@ -72,7 +73,7 @@ ANSWER_INSTRUCTION = "Answer the user's question in one sentence, using the tool
 """System message of the answer turn (after the tool results)."""
 
 CALL_INSTRUCTION = 'Reply with one tool call as JSON: {"name": ..., "arguments": {...}}.'
-"""Last line of the system message of a call turn (``allow_answer=False``)."""
+"""Last line of the system message of a call turn (no ``final_answer`` offered)."""
 
 DIRECT_INSTRUCTION = "Answer the user's question in one short sentence. If you do not know, say so."
 """Last line of the system message of an answer turn without tool results (after the system prompt)."""
@@ -84,7 +85,7 @@ as usual instead."""
 
 CALL_OR_ANSWER_INSTRUCTION = ('Reply with one tool call as JSON: {"name": ..., "arguments": {...}}; '
                               f'when no tool fits, call {ANSWER_TOOL}.')
-"""Last line of the system message of a call turn (``allow_answer=True``)."""
+"""Last line of the system message of a call turn that offers ``final_answer``."""
 
 
 
@@ -253,8 +254,11 @@ class ConstrainedToolCalls:
             ``(question, "final_answer", {})`` shows a question that no tool fits.
         max_tool_rounds: tool rounds per user message before the model must answer in text.
         describe_tools: list the tools (name, argument names and types, description) in the system message.
-        allow_answer: the call schema offers a plain answer beside the calls, so that the model may answer
-            without a tool; False forces a call of some tool for every user message.
+        allow_answer: the model may answer without a tool (``final_answer``, ``grounded_enums``); False
+            forces a call of some tool for every user message.
+        offer_final_answer: the call schema offers ``final_answer`` beside the calls (with ``allow_answer``).
+            None (the default): only when an example shows it; without such an example SmolLM2-135M chose
+            it for every question, weather ones included (3 of 3), so only ``grounded_enums`` applies.
         system_prompt_everywhere: send the system prompt in call turns and in answer turns after tool
             results too; by default it goes only into answers without a tool (with it elsewhere,
             SmolLM2-135M stopped calling tools or ignored their results; see the module docstring).
@@ -276,6 +280,7 @@ class ConstrainedToolCalls:
         max_tool_rounds: int = 1,
         describe_tools: bool = False,
         allow_answer: bool = True,
+        offer_final_answer: bool | None = None,
         system_prompt_everywhere: bool = False,
         grounded_enums: bool = True,
     ) -> None:
@@ -292,6 +297,9 @@ class ConstrainedToolCalls:
         self.max_tool_rounds = max_tool_rounds
         self.describe_tools = describe_tools
         self.allow_answer = allow_answer
+        self.offer_final_answer = allow_answer and (
+            any(example[1] == ANSWER_TOOL for example in self.examples) if offer_final_answer is None
+            else offer_final_answer)
         self.system_prompt_everywhere = system_prompt_everywhere
         self.grounded_enums = grounded_enums
         self._ids = 0
@@ -332,7 +340,7 @@ class ConstrainedToolCalls:
             for example in self.examples:
                 question, name, arguments = example
                 lines += [f"User: {question}", "Call: " + json.dumps({"name": name, "arguments": arguments})]
-        lines.append(CALL_OR_ANSWER_INSTRUCTION if self.allow_answer else CALL_INSTRUCTION)
+        lines.append(CALL_OR_ANSWER_INSTRUCTION if self.offer_final_answer else CALL_INSTRUCTION)
         out: list[dict[str, Any]] = [{"role": "system", "content": "\n".join(line for line in lines if line)}]
         names = _call_names(messages)
         for message in messages:
@@ -351,7 +359,7 @@ class ConstrainedToolCalls:
         return out
 
     def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], on_delta: Any) -> dict[str, Any]:
-        schema = tool_call_schema(tools, answer=self.allow_answer)
+        schema = tool_call_schema(tools, answer=self.offer_final_answer)
         response_format = {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": schema}}
         reply = self.to_tool_calls(
             self.llm_call(self.call_messages(messages, tools), [], response_format=response_format), tools)
