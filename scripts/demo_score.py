@@ -57,8 +57,8 @@ def numbers(text: str) -> set[str]:
     found = set()
     for match in _NUMBER.findall(re.sub(r"(\d)-(?=\d)", r"\1 ", text.replace("\u2212", "-"))):
         sign = "-" if match.startswith("-") else ""
-        parts = re.split(r"([.:])", match.lstrip("-"))
-        found.add(sign + "".join(str(int(p)) if p.isdigit() and "." not in match else p for p in parts))
+        head, sep, rest = match.lstrip("-").partition(":")
+        found.add(sign + (head if "." in head else str(int(head))) + sep + rest)
     return found
 
 
