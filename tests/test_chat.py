@@ -89,7 +89,7 @@ def test_chat_streams_shows_tools_with_durations_and_ctrl_c_aborts_only_the_run(
         assert re.search(r"^  weather \(yiemagent-demo-weather 1\.0\): 2 tools$", screen, re.M), screen
         assert re.search(r"^  broken: unreachable: cannot start broken: \[Errno 2\] No such file or directory: "
                          r"'yiemagent-no-such-server-xyz'$", screen, re.M)
-        assert re.search(r"^1 MCP server \(1 unreachable\), 2 tools\.", screen, re.M)
+        assert re.search(r"^2 MCP servers \(1 unreachable\), 2 tools\.", screen, re.M)  # configured: 2
 
         term.type("What is the weather in Paris?")
         screen = term.wait_for(r"^  \[completed, 2 model calls", 60)

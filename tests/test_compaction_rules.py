@@ -224,3 +224,38 @@ def test_llamacpp_counter_counts_with_the_local_models_tokenizer_and_falls_back_
     gone = llamacpp_counter("http://127.0.0.1:9/v1", timeout_seconds=2)
     assert gone(messages, []) == estimate_tokens(messages)  # falls back, never raises
     assert "using the estimate" in caplog.text
+
+
+def batch_history() -> list:
+    """Turns with a batch of 10 tool calls each (langchain 34282's "read these 10 files"), then an answer."""
+    history: list = []
+    for t in range(4):
+        history.append(UserMessage(f"read these 10 files, round {t}"))
+        calls = [ToolCall(f"r{t}_{k}", "read_file", {"path": f"file{k}.txt"}) for k in range(10)]
+        history.append(AssistantMessage([TextContent("I'll read all 10 files")], tool_calls=calls))
+        history += [ToolResultMessage(c.id, [TextContent(f"contents of {c.arguments['path']} " + "z" * 120)],
+                                      tool_name="read_file") for c in calls]
+        history.append(AssistantMessage([TextContent(f"summary of round {t}")]))
+    return history
+
+
+@pytest.mark.parametrize("case", ["langchain_34282_keep_last_messages_inside_a_batch",
+                                  "letta_935_summary_then_a_tool_response_first",
+                                  "deepagents_270_ai_message_removed_tool_responses_left"])
+def test_no_cut_leaves_a_tool_result_without_its_call_whatever_the_kept_size(case):
+    """Every keep_recent_tokens from 1 token to the whole history, and the forced cut: each view is valid.
+
+    The three public reports are one fault: a cut inside a run of tool results kept results whose call
+    was summarised away, and the provider answered 400 ("No tool call found for function call output").
+    """
+    from tests.strict_openai import validate
+
+    history = batch_history()
+    total = sum(tokens(m) for m in history)
+    for keep in [*range(1, total + 40, 37), 1]:
+        cut = find_cut(history, 0, keep, tokens)
+        if cut is None:
+            continue
+        assert not isinstance(history[cut], ToolResultMessage), (keep, cut)
+        view = compacted_view([*history, summary_message("earlier rounds summarised", cut)])
+        validate([to_openai(m) for m in view])  # raises on an orphaned tool result or an unanswered call

@@ -1,4 +1,4 @@
-"""Provider dialects round-trip (issue 15, point 4): one test per row of README "Provider dialects".
+"""Provider dialects round-trip (issue 15, point 4): one test per row of "Provider dialects" (docs/guides/models.rst).
 
 What a provider attaches to its reply and needs back goes back unchanged on the next request, per
 call, streamed or not; reasoning is shown once. The replies come from tests/servers/raw_llm_peer.py

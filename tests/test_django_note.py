@@ -60,7 +60,10 @@ def test_a_django_streaming_view_sends_server_sent_events_ending_with_the_answer
     assert response["Content-Type"].startswith("text/event-stream") and response.streaming
     body = b"".join(response.streaming_content).decode()
     blocks = [b for b in body.split("\n\n") if b]
+    first = json.loads(blocks[0].split("data: ", 1)[1])
+    assert blocks[0].startswith("event: input\n") and first["seq"] is None  # the input's id first (no store)
     assert blocks[-1].startswith("event: answer\n")
+    assert json.loads(blocks[-1].split("data: ", 1)[1])["input_ids"] == [first["input_id"]]
     assert json.loads(blocks[-1].split("data: ", 1)[1])["content"] == "Hello from the agent."
     deltas = [json.loads(b.split("data: ", 1)[1])["delta"] for b in blocks if b.startswith("event: message_update")]
     assert "".join(deltas) == "Hello from the agent."

@@ -8,6 +8,7 @@ in headless Chromium (Debian ``chromium`` + ``chromium-driver``, installed by ``
 import json
 import shutil
 import threading
+import time
 
 import pytest
 
@@ -309,3 +310,37 @@ def test_the_page_shows_approve_and_reject_buttons_in_headless_chromium(approval
     shot = tmp_path / "flask_approvals.png"
     browser.save_screenshot(str(shot))
     assert shot.stat().st_size > 1000
+
+
+def test_the_stream_names_its_input_first_and_a_cut_stream_answer_is_fetched_by_that_id():
+    """Issue 20 point 3: ``event: input`` comes first (the client's own ``input_id``); the client reads
+    two deltas and goes away (the response is closed); ``GET /answers/<input_id>`` gives 202 while the
+    run goes on, then the whole answer; another session cannot read it; an unknown id is a 404.
+    """
+    app = _scripted_app(delta_chars=1, delta_delay_seconds=0.02)
+    try:
+        client = app.test_client()
+        client.get("/")
+        response = client.post("/chat", json={"message": "Weather in Paris?", "input_id": "my-1"}, buffered=False)
+        chunks = iter(response.response)
+        parser, events = SSEParser(), []
+        while sum(1 for e in events if e.event == "message_update") < 2:
+            events += parser.feed(next(chunks).decode())
+        response.close()  # the client went away mid-answer
+        assert (events[0].event, json.loads(events[0].data)) == ("input", {"input_id": "my-1", "seq": None})
+        first = client.get("/answers/my-1")
+        assert first.status_code == 202
+        deadline = time.monotonic() + 10
+        while (got := client.get("/answers/my-1")).status_code == 202:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert got.status_code == 200 and got.get_json()["answer"]["content"] == "It is sunny in Paris."
+        assert got.get_json()["answer"]["input_ids"] == ["my-1"]
+        assert client.get("/answers/nope").status_code == 404
+        other = app.test_client()
+        other.get("/")
+        assert other.get("/answers/my-1").status_code == 404
+        bad = client.post("/chat", json={"message": "hi", "input_id": 7})
+        assert bad.status_code == 400 and "input_id" in bad.get_json()["error"]
+    finally:
+        app.extensions["yiemagent_conversations"].close()

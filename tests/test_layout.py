@@ -116,11 +116,12 @@ def _resolves(dotted: str) -> bool:
 
 
 def test_readme_imports_and_dotted_paths_resolve():
-    """Every ``from yiemagent... import ...`` line of the README (examples, doctests) runs, and every
-    ``yiemagent.x.y`` path it names exists, so a moved module fails here, not in a reader's hands.
-    The ``>>>`` examples also run whole as doctests (setup.cfg ``--doctest-glob``).
+    """Every ``from yiemagent... import ...`` line of the README and the docs (examples, doctests) runs,
+    and every ``yiemagent.x.y`` path they name exists, so a moved module fails here, not in a reader's
+    hands. The ``>>>`` examples also run whole as doctests (setup.cfg ``--doctest-glob``).
     """
-    text = (ROOT / "README.rst").read_text(encoding="utf-8")
+    text = "\n".join(path.read_text(encoding="utf-8")
+                     for path in [ROOT / "README.rst", *sorted((ROOT / "docs").rglob("*.rst"))])
     imports = sorted(set(re.findall(r"^[ >]*((?:from yiemagent[\w.]* import [\w, ]+)|(?:import yiemagent[\w.]*))\s*$",
                                     text, flags=re.MULTILINE)))
     assert len(imports) >= 10

@@ -1,4 +1,7 @@
-"""The README's "MCP client features against peers" table: every yiemagent row names tests that exist."""
+"""The docs' "MCP client features against peers" table: every yiemagent row names tests that exist.
+
+The table moved from README.rst to docs/comparison.rst (issue 20, point 4).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def feature_rows() -> dict[str, str]:
     """``{feature: yiemagent cell}`` of the table (an RST list-table)."""
-    text = (ROOT / "README.rst").read_text(encoding="utf-8")
-    section = text.split("MCP client features against peers", 1)[1].split("\nServers as data", 1)[0]
+    text = (ROOT / "docs" / "comparison.rst").read_text(encoding="utf-8")
+    section = text.split("MCP client features against peers\n", 1)[1]
     rows = {}
     for row in section.split("   * - ")[2:]:  # [0] is the preamble, [1] the header row
         cells = [cell.strip() for cell in row.split("\n     - ")]

@@ -229,7 +229,7 @@ def test_sse_events_types_filter_keeps_the_answer():
     """types= keeps only the named events; the answer is always sent."""
     agent = Agent(ScriptedLLM([text_reply("ok")], delta_chars=1))
     names = [name for name, _ in _parse_sse("".join(sse_events(agent.stream("x"), types={"message_update"})))]
-    assert names == ["message_update", "message_update", "answer"]
+    assert names == ["input", "message_update", "message_update", "answer"]
 
 
 def test_event_to_dict_makes_every_event_of_a_tool_run_json():

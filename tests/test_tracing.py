@@ -140,7 +140,8 @@ def test_a_failing_tool_and_a_failing_model_mark_their_spans_as_errors(exporter)
     assert run.status.status_code == StatusCode.ERROR and run.attributes["yiemagent.run.status"] == "error"
 
 
-def test_an_mcp_tool_call_carries_the_tool_spans_traceparent_to_a_real_server(exporter, sdk_server, open_client):
+def test_agent_framework_3778_an_mcp_tool_call_carries_the_tool_spans_traceparent_to_a_real_server(
+        exporter, sdk_server, open_client):
     client = open_client(sdk_server)
     llm = ScriptedLLM([tool_call_reply("trace_context", {}), text_reply("ok")])
     agent = Agent(llm, mcp_servers=[client], builtin_list_tools=False)
@@ -245,3 +246,42 @@ def test_the_trace_context_goes_with_the_input_through_the_store_to_the_worker_t
     assert run.context.trace_id == request.get_span_context().trace_id
     web.shutdown()
     worker.shutdown()
+
+
+
+def test_fastmcp_3998_and_aws_otel_826_every_request_carries_the_trace_context_in_meta_and_headers(
+        exporter, sdk_server):
+    """FastMCP 3998: initialize and the list methods went without ``_meta.traceparent``; aws-otel 826: servers
+    and gateways reading the HTTP ``traceparent`` header saw none. Here every request made inside a span
+    carries it in ``params._meta`` and as a header, the same value (the real SDK server, a recording session).
+    """
+    from tests.helpers import RecordingSession
+    from yiemagent.mcp import HTTPTransport, MCPClient
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider)
+    session = RecordingSession()
+    client = MCPClient(transport=HTTPTransport(sdk_server, session=session, timeout_seconds=10),
+                       protocol_version="2025-11-25")
+    try:
+        with provider.get_tracer("app").start_as_current_span("outer") as outer:
+            client.list_tools()
+            client.call_tool("echo", {"text": "hi"})
+    finally:
+        client.close()
+    trace_id = format(outer.get_span_context().trace_id, "032x")
+    posts = [r for r in session.sent if r.rpc_method in ("initialize", "tools/list", "tools/call")]
+    assert {r.rpc_method for r in posts} == {"initialize", "tools/list", "tools/call"}
+    for record in posts:
+        body = record.message["params"]["_meta"]["traceparent"]
+        assert body.split("-")[1] == trace_id, record.rpc_method
+        assert record.headers["traceparent"] == body, record.rpc_method
+    outside = MCPClient(transport=HTTPTransport(sdk_server, session=(quiet := RecordingSession()),
+                                                timeout_seconds=10), protocol_version="2025-11-25")
+    try:
+        outside.list_tools()  # no span current: nothing is added
+    finally:
+        outside.close()
+    assert all("traceparent" not in r.headers and "_meta" not in (r.message or {}).get("params", {})
+               for r in quiet.sent if r.message)

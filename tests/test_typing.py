@@ -2,7 +2,7 @@
 
 The user's file is checked the way a user checks theirs: against yiemagent installed in a fresh
 virtual environment with the README's editable install in ``compat`` mode (setuptools' default
-editable mode uses an import hook that type checkers cannot follow; the README says so).
+editable mode uses an import hook that type checkers cannot follow; docs/getting_started.rst says so).
 """
 
 from __future__ import annotations
@@ -69,3 +69,36 @@ def test_a_type_error_in_user_code_is_reported(tmp_path):
                    "    '''Add.'''\n    return a + b\n\nx: str = add(1, 2)\n")
     out, status = _mypy("--python-executable", sys.executable, str(bad))
     assert status == 1 and "Incompatible types in assignment" in out, out
+
+
+def test_a_typo_in_an_answer_key_or_status_is_a_type_error(tmp_path):
+    """Issue 20 point 5: answers are typed (``yiemagent.Answer``, a TypedDict): ``answer["status"]`` is the
+    ``AnswerStatus`` Literal, a misspelt key is an error, so is comparing the status with a status that does
+    not exist (``--strict`` has ``--strict-equality``), and a stream item narrowed by ``type`` has its fields.
+    """
+    user = tmp_path / "answers_user.py"
+    user.write_text(
+        "from yiemagent import Agent\n"
+        "from yiemagent.testing import ScriptedLLM\n\n"
+        "agent = Agent(ScriptedLLM([]))\n"
+        "answer = agent.ask('hi')\n"
+        "reveal_type(answer['status'])\n"
+        "print(answer['stauts'])\n"
+        "if answer['status'] == 'complete':\n"
+        "    pass\n"
+        "for item in agent.stream('hi'):\n"
+        "    if not isinstance(item, dict) and item.type == 'message_update':\n"
+        "        reveal_type(item.delta_type)\n"
+        "    if not isinstance(item, dict):\n"
+        "        print(item.delta)\n")
+    out, status = _mypy("--python-executable", sys.executable, str(user))
+    assert status == 1, out
+    revealed = "answers_user.py:6: note: Revealed type is \"Literal['completed']"
+    assert revealed in out and "'awaiting_approval'" in out, out
+    assert "answers_user.py:7: error: TypedDict \"Answer\" has no key \"stauts\"" in out, out
+    assert "answers_user.py:8: error: Non-overlapping equality check" in out, out
+    narrowed = next(line for line in out.splitlines() if "answers_user.py:12: note: Revealed type is" in line)
+    assert "'text'" in narrowed and "'tool_call'" in narrowed, out  # item.type narrowed it to MessageUpdateEvent
+    assert "answers_user.py:14: error: Item \"AgentStartEvent\" of" in out, out  # delta only on message_update
+    errors = {line.split(":")[1] for line in out.splitlines() if ": error:" in line}
+    assert errors == {"7", "8", "14"}, out

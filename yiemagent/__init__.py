@@ -17,6 +17,7 @@ import logging
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
+from .answers import Answer, AnswerStatus
 from .approvals import unless_read_only
 from .events import Event, MessageUpdateEvent
 from .exceptions import (
@@ -102,6 +103,8 @@ __all__ = [
     "AgentStream",
     "AgentTool",
     "AgentToolResult",
+    "Answer",
+    "AnswerStatus",
     "ApprovalError",
     "AssistantMessage",
     "BeforeToolCallResult",

@@ -13,9 +13,10 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ._checks import check_number
+from .answers import Answer
 from .conversation import Conversation, Input
 from .exceptions import AgentClosedError, AgentError
 
@@ -47,15 +48,15 @@ class Approvals:
         """
         return self.conversation.pending_approvals()
 
-    def approve(self, tool_call_id: str, *, timeout_seconds: float | None = None) -> dict[str, Any]:
+    def approve(self, tool_call_id: str, *, timeout_seconds: float | None = None) -> Answer:
         """Approve one waiting call; see ``decide``."""
         return self.decide({tool_call_id: True}, timeout_seconds=timeout_seconds)
 
-    def reject(self, tool_call_id: str, reason: str = "", *, timeout_seconds: float | None = None) -> dict[str, Any]:
+    def reject(self, tool_call_id: str, reason: str = "", *, timeout_seconds: float | None = None) -> Answer:
         """Reject one waiting call; the model gets an error result with ``reason``; see ``decide``."""
         return self.decide({tool_call_id: reason or False}, timeout_seconds=timeout_seconds)
 
-    def decide(self, decisions: Mapping[str, bool | str], *, timeout_seconds: float | None = None) -> dict[str, Any]:
+    def decide(self, decisions: Mapping[str, bool | str], *, timeout_seconds: float | None = None) -> Answer:
         """Record decisions about waiting calls; once the run has none left undecided, resume it.
 
         Args:
@@ -87,9 +88,9 @@ class Approvals:
         left, resume = self.conversation.decide(dict(decisions))
         if resume is None:
             names = ", ".join(str(c.get("name")) for c in left)
-            return {"role": "assistant", "content": f"Waiting for approval of: {names}.",
-                    "status": "awaiting_approval", "pending_approvals": left,
-                    "input_ids": sorted({str(c.get("input_id")) for c in left})}
+            return cast(Answer, {"role": "assistant", "content": f"Waiting for approval of: {names}.",
+                                 "status": "awaiting_approval", "pending_approvals": left,
+                                 "input_ids": sorted({str(c.get("input_id")) for c in left})})
         entry = Input(message=resume.message, id=resume.id)
         logger.info("every waiting call of input %s is decided; resuming its run", entry.id)
         if self._thread is None:
@@ -106,9 +107,9 @@ class Approvals:
                 continue
 
     if TYPE_CHECKING:  # provided by Agent
-        def ask(self, text: Any, timeout_seconds: float | None = None) -> dict[str, Any]: ...
+        def ask(self, text: Any, timeout_seconds: float | None = None) -> Answer: ...
 
         def submit(self, message: Any, *,
-                   timeout_seconds: float | None = None) -> concurrent.futures.Future[dict[str, Any]]: ...
+                   timeout_seconds: float | None = None) -> concurrent.futures.Future[Answer]: ...
 
         def _inside(self) -> bool: ...

@@ -61,10 +61,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import events as ev
 from ._checks import check_number, check_str
+from .answers import Answer
 from .conversation import Input
 from .exceptions import AgentBusyError, AgentClosedError
 from .tools import AgentTool, AgentToolResult
@@ -184,7 +185,7 @@ class AsTool:
 
     if TYPE_CHECKING:  # defined by Agent and Serving
         def submit(self, message: Any, *, timeout_seconds: float | None = None
-                   ) -> concurrent.futures.Future[dict[str, Any]]: ...
+                   ) -> concurrent.futures.Future[Answer]: ...
 
         def _wrap(self, item: Any) -> Input: ...
 
@@ -343,7 +344,8 @@ class AsTool:
             return entry.future
         while True:  # a full input queue is waited for in steps that see the abort and the deadline
             try:
-                return self.submit(entry, timeout_seconds=_POLL_SECONDS)
+                future = self.submit(entry, timeout_seconds=_POLL_SECONDS)
+                return cast("concurrent.futures.Future[dict[str, Any]]", future)
             except AgentBusyError:
                 stop = self._stopped(abort_event, deadline, timeout_seconds)
                 if stop is not None:

@@ -16,8 +16,21 @@ from .exceptions import ConfigError
 
 __all__ = [
     "check_bool", "check_callable", "check_choice", "check_int", "check_items", "check_number", "check_str",
-    "check_timeout",
+    "check_timeout", "install_hint",
 ]
+
+
+def install_hint(extra: str) -> str:
+    """How to install the optional extra ``extra``, the way yiemagent is installed: from its checkout.
+
+    yiemagent is not on a package index, so an extra cannot be installed by the package's name
+    (that would fail, or install something else): every message naming a missing extra says
+    ``pip install -e ".[x]"``, run in the checkout (README "Install").
+
+    >>> install_hint("postgres")
+    'pip install -e ".[postgres]" (in your yiemagent checkout)'
+    """
+    return f'pip install -e ".[{extra}]" (in your yiemagent checkout)'
 
 
 def check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:

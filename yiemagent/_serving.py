@@ -28,7 +28,8 @@ from . import events as ev
 from ._inbox import EMPTY, SHUTDOWN
 from ._lifecycle import Lifecycle, resolve
 from .conversation import Conversation, Input, RunScope, StopMode, user_message
-from .exceptions import AgentClosedError, FormatError, SimulatedCrash
+from .exceptions import AgentClosedError, ConfigError, FormatError, SimulatedCrash
+from .mcp.bridge import MCPToolset
 from .mcp.client import MCPClient
 from .messages import AssistantMessage, ToolResultMessage, to_openai
 from .tracing import note_input
@@ -48,6 +49,7 @@ class Serving(Lifecycle):
     abort_event: threading.Event
     event_sink: ev.EventSink | None
     emit_intermediate: bool
+    mcp: MCPToolset
     _host: _Host
     _scopes: threading.local
     _run_lock: threading.Lock
@@ -93,11 +95,32 @@ class Serving(Lifecycle):
         self._steered: list[Input] = []
         self._run_input_ids: list[str] = []
         self._deliver_current = False
+        self._tools_news: tuple[list[str], list[str]] | None = None  # listed outside a run, told in the next
         self._scopes = threading.local()  # .last: the scope of the last run opened on this thread
         self._host = _Host(self)
 
     def _tools_changed(self, added: list[str], removed: list[str]) -> None:
+        """``MCPToolset.on_change``: a ``tools_changed`` event in the run.
+
+        A listing outside any run (``start()``'s, a UI's ``mcp.refresh()``) is told at the next run's
+        first model call, so streams see it as they did when the first listing happened in the run.
+        """
+        with self._state_lock:
+            if self._current_run_id is None:
+                old_added, old_removed = self._tools_news or ([], [])
+                self._tools_news = (sorted(set(old_added) - set(removed) | set(added)),
+                                    sorted(set(old_removed) - set(added) | set(removed)))
+                return
         self._emit(ev.ToolsChangedEvent(added=added, removed=removed))
+
+    def _refresh_tools(self) -> object:
+        """``before_model_call``: list the MCP servers where needed, and tell the run what changed meanwhile."""
+        result = self.mcp.refresh()
+        with self._state_lock:
+            news, self._tools_news = self._tools_news, None
+        if news is not None and (news[0] or news[1]):
+            self._emit(ev.ToolsChangedEvent(added=news[0], removed=news[1]))
+        return result
 
     def _mcp_error(self, client: MCPClient, exc: Exception) -> None:
         self._emit(ev.ErrorEvent(where="mcp", error=exc, message=f"{client.name}: {exc}"))
@@ -112,6 +135,9 @@ class Serving(Lifecycle):
     def start(self: _S) -> _S:
         """Start the background thread (once). Returns the agent, for chaining.
 
+        The MCP servers are listed at once, on a thread of their own (``mcp_status()`` says
+        ``connecting``, then ``connected`` or ``unavailable``); the first run waits for that listing.
+
         Raises:
             AgentClosedError: the agent was shut down.
         """
@@ -120,6 +146,8 @@ class Serving(Lifecycle):
         if self._thread is None:
             self._thread = threading.Thread(target=self._main, name=f"yiemagent-{self.name}-agent", daemon=True)
             self._thread.start()
+            if self.mcp.clients:
+                self.mcp.list_in_background(f"yiemagent-{self.name}-mcp")
         return self
 
     def __enter__(self: _S) -> _S:
@@ -236,18 +264,26 @@ class Serving(Lifecycle):
 
     # ------------------------------------------------------------------ runs
 
-    def _wrap(self, item: Any) -> Input:
+    def _wrap(self, item: Any, input_id: str | None = None) -> Input:
         if isinstance(item, Input):
             return item
+        if input_id is not None and (not isinstance(input_id, str) or not input_id):
+            raise ConfigError(f"input_id must be a non-empty str, not {input_id!r:.60}")
         try:
             message = user_message(item)
         except FormatError:
             raise
         except Exception as exc:  # a malformed dict the converter chokes on
             raise FormatError(f"an agent input could not be read: {type(exc).__name__}: {exc}", raw=item) from exc
-        entry = Input(message=message, id=uuid.uuid4().hex[:12], original=item)
+        entry = Input(message=message, id=input_id or uuid.uuid4().hex[:12], original=item)
         note_input(entry.id)  # tracing: the run serving it is a child of the caller's span
         return entry
+
+    def _inbox_seq(self, entry: Input) -> int | None:
+        """With a store: put ``entry`` in the inbox now (idempotent by its id) and return its seq; else None."""
+        if not self.conversation.durable:
+            return None
+        return self.conversation.accept(entry)
 
     def _accept(self, item: Any) -> Any:
         """A durable conversation's queue hook: an input put on a queue goes to its inbox at once.

@@ -51,7 +51,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from . import events as ev
 from ._approvals import Approvals
@@ -62,6 +62,7 @@ from ._lifecycle import check_agent_arguments
 from ._serving import Serving
 from ._typed_inputs import TypedInputs
 from ._views import ConversationViews
+from .answers import Answer
 from .compaction import Compaction, compaction_setting
 from .conversation import Conversation, parse_state
 from .exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
@@ -248,7 +249,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             before_tool_call=before_tool_call, after_tool_call=after_tool_call,
             prepare_context=prepare_context, format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
-            before_model_call=self.mcp.refresh if clients else None,
+            before_model_call=self._refresh_tools if clients else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
             max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
@@ -281,12 +282,13 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         Returns:
             One dict per server in ``mcp_servers`` order (``MCPToolset.status``)::
 
-                {"server": name, "state": "connected" | "unavailable" | "not_connected",
+                {"server": name, "state": "connected" | "unavailable" | "connecting" | "not_connected",
                  "error": str | None, "tools": [model-side names], "server_info": {...},
                  "skipped": [{"server", "tool", "reason"}]}
 
-            ``not_connected``: not listed yet (listing happens before the first
-            model call of a run). Safe from any thread; nothing is sent.
+            ``connecting``: ``start()`` lists the servers at once, in the background; ``not_connected``:
+            not started, not listed yet (an agent not started lists before its first model call).
+            Safe from any thread; nothing is sent.
         """
         return self.mcp.status()
 
@@ -294,7 +296,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
 
     def submit(
         self, message: Any, *, timeout_seconds: float | None = None, output_type: Any = None
-    ) -> concurrent.futures.Future[dict[str, Any]]:
+    ) -> concurrent.futures.Future[Answer]:
         """Queue an input; return a ``Future`` resolved with its answer dict.
 
         The answer goes to the future, not to ``output_queue``. The future has
@@ -319,10 +321,10 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             self.input_queue.put(entry, timeout=timeout_seconds)  # AgentClosedError if shut down meanwhile
         except queue.Full:
             raise AgentBusyError(f"input_queue stayed full for {timeout_seconds}s") from None
-        return entry.future
+        return cast("concurrent.futures.Future[Answer]", entry.future)
 
     def stream(self, text: Any, *, on_close: Literal["continue", "abort"] = "continue",
-               output_type: Any = None) -> AgentStream:
+               output_type: Any = None, input_id: str | None = None) -> AgentStream:
         """Send one input; return an iterator of its run's events, ending with its answer dict.
 
         Works before and after ``start()``: started, the input is queued like
@@ -341,30 +343,36 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
                 ``.future``); ``"abort"`` aborts the run serving this input.
             output_type: a typed answer for this input (``answer["output"]``; see
                 ``yiemagent.typed_output``) over the agent's ``output_type``; None: the agent's.
+            input_id: the input's id (``stream.input_id``, the answer's ``input_ids``); None: a random
+                one. With a store it is the inbox's idempotency key: the same id again is stored once and
+                an input already answered gets its stored answer (``docs/guides/web_apps.rst``).
 
         Raises:
-            ConfigError: ``output_type`` has no JSON Schema.
+            ConfigError: ``output_type`` has no JSON Schema, or ``input_id`` is not a non-empty str.
             AgentClosedError: the agent was shut down.
             AgentError: called from inside this agent's own run.
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
+            StoreError: with a store, the input could not be put in the inbox.
         """
         if self._closed or self._stop_mode is not None:
             raise AgentClosedError(self._closed_reason)
         if self._inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
-        entry = self._wrap(self._typed(text, output_type))
+        entry = self._wrap(self._typed(text, output_type), input_id)
         stream = AgentStream(entry.id, lambda: self._abort_input(entry.id), on_close)
         entry.listener = stream._put
         if self._thread is None:
             entry.future = concurrent.futures.Future()
             stream._attach(entry.future)
+            stream.seq = self._inbox_seq(entry)  # with a store: in the inbox before the first event
             threading.Thread(target=self._serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
                              daemon=True).start()
         else:
             stream._attach(self.submit(entry))
+            stream.seq = self._inbox_seq(entry)
         return stream
 
-    def drain(self) -> list[dict[str, Any]]:
+    def drain(self) -> list[Answer]:
         """Serve every input pending in the store's inbox of this conversation; return their answers.
 
         For workers (``yiemagent.store.base``: ``pending_conversations()``): runs in
@@ -378,9 +386,9 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         """
         if not self.conversation.durable:
             raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
-        return self.conversation.drain(self._host)
+        return cast("list[Answer]", self.conversation.drain(self._host))
 
-    def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> dict[str, Any]:
+    def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> Answer:
         """Send one input and wait for its answer (OpenAI assistant message dict).
 
         Without ``start()``, the run happens in the calling thread; started, it waits for *its own* answer.
@@ -417,13 +425,13 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         text = self._typed(text, output_type)  # ConfigError for a type without a JSON Schema
         if self._thread is None:
             if timeout_seconds is None:
-                return self._serve(text, deliver=False, caller=True)
+                return cast(Answer, self._serve(text, deliver=False, caller=True))
             timer = threading.Timer(timeout_seconds, self.abort)  # ends the run at the deadline
             timer.name = f"yiemagent-{self.name}-ask-timer"
             timer.daemon = True
             timer.start()
             try:
-                answer = self._serve(text, deliver=False, caller=True)
+                answer = cast(Answer, self._serve(text, deliver=False, caller=True))
             finally:
                 timer.cancel()
             if answer.get("status") == "aborted" and timer.finished.is_set() and not timer.is_alive():

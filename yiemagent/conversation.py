@@ -293,8 +293,9 @@ class Conversation:
 
     # ------------------------------------------------------------------ serving
 
-    def accept(self, entry: Input) -> None:
-        """An input was queued; it lives in the queue until served (nothing to do here)."""
+    def accept(self, entry: Input) -> int | None:
+        """An input was queued; it lives in the queue until served (nothing to do; None: no inbox seq)."""
+        return None
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""

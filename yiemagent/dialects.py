@@ -9,7 +9,7 @@ through; ``OpenAIFormatter(send_provider_fields=False)`` leaves them out, for
 a history continued with another provider). Other unknown fields stay in the
 history and the saved state but are sent only with ``send_extra=True``.
 
-``PROVIDER_FIELDS`` (README "Provider dialects" is the same table)::
+``PROVIDER_FIELDS`` (docs/guides/models.rst "Provider dialects" is the same table)::
 
     provider                     where       field                                    sent back
     Gemini 3 (OpenAI-compatible) tool call   extra_content.google.thought_signature   yes (400 without it)

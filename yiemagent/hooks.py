@@ -279,7 +279,7 @@ def approve_destructive_tools(
     Args:
         ask: ``ask(prompt, abort_event) -> line or None``; the default is
             ``ask_user`` (a terminal prompt that ``abort()`` ends). The prompt
-            reads ``Run <title or name> (destructive) with {arguments}? [y/N] ``.
+            reads ``Run <title or name> (destructive) with {arguments}? [y/N]`` (and a space).
         undeclared: also ask for tools that declare no annotations at all
             (``annotations`` None: local ``@tool`` functions); False runs them.
 

@@ -7,8 +7,8 @@ format, not the reply's own structure. ``yiemagent.text_tool_calls`` and
 ``yiemagent.harmony`` read markup only outside the ranges ``code_ranges``
 finds, so a quoted example never runs a tool and never rewrites the answer.
 
-The one format whose own markup *is* a fence, fenced JSON (```` ```json
-{"name": ..., "arguments": ...} ``` ````), is read by its own recogniser
+The one format whose own markup *is* a fence, fenced JSON (a ``json`` fence around
+``{"name": ..., "arguments": ...}``), is read by its own recogniser
 (registered names and an ``arguments`` key only), as before.
 
 Rules (CommonMark 0.31, "Fenced code blocks", "Code spans"): a fence is a line

@@ -4,7 +4,7 @@ A tool's ``inputSchema`` comes from an MCP server: its ``pattern`` and
 ``patternProperties`` regexes run on text the model wrote. Python's ``re``
 backtracks (``^(a|a)*$`` on 30 ``a`` and a ``b`` takes minutes, holding the
 GIL: the whole process stalls and ``abort()`` is powerless). Here they run in
-the ``regex`` library (PyPI ``regex``, the optional extra ``yiemagent[safe-regex]``;
+the ``regex`` library (PyPI ``regex``, the optional extra ``safe-regex``: ``pip install -e ".[safe-regex]"``;
 it has a ``timeout``), within one time budget per validation
 (``PATTERN_BUDGET_SECONDS``). A pattern that cannot be decided in time, or
 cannot be compiled, is not enforced (the server still checks its own input):
@@ -36,6 +36,8 @@ from typing import Any
 import jsonschema
 import jsonschema.validators
 from jsonschema.exceptions import ValidationError
+
+from ._checks import install_hint
 
 __all__ = ["PATTERN_BUDGET_SECONDS", "foreign_failure", "json_pointer", "pattern_budget", "pattern_matches",
            "safe_validator_class"]
@@ -94,7 +96,7 @@ def pattern_matches(pattern: str, text: str, *, undecided: bool = True) -> bool:
     subschema, True to call a key "not additional"). Never raises.
     """
     if _regex is None:
-        _warn_once("no-regex", "inputSchema patterns are not enforced: install yiemagent[safe-regex] (regex)")
+        _warn_once("no-regex", f"inputSchema patterns are not enforced: {install_hint('safe-regex')}")
         return undecided
     deadline = getattr(_state, "deadline", None)
     remaining = PATTERN_BUDGET_SECONDS if deadline is None else deadline - time.monotonic()

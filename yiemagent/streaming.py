@@ -14,7 +14,10 @@
 An ``AgentStream`` yields the events of the run that serves its input
 (``yiemagent.events``: ``agent_start`` ... ``message_update`` ... ``agent_end``)
 and then, always last, the answer: the same dict ``Agent.ask`` returns (OpenAI
-assistant message with ``status`` and ``input_ids``). Deltas
+assistant message with ``status`` and ``input_ids``). ``sse_events`` sends,
+before everything else, ``event: input`` with ``{"input_id", "seq"}``: a client
+whose connection is cut later knows which input to ask the server about
+(``docs/guides/web_apps.rst``). Deltas
 (``message_update``) come only from a streaming ``llm_call`` (one taking
 ``on_delta``, e.g. ``openai_chat(..., stream=True)``); others give the same
 sequence without them.
@@ -27,11 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 import queue
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from . import events as ev
+from .answers import Answer
 from .messages import ToolCall, to_openai
 from .textpolicy import boundary, json_text
 from .tools import AgentToolResult
@@ -48,7 +52,7 @@ SSE_HEADERS = {
 _END = object()
 
 
-class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
+class AgentStream(Iterator["ev.Event | Answer"]):
     """The events of one input's run, as they happen, then its answer dict (``Agent.stream``).
 
     Iterate it once, from any one thread. Items: ``Event`` objects in the
@@ -72,10 +76,13 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
             raise ValueError("on_close must be 'continue' or 'abort'")
         self.input_id = input_id
         """The id of the input (the answer's ``input_ids`` holds it)."""
+        self.seq: int | None = None
+        """With a store: the input's sequence number in the conversation's inbox (set before
+        ``Agent.stream`` returns); None without a store."""
         self.on_close = on_close
-        self.answer: dict[str, Any] | None = None
+        self.answer: Answer | None = None
         """The answer dict once the iteration reached it."""
-        self.future: Future[dict[str, Any]] | None = None
+        self.future: Future[Answer] | None = None
         """Resolved with the answer when the run ends, whether or not anyone iterates."""
         self._abort = abort
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -89,8 +96,8 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
 
     # fed by the agent ---------------------------------------------------
 
-    def _attach(self, future: Future[dict[str, Any]]) -> None:
-        self.future = future
+    def _attach(self, future: Future[Answer] | Future[dict[str, Any]]) -> None:
+        self.future = cast("Future[Answer]", future)
         future.add_done_callback(lambda _: self._queue.put(_END))
 
     def _put(self, event: ev.Event) -> None:
@@ -105,10 +112,14 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
     def __iter__(self) -> AgentStream:
         return self
 
-    def __next__(self) -> ev.Event | dict[str, Any]:
+    def input_event(self) -> dict[str, Any]:
+        """``{"input_id": str, "seq": int | None}``: what ``sse_events`` sends first (``event: input``)."""
+        return {"input_id": self.input_id, "seq": self.seq}
+
+    def __next__(self) -> ev.Event | Answer:
         return self.next(None)
 
-    def next(self, timeout_seconds: float | None = None) -> ev.Event | dict[str, Any]:
+    def next(self, timeout_seconds: float | None = None) -> ev.Event | Answer:
         """The next item, waiting at most ``timeout_seconds`` (None: no limit).
 
         Raises:
@@ -127,7 +138,7 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         self.answer = self._final_answer()
         return self.answer
 
-    def _final_answer(self) -> dict[str, Any]:
+    def _final_answer(self) -> Answer:
         assert self.future is not None
         exc = self.future.exception()
         if exc is None:
@@ -139,7 +150,7 @@ class AgentStream(Iterator["ev.Event | dict[str, Any]"]):
         """Iterate to the end and return the answer's text (``""`` when it has none)."""
         for _ in self:
             pass
-        return str((self.answer or {}).get("content") or "")
+        return str(self.answer.get("content") or "") if self.answer is not None else ""
 
     def close(self) -> None:
         """Stop reading (see the class docstring for what happens to the run). Safe to call twice."""
@@ -190,8 +201,8 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
 
 
 def _with_heartbeats(
-    items: Iterable[ev.Event | dict[str, Any]], heartbeat_seconds: float | None
-) -> Iterator[ev.Event | dict[str, Any] | None]:
+    items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None
+) -> Iterator[ev.Event | Mapping[str, Any] | None]:
     """``items``, with None after each ``heartbeat_seconds`` of quiet (only an ``AgentStream`` can wait so)."""
     if heartbeat_seconds is None or not isinstance(items, AgentStream):
         yield from items
@@ -206,7 +217,7 @@ def _with_heartbeats(
 
 
 def sse_events(
-    items: Iterable[ev.Event | dict[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any]],
     *,
     types: Iterable[str] | None = None,
     heartbeat_seconds: float | None = 15.0,
@@ -214,8 +225,12 @@ def sse_events(
     """Server-sent events text for ``items`` (e.g. ``agent.stream(text)``), one string per event.
 
     Each event is ``event: <type>\\ndata: <JSON of event_to_dict>\\n\\n``; the
-    answer dict comes last as ``event: answer``. ``types`` keeps only those
-    event types (the answer is always sent). Closing this generator (a WSGI
+    answer dict comes last as ``event: answer``. For an ``AgentStream`` the
+    first event is ``event: input`` with ``{"input_id": str, "seq": int | null}``
+    (``AgentStream.input_event``; ``seq`` is the store's inbox number when the
+    agent has a store), sent before the run starts: a client whose connection
+    is cut afterwards fetches the answer by that id (``docs/guides/web_apps.rst``).
+    ``types`` keeps only those event types (the input and the answer are always sent). Closing this generator (a WSGI
     server does when the client goes away) closes the ``AgentStream``.
 
     For an ``AgentStream``, a comment line ``: keep-alive`` is sent after
@@ -233,12 +248,14 @@ def sse_events(
     """
     wanted = set(types) if types is not None else None
     try:
+        if isinstance(items, AgentStream):
+            yield sse_text("input", items.input_event())
         for item in _with_heartbeats(items, heartbeat_seconds):
             if item is None:
                 yield ": keep-alive\n\n"
                 continue
-            if isinstance(item, dict):
-                yield sse_text("answer", _jsonable(item))
+            if isinstance(item, Mapping):
+                yield sse_text("answer", _jsonable(dict(item)))
                 continue
             if wanted is not None and item.type not in wanted:
                 continue

@@ -10,26 +10,26 @@ through every registered boundary (``scripts/fuzz_boundaries.py`` runs
 
 The kinds of hostile text and the rule at each kind of boundary:
 
-================  ===============  ==============  ============  ============  ==========
-what              ``json``         ``mcp``         ``log``       ``terminal``  ``display``
-================  ===============  ==============  ============  ============  ==========
-lone surrogate    U+FFFD           refused         U+FFFD        U+FFFD        U+FFFD
-NaN, Infinity     ``null``         refused         (text)        (text)        (text)
-C0 controls, ESC  ``\\u`` escaped   ``\\u`` escaped  ``\\x1b`` shown  removed (1)   kept
-C1, DEL           ``\\u`` escaped   ``\\u`` escaped  ``\\x9b`` shown  removed       kept
-escape sequences  ``\\u`` escaped   ``\\u`` escaped  shown escaped  removed (2)   kept
-known secrets     ``***``          kept (3)        ``***``       ``***``       ``***``
-================  ===============  ==============  ============  ============  ==========
+================  ==============  ==============  ==============  ============  ===========
+what              ``json``        ``mcp``         ``log``         ``terminal``  ``display``
+================  ==============  ==============  ==============  ============  ===========
+lone surrogate    U+FFFD          refused         U+FFFD          U+FFFD        U+FFFD
+NaN, Infinity     ``null``        refused         (text)          (text)        (text)
+C0 controls, ESC  ``\\u`` escaped  ``\\u`` escaped  ``\\x1b`` shown  removed (1)   kept
+C1, DEL           ``\\u`` escaped  ``\\u`` escaped  ``\\x9b`` shown  removed       kept
+escape sequences  ``\\u`` escaped  ``\\u`` escaped  shown escaped   removed (2)   kept
+known secrets     ``***``         kept (3)        ``***``         ``***``       ``***``
+================  ==============  ==============  ==============  ============  ===========
 
 (1) ``\\n`` and ``\\t`` are kept; ``\\r`` (which overwrites a line) is removed.
 (2) ECMA-48 CSI (cursor moves, screen clears, colours), OSC (window title,
-OSC 52 clipboard writes, hyperlinks), DCS/SOS/PM/APC strings, two-character
-ESC sequences and their 8-bit C1 forms; bidirectional overrides (U+202A-U+202E,
-U+2066-U+2069, "Trojan Source") are removed too.
+    OSC 52 clipboard writes, hyperlinks), DCS/SOS/PM/APC strings, two-character
+    ESC sequences and their 8-bit C1 forms; bidirectional overrides (U+202A-U+202E,
+    U+2066-U+2069, "Trojan Source") are removed too.
 (3) MCP requests carry the arguments of an action: changing them silently would
-act on something else (a file name with a lone surrogate would name another
-file), so values no strict JSON peer accepts are refused (``ValueError``) and
-secrets are not rewritten (the server was configured with them).
+    act on something else (a file name with a lone surrogate would name another
+    file), so values no strict JSON peer accepts are refused (``ValueError``) and
+    secrets are not rewritten (the server was configured with them).
 
 ``json`` boundaries: model requests, store rows, saved states (``/save``,
 ``state_to_json``), SSE. The JSON text written is RFC 8259 and UTF-8

@@ -103,12 +103,13 @@ def tiktoken_counter(encoding: str = "o200k_base") -> TokenCounter:
     Raises:
         ConfigError: ``tiktoken`` is not installed, or ``encoding`` is unknown or could not be fetched.
     """
+    from ._checks import install_hint
     from .exceptions import ConfigError
 
     try:
         import tiktoken
     except ImportError as exc:
-        raise ConfigError('tiktoken_counter needs tiktoken: pip install -e ".[tiktoken]"') from exc
+        raise ConfigError(f"tiktoken_counter needs tiktoken: {install_hint('tiktoken')}") from exc
     try:
         enc = tiktoken.get_encoding(encoding)
     except Exception as exc:  # an unknown name (ValueError), or its file could not be fetched (offline)

@@ -52,6 +52,7 @@ from typing import Any
 
 from . import events as ev
 from .__version__ import __version__
+from ._checks import install_hint
 from .exceptions import ConfigError
 from .messages import AssistantMessage
 from .textpolicy import boundary, display_text, json_text
@@ -243,8 +244,8 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
     try:
         tracer = _Tracer(tracer_provider, bool(capture_content))
     except ImportError as exc:
-        raise ConfigError('tracing needs opentelemetry-api: pip install -e ".[otel]" in your yiemagent '
-                          "checkout (or pip install opentelemetry-api)") from exc
+        raise ConfigError(f"tracing needs opentelemetry-api: {install_hint('otel')} "
+                          "(or pip install opentelemetry-api)") from exc
     with _active_lock:
         if _active is not None:
             ev.remove_observer(_active)

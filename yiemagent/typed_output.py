@@ -26,7 +26,7 @@ How the model is asked (``output_mode``):
   gets a retry message asking for the tool. On the last turn (sent without
   tools) the model answers in JSON text.
 * ``"prompted"``: the schema goes into the system message and the JSON is read
-  from the text answer (```json fences and prose around one object tolerated).
+  from the text answer (Markdown ``json`` code fences and prose around one object tolerated).
 * ``"auto"`` (the default): when the ``llm_call`` takes ``response_format``,
   requests that offer no tools carry it (no tools at all, the last turn, a
   retry); requests that offer tools go without it, with the schema in the
@@ -136,7 +136,7 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
 def parse_json_text(text: str) -> Any:
-    """The JSON value of a text answer: the whole text, a ```json fence, or the first ``{...}``/``[...]`` in it.
+    """The JSON value of a text answer: the whole text, a ``json`` fence, or the first ``{...}``/``[...]`` in it.
 
     Raises:
         OutputInvalid: no JSON value found (the message says so).

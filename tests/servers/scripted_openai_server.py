@@ -16,11 +16,15 @@ local model is used by the ``model`` tests). Replies, by the last message of the
 ``--status CODE`` makes every request answer HTTP CODE (``Retry-After: 0``, an OpenAI-style error body):
 a provider that is down or refuses (fallback tests); with ``--status-in-stream`` a streamed request gets
 HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as OpenRouter sends a rate limit).
+``--status-body-as CONTENT_TYPE`` (with ``--status``): a streamed request gets HTTP 200 with that
+``Content-Type`` and the bare error JSON as its body, without ``data:`` framing (what
+lemonade-sdk/lemonade#2826 forwarded from llama.cpp: a spec-compliant SSE parser sees no event).
+``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
 ``--model NAME`` sets the replies' ``model`` field.
 
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
-``{"n", "last", "stream", "cut"}``; ``cut`` is true when the client closed the connection before the
-reply was complete (what ``Agent.abort()`` must cause).
+``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the
+client closed the connection before the reply was complete (what ``Agent.abort()`` must cause).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ _log_path = ""
 _status = [0]
 _model = ["scripted"]
 _status_in_stream = [False]
+_status_body_as = [""]
+_ignore_stream = [False]
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -84,22 +90,26 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({"error": {"message": f"scripted error {_status[0]}", "code": _status[0]}})
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
+            elif _status[0] and _status_body_as[0] and body.get("stream"):
+                self._error(_status[0], http_status=200, content_type=_status_body_as[0])
             elif _status[0]:
                 self._error(_status[0])
-            elif body.get("stream"):
+            elif body.get("stream") and not _ignore_stream[0]:
                 self._stream(pieces, calls, pause)
             else:
                 self._plain(pieces, calls)
         except (BrokenPipeError, ConnectionResetError):
             cut = True
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut}) + "\n")
+            tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut,
+                                  "tools": tools}) + "\n")
 
-    def _error(self, status: int) -> None:
+    def _error(self, status: int, http_status: int | None = None, content_type: str = "application/json") -> None:
         data = json.dumps({"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",
                                      "code": status}}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_response(http_status or status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Retry-After", "0")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -161,11 +171,16 @@ def main() -> None:
     parser.add_argument("--status", type=int, default=0, help="answer every request with this HTTP status")
     parser.add_argument("--model", default="scripted", help="the replies' model field")
     parser.add_argument("--status-in-stream", action="store_true", help="send --status as a first SSE error event")
+    parser.add_argument("--ignore-stream", action="store_true", help="answer streamed requests with plain JSON")
+    parser.add_argument("--status-body-as", default="", metavar="CONTENT_TYPE",
+                        help="a streamed request gets HTTP 200, this Content-Type and --status's bare error JSON")
     args = parser.parse_args()
     _log_path = args.log
     _status[0] = args.status
     _model[0] = args.model
     _status_in_stream[0] = args.status_in_stream
+    _status_body_as[0] = args.status_body_as
+    _ignore_stream[0] = args.ignore_stream
     server = ThreadingHTTPServer(("127.0.0.1", args.port), _Handler)
     server.daemon_threads = True
     server.serve_forever()

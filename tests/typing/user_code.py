@@ -5,9 +5,17 @@ Never imported by the tests themselves; it only has to type-check (and it also r
 
 from __future__ import annotations
 
-from typing import Any
-
-from yiemagent import Agent, AgentToolResult, AssistantMessage, FunctionTool, ToolResultMessage, UserMessage, tool
+from yiemagent import (
+    Agent,
+    AgentToolResult,
+    Answer,
+    AnswerStatus,
+    AssistantMessage,
+    FunctionTool,
+    ToolResultMessage,
+    UserMessage,
+    tool,
+)
 from yiemagent.testing import ScriptedLLM
 
 
@@ -22,7 +30,7 @@ def weather(city: str) -> AgentToolResult:
     return AgentToolResult(f"Sunny in {city}")
 
 
-def check() -> dict[str, Any]:
+def check() -> Answer:
     total: int = add(2, 3)  # the decorated function keeps its signature
     named: FunctionTool[[str], AgentToolResult] = weather
     assert total == 5 and named.name == "get_weather" and add.input_schema["required"] == ["a"]
@@ -32,7 +40,19 @@ def check() -> dict[str, Any]:
     assert hello.text == "hello" and reply.text == "hi" and result.text == "12:00"
     llm = ScriptedLLM([{"choices": [{"message": {"role": "assistant", "content": "done"}}]}])
     with Agent(llm_call=llm, tools=[add, weather]) as agent:
-        answer: dict[str, Any] = agent.ask("hi", timeout_seconds=10)
+        answer: Answer = agent.ask("hi", timeout_seconds=10)
+    status: AnswerStatus = answer["status"]  # a Literal: a typo in a status compared to it is an error
+    input_ids: list[str] = answer["input_ids"]
+    assert status == "completed" and len(input_ids) == 1 and answer.get("error") is None
+    streamed = Agent(ScriptedLLM([{"choices": [{"message": {"role": "assistant", "content": "hey"}}]}],
+                     delta_chars=1))
+    text = ""
+    for item in streamed.stream("hello"):  # events (a union told apart by ``type``), then the answer
+        if isinstance(item, dict):
+            last: Answer = item
+        elif item.type == "message_update" and item.delta_type == "text":
+            text += item.delta
+    assert text == "hey" and last["content"] == "hey"
     return answer
 
 

@@ -49,6 +49,7 @@ from typing import Any, TextIO
 
 from .. import events as ev
 from ..agent import Agent
+from ..answers import Answer
 from ..exceptions import YiemagentError
 from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig
@@ -112,10 +113,33 @@ class ChatSession:
         self.agent = self._new_agent()
 
     def _new_agent(self, state: str | None = None) -> Agent:
+        """A started agent whose servers are listed already: its first listing is not news to the person.
+
+        A new agent (the first, ``/reset``, ``/load``) reports its first listing as ``tools_changed``
+        with every tool added; here that listing is compared with the tools the person knows, and
+        only a real difference is shown.
+        """
         options: dict[str, Any] = dict(self.agent_options, mcp_servers=self.clients, event_sink=self.events.put)
         if state is None:
-            return Agent(self.llm_call, **options).start()
-        return Agent.from_state(state, self.llm_call, **options).start()
+            agent = Agent(self.llm_call, **options).start()
+        else:
+            agent = Agent.from_state(state, self.llm_call, **options).start()
+        if self.clients:
+            agent.mcp.refresh()
+        kept: list[ev.Event] = []
+        while not self.events.empty():
+            event = self.events.get_nowait()
+            if not isinstance(event, ev.ToolsChangedEvent):
+                kept.append(event)
+        for event in kept:
+            self.events.put(event)
+        names = {tool["name"] for tool in agent.mcp.describe()}
+        known = getattr(self, "tool_names", None)
+        if known is not None and names != known:
+            self.view.show(ev.ToolsChangedEvent(added=sorted(names - known), removed=sorted(known - names)))
+        self.tool_names: set[str] = names
+        """The MCP tools the person was told about (the banner, ``/tools``, ``tools changed`` lines)."""
+        return agent
 
     def close(self) -> None:
         """Stop the agent (its run, if any, is aborted)."""
@@ -228,7 +252,7 @@ class ChatSession:
 
     # ------------------------------------------------------------------ runs
 
-    def ask(self, text: str) -> dict[str, Any] | None:
+    def ask(self, text: str) -> Answer | None:
         """Send ``text`` and print the run as it happens; Ctrl-C aborts it. Returns the answer (None if gone)."""
         future = self.agent.submit(text)
         aborting_since: float | None = None
@@ -256,7 +280,7 @@ class ChatSession:
             self.view.line(f"  [unreachable: {missing.get('server')}: {one_line(str(missing.get('error')), 200)}]")
         return answer
 
-    def _drain(self, future: concurrent.futures.Future[dict[str, Any]], aborting_since: float | None) -> None:
+    def _drain(self, future: concurrent.futures.Future[Answer], aborting_since: float | None) -> None:
         while not future.done():
             if aborting_since is not None and time.monotonic() - aborting_since > ABORT_WAIT_SECONDS:
                 self.view.line("  [the run did not stop in time; the prompt is back]")
@@ -267,6 +291,12 @@ class ChatSession:
                 event = self.events.get(timeout=0.1)
             except queue.Empty:
                 continue
+            if isinstance(event, ev.ToolsChangedEvent):  # only what the person does not know yet
+                added, removed = set(event.added) - self.tool_names, set(event.removed) & self.tool_names
+                self.tool_names = (self.tool_names - removed) | added
+                if not (added or removed):
+                    continue  # e.g. the new agent's first listing, reported after _new_agent looked
+                event = ev.ToolsChangedEvent(added=sorted(added), removed=sorted(removed), run_id=event.run_id)
             self.view.show(event)
 
 
@@ -376,11 +406,9 @@ def run_chat(args: argparse.Namespace, configs: Sequence[MCPServerConfig], *, ou
             options["builtin_list_tools"] = False  # a 135M model picks it instead of the tool it needs
         session = ChatSession(llm_call, clients, unreachable=unreachable, out=view.out, **options)
         session.view, session.asker = view, asker
-        session.agent.mcp.refresh()  # the first listing is the banner's, not news
-        while not session.events.empty():
-            session.events.get_nowait()
-        tools = len(session.agent.mcp.describe())
-        view.line(f"{len(clients)} MCP server{'s' if len(clients) != 1 else ''}"
+        tools = len(session.tool_names)  # the first listing is the banner's, not news (ChatSession._new_agent)
+        configured = len(clients) + len(unreachable)
+        view.line(f"{configured} MCP server{'s' if configured != 1 else ''}"
                   f"{f' ({len(unreachable)} unreachable)' if unreachable else ''}, {tools} tools. "
                   "/help for commands; Ctrl-C stops an answer, Ctrl-D quits.")
         save_history = _readline(Path(args.history).expanduser() if args.history else history_path())

@@ -1,1 +1,4 @@
-"""Example MCP servers shipped with yiemagent (they need the ``mcp`` package: ``pip install yiemagent[demo]``)."""
+"""Example MCP servers shipped with yiemagent.
+
+They need the ``mcp`` package: ``pip install -e ".[demo]"`` in the checkout.
+"""

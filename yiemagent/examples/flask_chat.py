@@ -10,8 +10,11 @@ Run it (the embedded SmolLM2-135M by default, or any OpenAI-compatible server: `
 
 Routes:
     ``GET /``          the page (HTML + a little JavaScript reading the stream)
-    ``POST /chat``     ``{"message": "..."}`` -> ``text/event-stream``: the run's events
+    ``POST /chat``     ``{"message": "...", "input_id": "..." (optional)}`` -> ``text/event-stream``:
+                       first ``event: input`` ``{"input_id", "seq"}``, then the run's events
                        (``yiemagent.sse_events``), the answer last as ``event: answer``
+    ``GET /answers/<input_id>``  200 ``{"answer": {...}}``, 202 while the run goes on, 404 if unknown:
+                       the answer of a stream whose connection was cut (this session's last 100)
     ``POST /reset``    forget this session's conversation
     ``GET /history``   this session's conversation as OpenAI chat messages (JSON)
     ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
@@ -25,7 +28,9 @@ click posts the decision, the run resumes, and its answer appears below.
 Each session (Flask's signed cookie) gets its own started ``Agent`` from
 ``make_agent()``; at most ``max_conversations`` are kept (the least recently
 used is shut down). A browser that goes away mid-answer does not lose it: the
-run finishes and the answer is in ``/history``.
+run finishes and the answer is in ``/history`` and ``/answers/<input_id>``. Conversations live in
+this process: serve it with one process (``gunicorn -k gthread -w 1 --threads 16``), or use
+``yiemagent.examples.flask_durable`` for several (``docs/guides/web_apps.rst``).
 """
 
 from __future__ import annotations
@@ -42,9 +47,19 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request, session
 
-from yiemagent import SSE_HEADERS, Agent, ApprovalError, FormatError, load_mcp_config, openai_chat, sse_events
+from yiemagent import (
+    SSE_HEADERS,
+    Agent,
+    AgentStream,
+    ApprovalError,
+    ConfigError,
+    FormatError,
+    load_mcp_config,
+    openai_chat,
+    sse_events,
+)
 
-__all__ = ["PAGE", "Conversations", "create_app", "main"]
+__all__ = ["PAGE", "Conversations", "create_app", "from_env", "main"]
 
 
 class Conversations:
@@ -98,6 +113,8 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     app.secret_key = secret_key or secrets.token_hex(16)
     conversations = Conversations(make_agent, max_conversations)
     app.extensions["yiemagent_conversations"] = conversations
+    streams: collections.OrderedDict[tuple[str, str], AgentStream] = collections.OrderedDict()
+    streams_lock = threading.Lock()
 
     def conversation_id() -> str:
         if "conversation_id" not in session:
@@ -115,12 +132,32 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             return jsonify(error='send JSON {"message": "<text>"}'), 400
+        input_id = body.get("input_id") if isinstance(body, dict) else None
         agent = conversations.get(conversation_id())
         try:
-            stream = agent.stream(message)
-        except FormatError as exc:
+            stream = agent.stream(message, input_id=input_id)
+        except (FormatError, ConfigError) as exc:
             return jsonify(error=str(exc)), 400
+        with streams_lock:  # kept for GET /answers/<input_id> (a client whose connection was cut)
+            streams[(conversation_id(), stream.input_id)] = stream
+            while len(streams) > 100 * max_conversations:
+                streams.popitem(last=False)
         return Response(sse_events(stream), headers=SSE_HEADERS)
+
+    @app.get("/answers/<input_id>")
+    def answer(input_id: str) -> Any:
+        with streams_lock:
+            stream = streams.get((conversation_id(), input_id))
+        if stream is None or stream.future is None:
+            return jsonify(error=f"no input {input_id!r} in this conversation"), 404
+        if not stream.future.done():
+            return jsonify(input_id=input_id), 202
+        try:
+            return jsonify(input_id=input_id, answer=stream.future.result())
+        except Exception as exc:  # the run failed: its error answer, as the stream would have sent it
+            return jsonify(input_id=input_id, answer={"role": "assistant", "content": f"Error: {exc}",
+                                                      "status": "error", "error": str(exc),
+                                                      "input_ids": [input_id]})
 
     @app.post("/reset")
     def reset() -> Any:
@@ -181,7 +218,9 @@ function add(cls, text) {
   return div;
 }
 function handle(name, data, bubble) {
-  if (name === "message_start" && data.role === "assistant") {
+  if (name === "input") {
+    bubble.dataset.inputId = data.input_id;  // to fetch the answer if the stream is cut
+  } else if (name === "message_start" && data.role === "assistant") {
     bubble.textContent = ""; bubble.classList.add("streaming");
   } else if (name === "message_update" && data.delta_type === "text") {
     bubble.textContent += data.delta;
@@ -236,7 +275,8 @@ async function send(text) {
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
-    const {value, done} = await reader.read();
+    let value, done;
+    try { ({value, done} = await reader.read()); } catch (error) { done = true; }  // the connection was cut
     if (done) break;
     buffer += decoder.decode(value, {stream: true}).replace(/\\r\\n?/g, "\\n");
     let end;
@@ -250,6 +290,12 @@ async function send(text) {
       }
       if (data.length) handle(name, JSON.parse(data.join("\\n")), bubble);
     }
+  }
+  while (!bubble.dataset.status && bubble.dataset.inputId) {  // cut before the answer: ask for it
+    const answer = await fetch("answers/" + encodeURIComponent(bubble.dataset.inputId));
+    if (answer.status === 200) { handle("answer", (await answer.json()).answer, bubble); break; }
+    if (answer.status !== 202) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 document.getElementById("form").addEventListener("submit", (event) => {
@@ -268,6 +314,30 @@ document.getElementById("reset").addEventListener("click", async () => {
 </html>
 """
 """The chat page: a transcript, a form, and JavaScript that reads ``POST /chat``'s event stream."""
+
+
+def from_env() -> Flask:
+    """The app for gunicorn (one process: its conversations live in it), configured by the environment.
+
+    ``OPENAI_BASE_URL`` (required), ``YIEMAGENT_MODEL`` (default ``gpt-4o-mini``), ``OPENAI_API_KEY``,
+    ``YIEMAGENT_MCP_CONFIG`` (an ``{"mcpServers": ...}`` file; none by default)::
+
+        OPENAI_BASE_URL=http://127.0.0.1:8080/v1 gunicorn -k gthread -w 1 --threads 16 \\
+            --timeout 300 --graceful-timeout 300 'yiemagent.examples.flask_chat:from_env()'
+
+    Raises:
+        ConfigError: ``OPENAI_BASE_URL`` is not set, or the MCP config file is wrong.
+    """
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise ConfigError("set OPENAI_BASE_URL to an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    llm_call = openai_chat(base_url, os.environ.get("YIEMAGENT_MODEL") or "gpt-4o-mini",
+                           api_key=os.environ.get("OPENAI_API_KEY") or None, stream=True)
+    config = os.environ.get("YIEMAGENT_MCP_CONFIG")
+    if config:
+        load_mcp_config(config)  # a bad file fails at start, not in the first chat
+    mcp_servers: Any = Path(config) if config else []
+    return create_app(lambda: Agent(llm_call, mcp_servers=mcp_servers))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,15 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
 * ``GET /conversations/<id>/messages/<seq>`` -> 200 ``{"seq": n, "answer": {...}}``, 202
   ``{"seq": n}`` while pending (plus ``"pending_approvals"`` while its run waits for a person),
   404 for an unknown seq.
+* ``POST /conversations/<id>/stream`` ``{"message": ..., "input_id": str (optional, recommended:
+  chosen by the client, so that it can ask for the answer even if the connection is cut before
+  the first byte)}`` -> ``text/event-stream``: first ``event: input`` ``{"input_id", "seq"}``,
+  then the run's events (``yiemagent.sse_events``), the answer last as ``event: answer``. A
+  client that goes away does not stop the run: its answer is stored. The same ``input_id`` again
+  is stored once: it streams the stored answer, or waits for the run in progress.
+* ``GET /conversations/<id>/answers/<input_id>`` -> 200 ``{"input_id", "seq", "answer"}``, 202
+  ``{"input_id", "seq"}`` while pending (plus ``"pending_approvals"``), 404 for an unknown id:
+  the answer of a stream whose connection was cut.
 * ``GET /conversations/<id>/approvals`` -> 200 ``{"pending_approvals": [{"tool_call_id", "name",
   "arguments", "input_id", "seq"}]}``: the calls waiting for a decision (``yiemagent.approvals``).
 * ``POST /conversations/<id>/approvals`` ``{"decisions": {tool_call_id: true | false | "reason"}}``
@@ -26,11 +35,15 @@ A message whose run asks for a tool declared ``@tool(needs_approval=True)`` answ
 ``{"status": "awaiting_approval", "pending_approvals": [...]}``; a new message instead of a
 decision rejects those calls (the rule of ``yiemagent.approvals``).
 
-Run it (a real model behind an OpenAI-compatible endpoint, PostgreSQL for the store)::
+Run it (a real model behind an OpenAI-compatible endpoint, PostgreSQL for the store) with
+*threaded* workers whose timeouts are longer than the longest run (``docs/guides/web_apps.rst``
+says why: a sync worker is killed after ``--timeout`` seconds of one request, and the next
+message of that conversation then waits ``lease_seconds`` for the dead worker's lease)::
 
     YIEMAGENT_STORE="host=127.0.0.1 port=5432 dbname=chat user=chat" \\
     OPENAI_BASE_URL=http://127.0.0.1:8080/v1 \\
-    gunicorn -w 3 -b 127.0.0.1:8000 'yiemagent.examples.flask_durable:from_env()'
+    gunicorn -k gthread -w 3 --threads 8 --timeout 300 --graceful-timeout 300 \\
+        -b 127.0.0.1:8000 'yiemagent.examples.flask_durable:from_env()'
 
 ``YIEMAGENT_STORE`` is a PostgreSQL DSN or URL, else a SQLite file path.
 """
@@ -44,9 +57,10 @@ from typing import Any
 
 from flask import Flask, Response, jsonify, request
 
-from yiemagent import Agent, ConversationStore
-from yiemagent.exceptions import ApprovalError, FormatError
+from yiemagent import SSE_HEADERS, Agent, ConversationStore, sse_events
+from yiemagent.exceptions import ApprovalError, ConfigError, FormatError
 from yiemagent.store.approvals import pending_approvals, waiting_answer
+from yiemagent.store.base import find_input
 from yiemagent.workers import AgentPool, serve_input
 
 __all__ = ["create_app", "from_env", "open_store"]
@@ -124,6 +138,43 @@ def create_app(
             return reply({"seq": seq} if waiting is None else
                          {"seq": seq, "pending_approvals": waiting["pending_approvals"]}, 202)
         return reply({"seq": seq, "answer": entry.answer}, 200)
+
+    @app.post("/conversations/<conversation_id>/stream")
+    def post_stream(conversation_id: str) -> Response | tuple[Response, int]:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or "message" not in body:
+            return reply({"error": 'the body must be a JSON object with "message"'}, 400)
+        input_id = body.get("input_id")
+        if input_id is not None and (not isinstance(input_id, str) or not input_id):
+            return reply({"error": '"input_id" must be a non-empty string'}, 400)
+        agent = make_agent(store(), conversation_id)  # its own agent: it runs on a thread of its own
+        try:
+            stream = agent.stream(body["message"], input_id=input_id)
+        except (FormatError, ConfigError) as exc:
+            agent.shutdown()
+            return reply({"error": str(exc)}, 400)
+        except BaseException:
+            agent.shutdown()
+            raise
+        assert stream.future is not None
+        # shut the agent down once its run is over, whether or not the client is still reading
+        stream.future.add_done_callback(lambda _: threading.Thread(target=agent.shutdown, daemon=True,
+                                                                   name=f"close-{conversation_id}").start())
+        response = Response(sse_events(stream), headers=SSE_HEADERS)
+        response.headers["X-Served-By"] = str(os.getpid())
+        return response
+
+    @app.get("/conversations/<conversation_id>/answers/<input_id>")
+    def get_answer_by_id(conversation_id: str, input_id: str) -> tuple[Response, int]:
+        entry = find_input(store(), conversation_id, input_id)
+        if entry is None:
+            return reply({"error": f"no input {input_id!r} in conversation {conversation_id!r}"}, 404)
+        if entry.answer is None:
+            waiting = waiting_answer(store(), conversation_id, entry.seq)
+            return reply({"input_id": input_id, "seq": entry.seq} if waiting is None else
+                         {"input_id": input_id, "seq": entry.seq,
+                          "pending_approvals": waiting["pending_approvals"]}, 202)
+        return reply({"input_id": input_id, "seq": entry.seq, "answer": entry.answer}, 200)
 
     @app.get("/conversations/<conversation_id>/approvals")
     def get_approvals(conversation_id: str) -> tuple[Response, int]:

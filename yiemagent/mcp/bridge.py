@@ -261,6 +261,7 @@ class MCPToolset:
         self.max_result_chars = max_result_chars
         self._names: dict[int, list[str]] = {}  # id(client) -> registered names
         self._lock = threading.Lock()
+        self._listing: threading.Thread | None = None  # list_in_background's thread, while it runs
 
     def _free_name(self, client: MCPClient, original: str) -> str:
         """A name for ``original`` of ``client`` that nothing in the registry has yet."""
@@ -303,11 +304,31 @@ class MCPToolset:
         return [unavailable_entry(client.name, self._errors[id(client)])
                 for client in self.clients if id(client) in self._errors]
 
+    def list_in_background(self, thread_name: str = "yiemagent-mcp-list") -> None:
+        """Start ``refresh()`` on a daemon thread (``Agent.start`` does); servers read ``connecting`` meanwhile.
+
+        A run's own ``refresh`` waits for it (the toolset's lock) and lists nothing twice. A failure
+        is recorded as usual (``unavailable``); nothing is raised.
+        """
+        def run() -> None:
+            try:
+                self.refresh()
+            except Exception:  # a bug of ours or of a callback: the run's own refresh lists again
+                logger.exception("listing the MCP servers in the background failed")
+            finally:
+                self._listing = None
+
+        thread = threading.Thread(target=run, name=thread_name, daemon=True)
+        self._listing = thread
+        thread.start()
+
     def status(self) -> list[dict[str, Any]]:
         """One dict per server, in order, for UIs (``yiemagent chat``, the demo).
 
         Shape: ``{"server": client.name, "state": "connected" | "unavailable"
-        | "not_connected" (never listed yet), "error": str | None (the message
+        | "connecting" (being listed for the first time: ``Agent.start`` lists in
+        the background) | "not_connected" (never listed yet: an agent not
+        started lists before its first model call), "error": str | None (the message
         when unavailable), "tools": [names the model sees], "server_info":
         {"name", "version"} ({} before the handshake), "skipped": [tools over
         a limit, see ``skipped``]}``.
@@ -316,7 +337,8 @@ class MCPToolset:
         for client in self.clients:
             error = self._errors.get(id(client))
             state = "unavailable" if error is not None else (
-                "connected" if id(client) in self._names else "not_connected")
+                "connected" if id(client) in self._names else
+                "connecting" if self._listing is not None else "not_connected")
             out.append({
                 "server": client.name, "state": state,
                 "error": status_error_text(error) if error is not None else None,

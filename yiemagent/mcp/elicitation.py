@@ -69,6 +69,7 @@ def form_fields(schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The fields of a form ``requestedSchema``, in order, for a UI.
 
     Returns:
+        One dict per field,
         ``[{"name", "type", "title", "description", "required": bool,
         "default"?: value, "choices"?: [(value, title), ...], "multiple": bool}]``;
         ``choices`` come from ``enum`` (title = value), ``oneOf``/``anyOf`` of

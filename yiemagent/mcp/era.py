@@ -397,7 +397,9 @@ class Eras(InFlightRequests):
 
             for attempt in self._retrying(retry_if):
                 with attempt:
-                    result = self._send("initialize", params, None, generation)
+                    trace = trace_meta()  # the caller's trace context, as on every request
+                    result = self._send("initialize", {**params, "_meta": trace} if trace else params, None,
+                                        generation)
             version = result.get("protocolVersion")
             if version not in LEGACY_PROTOCOL_VERSIONS:
                 # C15: never talk a version we do not know; end the session the server opened

@@ -58,7 +58,7 @@ from .http_body import (
     redirect_error,
     session_id_of,
 )
-from .http_headers import message_headers
+from .http_headers import message_headers, trace_headers
 from .http_listen import Listener
 from .http_reply import MAX_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGES, ReplyReader
 from .http_resume import StreamResumption
@@ -196,8 +196,8 @@ class HTTPTransport(StreamResumption, Transport):
         return self.modern
 
     def _message_headers(self, message: dict[str, Any]) -> dict[str, str]:
-        """The modern era's ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers of ``message``."""
-        return message_headers(message, self.tool_header_paths) if self.modern else {}
+        """The trace context (``trace_headers``) and the modern era's ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``."""
+        return {**trace_headers(message), **(message_headers(message, self.tool_header_paths) if self.modern else {})}
 
     def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
         headers = {

@@ -141,3 +141,24 @@ def message_headers(message: dict[str, Any], tool_header_paths: dict[str, list[t
     if method == "tools/call" and params is not None:
         headers.update(param_headers(tool_header_paths.get(str(params.get("name")), []), params.get("arguments")))
     return headers
+
+
+_TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+_HEADER_SAFE = re.compile(r"^[\x20-\x7e]{1,8192}$")
+
+
+def trace_headers(message: dict[str, Any]) -> dict[str, str]:
+    """The W3C trace context of a request's ``params._meta`` as HTTP headers, in both eras.
+
+    ``traceparent``, ``tracestate`` and ``baggage`` (W3C Trace Context and
+    Baggage; MCP 2026-07-28 "Base Protocol" ``_meta``) go in the body and, the
+    same values, in headers: gateways and servers that read the HTTP headers
+    (an OpenTelemetry-instrumented HTTP server, a proxy) join the trace too.
+    Values that are not printable ASCII are left out of the headers.
+    """
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return {}
+    return {key: meta[key] for key in _TRACE_KEYS
+            if isinstance(meta.get(key), str) and _HEADER_SAFE.match(meta[key])}

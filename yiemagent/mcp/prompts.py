@@ -50,7 +50,8 @@ class PromptsMixin:
         """Every prompt of the server, following ``nextCursor`` with the guards of ``list_tools``.
 
         Returns:
-            A ``Listing`` (a list) of ``{"name": str, "title"?, "description"?,
+            A ``Listing`` (a list) of
+            ``{"name": str, "title"?, "description"?,
             "arguments"?: [{"name": str, "description"?, "required"?: bool}],
             "icons"?}`` in server order, de-duplicated by name; ``.skipped``
             names the malformed items (no string ``name``, ``arguments`` not a
@@ -83,6 +84,7 @@ class PromptsMixin:
             timeout_seconds: seconds the request may take; None uses the client's default.
 
         Returns:
+            The prompt,
             ``{"description"?: str, "messages": [{"role": "user" | "assistant",
             "content": {"type": "text" | "image" | "audio" | "resource" |
             "resource_link", ...}}]}``; ``prompt_messages(result)`` makes agent

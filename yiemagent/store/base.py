@@ -49,6 +49,7 @@ __all__ = [
     "ReplyTo",
     "ServedInput",
     "StoreBase",
+    "find_input",
     "idempotency_key",
     "normalize_input",
     "run_key",
@@ -308,6 +309,26 @@ class ConversationStore(Protocol):
     def close(self) -> None:
         """Close the connection (the object reconnects if used again)."""
         ...
+
+
+def find_input(store: ConversationStore, conversation_id: str, input_id: str) -> InboxEntry | None:
+    """The inbox entry of ``input_id`` in ``conversation_id`` (``store.find_input``), or None when unknown.
+
+    ``SQLiteStore`` and ``PostgresStore`` have ``find_input``; the ``ConversationStore`` protocol
+    does not require it (a store of your own without it makes this raise).
+
+    Raises:
+        ConfigError: ``store`` has no ``find_input`` method.
+        StoreError: the store failed.
+    """
+    from ..exceptions import ConfigError
+
+    find = getattr(store, "find_input", None)
+    if not callable(find):
+        raise ConfigError(f"{type(store).__name__} has no find_input(conversation_id, input_id): "
+                          "look the input up by its seq (get_input) instead")
+    entry = find(conversation_id, input_id)
+    return entry if isinstance(entry, InboxEntry) else None
 
 
 class StoreBase:

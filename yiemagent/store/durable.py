@@ -192,10 +192,14 @@ class DurableConversation(Conversation):
             time.sleep(_POLL_SECONDS)  # another process holds the lease (or a dead one, until it expires)
         return []
 
-    def accept(self, entry: Input) -> None:
-        """Add an input put on a queue to the inbox at once (so a crash cannot lose it)."""
+    def accept(self, entry: Input) -> int:
+        """Add an input put on a queue to the inbox at once (so a crash cannot lose it); return its seq.
+
+        Idempotent by ``entry.id``: the same input again returns the seq it has.
+        """
         reply_to: ReplyTo = "store" if entry.future is not None else "output_queue"
-        self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id, reply_to=reply_to)
+        return self.store.enqueue(self.conversation_id, self._inbox_message(entry), input_id=entry.id,
+                                  reply_to=reply_to)
 
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Add ``entry`` to the inbox, serve the inbox up to it, deliver and return its answer.

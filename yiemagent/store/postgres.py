@@ -1,6 +1,6 @@
 """PostgresStore: a conversation store in PostgreSQL, for processes on several hosts.
 
-Needs the extra ``yiemagent[postgres]`` (``psycopg[binary]>=3.1``, the sync
+Needs the extra ``postgres`` (``pip install -e ".[postgres]"`` (``psycopg[binary]>=3.1``, the sync
 API). Each store object holds one connection (autocommit, reconnected when
 broken or after ``fork``); every write that must be atomic is one transaction
 that locks the conversation's row (``SELECT ... FOR UPDATE``). Lease expiry is
@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from .._checks import install_hint
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
@@ -54,7 +55,7 @@ class PostgresStore(SQLStoreBase):
             ``idle_in_transaction_session_timeout``).
 
     Raises:
-        ConfigError: psycopg is not installed (``pip install "yiemagent[postgres]"``),
+        ConfigError: psycopg is not installed (``pip install -e ".[postgres]"``),
             or a bad ``table_prefix``.
         StoreError: the database cannot be reached (on first use).
     """
@@ -73,7 +74,7 @@ class PostgresStore(SQLStoreBase):
         try:
             import psycopg
         except ImportError as exc:
-            raise ConfigError('PostgresStore needs psycopg 3: pip install "yiemagent[postgres]"') from exc
+            raise ConfigError(f"PostgresStore needs psycopg 3: {install_hint('postgres')}") from exc
         if sync_journal not in ("markers", "all"):
             raise ConfigError(f"sync_journal must be 'markers' or 'all', not {sync_journal!r}")
         if not isinstance(lock_timeout_seconds, (int, float)) or not 0 < lock_timeout_seconds <= 86400:

@@ -284,6 +284,16 @@ class SQLStoreBase(StoreBase):
                           (conversation_id, int(seq)))
         return self._entry(rows[0]) if rows else None
 
+    def find_input(self, conversation_id: str, input_id: str) -> InboxEntry | None:
+        """The inbox entry whose ``input_id`` is this one (with its answer once served), or None.
+
+        What a web client whose stream was cut asks for: it knows the ``input_id`` (it chose it,
+        or read it in the stream's first event), not necessarily the seq.
+        """
+        rows = self._read(f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
+                          "input_id = ?", (conversation_id, str(input_id)))
+        return self._entry(rows[0]) if rows else None
+
     def pending_conversations(self, *, limit: int = 100) -> list[str]:
         """Ids with pending inputs, oldest pending input first."""
         rows = self._read(f"SELECT conversation_id FROM {self.inbox_table} WHERE served_at IS NULL "

@@ -3,10 +3,10 @@
 * ``yiemagent.workers.drain``: ``AgentPool`` (one agent per conversation per process),
   ``serve_input`` (the web pattern) and ``PollingWorker`` (no engine: poll the store); always
   importable.
-* ``yiemagent.workers.dbos_worker``: a recipe on DBOS Transact (``pip install yiemagent[dbos]``);
+* ``yiemagent.workers.dbos_worker``: a recipe on DBOS Transact (``pip install -e ".[dbos]"``);
   import it yourself, it imports ``dbos``.
 * ``yiemagent.workers.celery_worker``: a recipe on Celery with a Redis broker
-  (``pip install yiemagent[celery]``); import it yourself, it imports ``celery``.
+  (``pip install -e ".[celery]"``); import it yourself, it imports ``celery``.
 """
 
 from .drain import AgentFactory, AgentPool, PollingWorker, serve_input

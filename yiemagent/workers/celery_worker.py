@@ -1,6 +1,6 @@
 """A worker recipe on Celery with a Redis broker: a task per conversation drain.
 
-Needs ``pip install yiemagent[celery]`` (``celery[redis]``: plain ``celery`` fails on the Redis
+Needs ``pip install -e ".[celery]"`` (``celery[redis]``: plain ``celery`` fails on the Redis
 broker). Celery keeps no per-key order and may run one task twice (redelivery), so order and
 exclusivity come from the store: the task only *drains* the conversation, which serves the inbox
 in sequence order under the store's lease; a second task for the same conversation finds the

@@ -1,6 +1,6 @@
 """A worker recipe on DBOS Transact: one durable workflow per conversation drain.
 
-Needs ``pip install yiemagent[dbos]`` (PyPI ``dbos``, sync API) and PostgreSQL for DBOS's
+Needs ``pip install -e ".[dbos]"`` (PyPI ``dbos``, sync API) and PostgreSQL for DBOS's
 system database (SQLite works for one host, but its queue timestamps have 1 s resolution).
 
 How it fits together::

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
+from ..answers import Answer
 from ..exceptions import StoreError
 from ..store.approvals import waiting_answer
 from ..store.base import ConversationStore
@@ -64,7 +65,7 @@ class AgentPool:
     def __contains__(self, conversation_id: object) -> bool:
         return conversation_id in self._agents
 
-    def drain(self, conversation_id: str) -> list[dict[str, Any]]:
+    def drain(self, conversation_id: str) -> list[Answer]:
         """Serve every pending input of ``conversation_id``; return their answers.
 
         Returns:
@@ -102,7 +103,7 @@ class AgentPool:
         return answers
 
     def decide(self, conversation_id: str, decisions: dict[str, bool | str], *,
-               timeout_seconds: float | None = 60.0) -> dict[str, Any]:
+               timeout_seconds: float | None = 60.0) -> Answer:
         """``Agent.decide`` on the conversation's agent (one drain or decision at a time per conversation here).
 
         The decision is recorded in the store; once the run has no call left undecided, it resumes

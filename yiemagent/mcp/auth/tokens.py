@@ -34,6 +34,7 @@ from typing import Any
 
 import requests
 
+from ..._checks import install_hint
 from ..._secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 
@@ -103,7 +104,7 @@ class ClientAuth:
             import jwt  # PyJWT, the optional ``jwt`` extra
         except ImportError:
             raise MCPAuthorizationError(
-                "private_key_jwt needs PyJWT with cryptography: pip install 'yiemagent[jwt]'") from None
+                f"private_key_jwt needs PyJWT with cryptography: {install_hint('jwt')}") from None
         now = int(time.time())
         claims = {"iss": self.client_id, "sub": self.client_id, "aud": audience, "iat": now, "exp": now + 300,
                   "jti": str(uuid.uuid4())}
