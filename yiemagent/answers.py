@@ -14,7 +14,7 @@ Keys always present: ``role``, ``content``, ``status``, ``input_ids``. The other
 they apply (read them with ``answer.get(key)``): see each one below and ``yiemagent.agent``.
 
 Events are ``yiemagent.events.Event``, a union of dataclasses told apart by their ``type``
-(a ``Literal``): ``if item.type == "message_update": item.delta`` type-checks.
+(a ``Literal``): ``if item.type == "message_update": item.delta_type`` type-checks.
 
 Source: OpenAI Chat Completions assistant message (``role``, ``content``, ``tool_calls``,
 ``reasoning_content``); the other keys are yiemagent's.
