@@ -120,7 +120,7 @@ def ask(parts: tuple[Any, Any], question: str, **agent_kwargs: Any) -> tuple[lis
 def test_home_assistant_178795_system_prompt_keeps_the_constrained_weather_answer_right(weather_agent_parts):
     """home-assistant/core#178795 (a system prompt made a small model skip the tool or ignore its result);
     issue 20: with "You are a helpful assistant." SmolLM2 answered "I'm sorry for your loss" after a correct
-    get_weather(Paris) (0/20 scored conversations right; 15/20 now).
+    get_weather(Paris) (1/20 scored conversations right; 15/20 now).
     """
     calls, answer = ask(weather_agent_parts, "What is the weather in Paris?",
                         system_prompt="You are a helpful assistant.")
