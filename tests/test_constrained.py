@@ -118,9 +118,9 @@ def test_unsloth_5052_final_answer_is_answered_in_words_with_the_system_prompt_a
     """
     inner = Recorder(json.dumps({"name": ANSWER_TOOL, "arguments": {}}), "2 + 2 = 4.")
     deltas: list[Any] = []
-    reply = ConstrainedToolCalls(inner, examples=[("Hi!", ANSWER_TOOL, {})])([{"role": "system", "content": "Be brief."},
-                                         {"role": "user", "content": "What is 2 + 2?"}],
-                                        [WEATHER, TIME], on_delta=lambda *a, **k: deltas.append(a))
+    llm = ConstrainedToolCalls(inner, examples=[("Hi!", ANSWER_TOOL, {})])
+    reply = llm([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 2?"}],
+                [WEATHER, TIME], on_delta=lambda *a, **k: deltas.append(a))
     assert reply["choices"][0]["message"] == {"role": "assistant", "content": "2 + 2 = 4."}
     assert inner.requests[1]["messages"] == [{"role": "system", "content": f"Be brief.\n{DIRECT_INSTRUCTION}"},
                                              {"role": "user", "content": "What is 2 + 2?"}]
