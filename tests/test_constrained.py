@@ -17,7 +17,13 @@ import pytest
 
 from tests import strict_openai
 from yiemagent import Agent, ConfigError, tool
-from yiemagent.models.constrained import ANSWER_INSTRUCTION, ConstrainedToolCalls, tool_call_schema
+from yiemagent.models.constrained import (
+    ANSWER_INSTRUCTION,
+    ANSWER_TOOL,
+    DIRECT_INSTRUCTION,
+    ConstrainedToolCalls,
+    tool_call_schema,
+)
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the weather.",
@@ -58,7 +64,7 @@ def test_call_turn_sends_no_tools_but_the_schema_and_the_reply_becomes_tool_call
     assert sent["response_format"]["type"] == "json_schema"
     assert sent["response_format"]["json_schema"]["schema"] == tool_call_schema([WEATHER, TIME])
     system = sent["messages"][0]["content"]
-    assert system.startswith("Be brief.") and 'Call: {"name": "get_time", "arguments": {"city": "Rome"}}' in system
+    assert "Be brief." not in system and 'Call: {"name": "get_time", "arguments": {"city": "Rome"}}' in system
     call = reply["choices"][0]["message"]["tool_calls"][0]
     assert reply["choices"][0]["finish_reason"] == "tool_calls"
     assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Lima"}
@@ -96,7 +102,69 @@ def test_max_tool_rounds_two_allows_a_second_call_and_a_reply_that_is_not_json_i
     assert cut["choices"][0]["message"] == {"role": "assistant", "content": '{"name": "get_wea'}
 
 
-@pytest.mark.parametrize("kwargs", [{"max_tool_rounds": 0}, {"max_tool_rounds": True}, {"examples": [("q", "t")]}])
+def test_schema_with_answer_offers_final_answer_last_unless_a_tool_has_that_name():
+    options = tool_call_schema([WEATHER], answer=True)["anyOf"]
+    assert [o["properties"]["name"] for o in options] == [{"const": "get_weather"}, {"const": ANSWER_TOOL}]
+    assert options[1]["properties"]["arguments"] == {"type": "object", "properties": {},
+                                                    "additionalProperties": False}
+    own = {"type": "function", "function": {"name": ANSWER_TOOL, "parameters": {"type": "object"}}}
+    assert len(tool_call_schema([WEATHER, own], answer=True)["anyOf"]) == 2
+
+
+def test_unsloth_5052_final_answer_is_answered_in_words_with_the_system_prompt_and_streamed():
+    """unsloth/unsloth#5052: small models forced towards tools call one for questions they can answer.
+    Here the schema lets the model choose ``final_answer``; the answer is then written in a plain turn
+    that carries the system prompt and is streamed; no tool call reaches the agent.
+    """
+    inner = Recorder(json.dumps({"name": ANSWER_TOOL, "arguments": {}}), "2 + 2 = 4.")
+    deltas: list[Any] = []
+    llm = ConstrainedToolCalls(inner, examples=[("Hi!", ANSWER_TOOL, {})])
+    reply = llm([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2 + 2?"}],
+                [WEATHER, TIME], on_delta=lambda *a, **k: deltas.append(a))
+    assert reply["choices"][0]["message"] == {"role": "assistant", "content": "2 + 2 = 4."}
+    assert inner.requests[1]["messages"] == [{"role": "system", "content": f"Be brief.\n{DIRECT_INSTRUCTION}"},
+                                             {"role": "user", "content": "What is 2 + 2?"}]
+    assert "response_format" not in inner.requests[1] and inner.requests[1]["on_delta"] is not None
+    assert ANSWER_TOOL in json.dumps(inner.requests[0]["response_format"])
+    without = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}')
+    ConstrainedToolCalls(without)([{"role": "user", "content": "Lima?"}], [WEATHER])  # no example shows it
+    assert ANSWER_TOOL not in json.dumps(without.requests[0])
+
+
+def test_a_call_whose_enum_value_is_not_in_the_question_is_not_made():
+    """SmolLM2-135M answered "What is 2 + 2?" with get_time(city="London") (issue 20): valid for the enum,
+    not grounded in the question. Such a call becomes an answer without a tool; a grounded one is made.
+    """
+    ungrounded = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}', "4")
+    reply = ConstrainedToolCalls(ungrounded)([{"role": "user", "content": "What is 2 + 2?"}], [WEATHER])
+    assert reply["choices"][0]["message"]["content"] == "4" and len(ungrounded.requests) == 2
+    grounded = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}')
+    reply = ConstrainedToolCalls(grounded)([{"role": "user", "content": "Is it raining in lima?"}], [WEATHER])
+    assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
+    forced = Recorder('{"name": "get_weather", "arguments": {"city": "Lima"}}')
+    reply = ConstrainedToolCalls(forced, allow_answer=False)([{"role": "user", "content": "Hi"}], [WEATHER])
+    assert reply["choices"][0]["finish_reason"] == "tool_calls"
+    assert ANSWER_TOOL not in json.dumps(forced.requests[0]["response_format"])
+
+
+def test_home_assistant_178795_system_prompt_stays_out_of_call_and_tool_answer_turns():
+    """home-assistant/core#178795: a system prompt made a small model skip the tool call or not use its
+    result. The system prompt goes only into answers without a tool, unless system_prompt_everywhere.
+    """
+    history = [{"role": "system", "content": "You are a pirate."}, {"role": "user", "content": "Weather in Lima?"}]
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lima"}'}}
+    after = [*history, {"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "Overcast, 18 °C"}]
+    llm = ConstrainedToolCalls(Recorder())
+    assert "pirate" not in json.dumps(llm.call_messages(history, [WEATHER]))
+    assert llm.answer_messages(after)[0] == {"role": "system", "content": ANSWER_INSTRUCTION}
+    everywhere = ConstrainedToolCalls(Recorder(), system_prompt_everywhere=True)
+    assert everywhere.call_messages(history, [WEATHER])[0]["content"].startswith("You are a pirate.")
+    assert everywhere.answer_messages(after)[0]["content"] == f"You are a pirate.\n{ANSWER_INSTRUCTION}"
+
+
+@pytest.mark.parametrize("kwargs", [{"max_tool_rounds": 0}, {"max_tool_rounds": True}, {"examples": [("q", "t")]},
+                                    {"examples": [("q", "t", "{}")]}])
 def test_bad_arguments_are_config_errors(kwargs):
     with pytest.raises(ConfigError):
         ConstrainedToolCalls(Recorder(), **kwargs)

@@ -54,7 +54,8 @@ DEMO_EXAMPLES: list[tuple[str, str, dict[str, Any]]] = [
     ("What time is it in Rome?", "get_time", {"city": "Rome"}),
     ("Is it sunny in Oslo?", "get_weather", {"city": "Oslo"}),
 ]
-"""Shown to the model. Their cities are not in the server's enum, so they cannot be copied into a call."""
+"""Shown to the model. Their cities are not in the server's enum, so they cannot be copied into a call.
+(Examples of ``final_answer`` made SmolLM2-135M answer weather questions without a tool: 4/10 right.)"""
 
 
 @dataclass
@@ -136,13 +137,13 @@ def demo_server(timeout_seconds: float = 30.0) -> Iterator[str]:
 
 
 def run_demo(question: str, llm_call: Any, client: MCPClient, *, max_turns: int = 3,
-             out: Callable[[str], None] = print) -> DemoRun:
-    """Ask ``question`` with the tools of ``client``; print the conversation; return what happened."""
+             out: Callable[[str], None] = print, system_prompt: str | None = None) -> DemoRun:
+    """Ask ``question`` with the tools of ``client`` (and ``system_prompt``); print the conversation."""
     run = DemoRun(question)
     transcript = _Transcript(run, out)
     started = time.monotonic()
     with Agent(llm_call, mcp_servers=[client], event_sink=transcript, max_turns=max_turns,
-               builtin_list_tools=False) as agent:
+               builtin_list_tools=False, system_prompt=system_prompt) as agent:
         out(f"user> {question}")
         answer = agent.ask(question)
     run.answer = (answer.get("content") or "").strip()

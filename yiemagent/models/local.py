@@ -278,18 +278,23 @@ class LocalModel:
         return call
 
     def constrained_llm_call(
-        self, *, examples: Sequence[tuple[str, str, dict[str, Any]]] = (), max_tool_rounds: int = 1,
-        **extra_body: Any,
+        self, *, examples: Sequence[tuple[str, str, dict[str, Any]]] = (), max_tool_rounds: int = 1, allow_answer: bool = True,
+        system_prompt_everywhere: bool = False, **extra_body: Any,
     ) -> ConstrainedToolCalls:
         """``llm_call()`` wrapped in ``ConstrainedToolCalls``: tool calls forced by a JSON schema.
 
         For models that ignore ``tools`` (SmolLM2): each call turn is one call of
-        an offered tool, its arguments valid for the tool's schema; after
-        ``max_tool_rounds`` rounds the model answers in text. ``examples`` are
-        ``(question, tool name, arguments)`` triples shown to the model; they
-        matter a lot for a 135M model's choice of tool.
+        an offered tool, its arguments valid for the tool's schema, or (with
+        ``allow_answer``) a plain answer when no tool fits; after
+        ``max_tool_rounds`` rounds the model answers in text, from the tool
+        results (without the system prompt unless ``system_prompt_everywhere``).
+        ``examples`` are ``(question, tool name, arguments)`` triples shown to
+        the model (``(question, "final_answer", {})`` for a question no tool
+        fits); they matter a lot for a 135M model's choice
+        (``yiemagent.cli.demo.DEMO_EXAMPLES`` are the demo's).
         """
-        return ConstrainedToolCalls(self.llm_call(**extra_body), examples=examples, max_tool_rounds=max_tool_rounds)
+        return ConstrainedToolCalls(self.llm_call(**extra_body), examples=examples, max_tool_rounds=max_tool_rounds,
+                                    allow_answer=allow_answer, system_prompt_everywhere=system_prompt_everywhere)
 
     def stop(self) -> None:
         """Stop the server and free the port; calls in flight are cut first. Safe to call twice.
