@@ -465,3 +465,23 @@ def store(store_factory: Callable[[], Any]) -> Iterator[Any]:
         yield made
     finally:
         made.close()
+
+
+@pytest.fixture(scope="module")
+def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``(base_url, log file)`` of tests/servers/scripted_openai_server.py (an OpenAI-compatible model that
+    answers known words at a known pace; one JSON line per request in the log: ``n``, ``last``, ``stream``,
+    ``cut``, ``tools``, ``model``, ``authorization``), started once per test module.
+    """
+    from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+
+    log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
+    log.write_text("", encoding="utf-8")
+    port = free_port()
+    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
+                             "--log", str(log)])
+    try:
+        wait_for_port(port, timeout_seconds=20, process=process)
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        stop_process(process)

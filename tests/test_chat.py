@@ -13,33 +13,17 @@ import json
 import re
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, TESTS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON, SERVERS, TESTS
 from tests.terminal import Terminal, have_tmux
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
 
 PROMPT = r"^you>$"  # the screen's lines have their trailing spaces stripped
-
-
-@pytest.fixture(scope="module")
-def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """``(base_url, log file)`` of the scripted OpenAI-compatible server."""
-    log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
-    log.write_text("", encoding="utf-8")
-    port = free_port()
-    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
-                             "--log", str(log)])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        stop_process(process)
 
 
 def requests_seen(log: Path) -> list[dict[str, Any]]:

@@ -19,12 +19,9 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "guides" / "first_assistant.rst"
@@ -47,21 +44,6 @@ def test_the_guide_has_a_config_file_and_about_40_lines_of_code() -> None:
     code = [line for line in files["assistant.py"].splitlines() if line.strip()]
     assert 25 <= len(code) <= 45, len(code)
     compile(files["assistant.py"], "assistant.py", "exec")
-
-
-@pytest.fixture(scope="module")
-def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """``(base_url, request log)`` of the scripted OpenAI-compatible server."""
-    log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
-    log.write_text("", encoding="utf-8")
-    port = free_port()
-    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
-                             "--log", str(log)])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        stop_process(process)
 
 
 def prepare(folder: Path, base_url: str) -> dict[str, str]:

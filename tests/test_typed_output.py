@@ -380,3 +380,15 @@ def test_local_model_llamacpp_11847_json_schema_on_a_tools_request_blocks_tool_c
     assert answer["status"] == "completed" and isinstance(answer["output"], Weather)
     assert sent[0] == (1, False) and sent[-1] == (0, True)  # tools without the schema; the answer constrained
     valid_history(auto)
+
+
+def test_trial_2026_12_01_output_type_str_says_the_answer_is_text_already() -> None:
+    """A fresh user's trial: ``output_type=str`` made a plain "hi" invalid (the model had to answer ``"\\"hi\\""``)."""
+    from yiemagent import Agent
+    from yiemagent.exceptions import ConfigError
+    from yiemagent.testing import ScriptedLLM, text_reply
+
+    with pytest.raises(ConfigError, match="text already"):
+        Agent(ScriptedLLM([text_reply("hi")]), output_type=str)
+    with pytest.raises(ConfigError, match="text already"):
+        Agent(ScriptedLLM([text_reply("hi")])).ask("hi", output_type=str)

@@ -9,14 +9,12 @@ OpenAI-compatible server (tests/servers/scripted_openai_server.py: usage 10/5/15
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import strict_openai
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
 from yiemagent import Agent, ConfigError, UsageLimits, tool
 from yiemagent.models.openai_chat import openai_chat
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
@@ -149,20 +147,6 @@ def test_conversation_limit_refuses_the_next_input_at_once_and_survives_a_store(
         assert answer["usage_limit"] == {"limit": "requests", "maximum": 2, "value": 2, "scope": "conversation"}
         assert llm2.calls == []
         valid(agent)
-
-
-@pytest.fixture(scope="module")
-def scripted_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
-    log.write_text("", encoding="utf-8")
-    port = free_port()
-    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
-                             "--log", str(log)])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        stop_process(process)
 
 
 def test_http_model_tool_call_limit_and_cost(scripted_model: tuple[str, Path]) -> None:

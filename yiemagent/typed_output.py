@@ -88,6 +88,9 @@ def schema_of(output_type: Any) -> tuple[str, dict[str, Any]]:
     Raises:
         ConfigError: a type with no JSON Schema, or a schema dict that is not a valid JSON Schema.
     """
+    if output_type is str:  # the answer is text already; a JSON string would be asked of the model
+        raise ConfigError("output_type=str: every answer is text already (``answer['content']``); leave "
+                          "output_type out, or give a dataclass, TypedDict, JSON Schema dict or pydantic model")
     if isinstance(output_type, dict):
         schema = output_type
         name = str(schema.get("title") or "output")
@@ -272,8 +275,8 @@ def output_spec(
     """The ``OutputSpec`` of ``output_type`` (a dataclass, TypedDict, JSON Schema dict or pydantic model).
 
     Raises:
-        ConfigError: a type with no JSON Schema, an unknown ``mode``, ``retries`` not an int >= 0,
-            a validator that is not callable.
+        ConfigError: a type with no JSON Schema, ``str`` (the answer is text already), an unknown
+            ``mode``, ``retries`` not an int >= 0, a validator that is not callable.
     """
     if mode not in OUTPUT_MODES:
         raise ConfigError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}, not {mode!r}")
@@ -286,6 +289,7 @@ def output_spec(
     name, schema = schema_of(output_type)
     return OutputSpec(name=name, schema=schema, output_type=output_type, mode=mode, retries=retries,
                       validators=checks)
+
 
 def storable_answer(answer: dict[str, Any]) -> dict[str, Any]:
     """``answer`` as a store keeps it: ``output`` as plain JSON (a dataclass or model becomes a dict)."""

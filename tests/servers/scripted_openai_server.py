@@ -103,7 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
             tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
             log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut,
-                                  "tools": tools}) + "\n")
+                                  "tools": tools, "model": body.get("model"),
+                                  "authorization": self.headers.get("Authorization")}) + "\n")
 
     def _error(self, status: int, http_status: int | None = None, content_type: str = "application/json") -> None:
         data = json.dumps({"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",

@@ -209,11 +209,23 @@ def open_store(spec: str) -> ConversationStore:
 
 
 def from_env() -> Flask:
-    """The app configured by ``YIEMAGENT_STORE``, ``OPENAI_BASE_URL`` and ``OPENAI_MODEL``."""
+    """The app for gunicorn, configured by the environment, as ``flask_chat.from_env`` is.
+
+    ``YIEMAGENT_STORE`` (a SQLite path or a PostgreSQL DSN, required), ``OPENAI_BASE_URL``
+    (required), ``YIEMAGENT_MODEL`` (default ``gpt-4o-mini``; ``OPENAI_MODEL`` is read too),
+    ``OPENAI_API_KEY``. The model is asked to stream, so ``/stream`` sends the answer as it is written.
+
+    Raises:
+        ConfigError: ``YIEMAGENT_STORE`` or ``OPENAI_BASE_URL`` is not set.
+    """
     from yiemagent import openai_chat
 
-    spec = os.environ["YIEMAGENT_STORE"]
-    llm = openai_chat(os.environ["OPENAI_BASE_URL"], os.environ.get("OPENAI_MODEL", "default"))
+    spec, base_url = os.environ.get("YIEMAGENT_STORE"), os.environ.get("OPENAI_BASE_URL")
+    if not spec or not base_url:
+        raise ConfigError("set YIEMAGENT_STORE (a SQLite path or a PostgreSQL DSN) and OPENAI_BASE_URL (an "
+                          "OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1)")
+    model = os.environ.get("YIEMAGENT_MODEL") or os.environ.get("OPENAI_MODEL") or "gpt-4o-mini"
+    llm = openai_chat(base_url, model, api_key=os.environ.get("OPENAI_API_KEY") or None, stream=True)
 
     def make_agent(store: ConversationStore, conversation_id: str) -> Agent:
         return Agent(llm, store=store, conversation_id=conversation_id)
