@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import PYTHON, SERVERS
 from tests.terminal import have_tmux
-from tests.test_chat import PROMPT, chat_terminal, scripted_model  # noqa: F401  (a fixture)
+from tests.test_chat import PROMPT, chat_terminal
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
 
@@ -31,7 +31,7 @@ def callbacks_config(tmp_path: Path) -> Path:
 
 
 def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends_values(
-        tmp_path, scripted_model, callbacks_config):  # noqa: F811
+        tmp_path, scripted_model, callbacks_config):
     """Source: modelcontextprotocol/inspector #1691 (titled enums rendered raw values): the person sees
     Red/Green/Blue and the server gets the ``const``. Enter keeps the default (SEP-1034); a wrong answer is
     asked again with the reason; then /decline on the next question declines.
@@ -73,7 +73,7 @@ def test_inspector_1691_chat_asks_each_field_shows_titles_and_defaults_and_sends
 
 
 def test_chat_asks_before_a_server_samples_its_model_and_a_no_is_the_spec_error(
-        tmp_path, scripted_model, callbacks_config):  # noqa: F811
+        tmp_path, scripted_model, callbacks_config):
     """The spec's human in the loop: the request (its system prompt, messages, token cap) is shown; "no"
     answers -1 "User rejected sampling request", "yes" lets the chat's own model answer the server.
     """

@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 from tests.helpers import PYTHON, TESTS
-from tests.test_chat import scripted_model  # noqa: F401  (the module-scoped fixture)
 
 
 def _config(tmp_path: Path) -> Path:
@@ -24,7 +23,7 @@ def _config(tmp_path: Path) -> Path:
 
 
 def test_chat_counts_configured_servers_and_prints_no_tools_changed_line_after_reset_or_load(
-        tmp_path: Path, scripted_model: tuple[str, Path]) -> None:  # noqa: F811
+        tmp_path: Path, scripted_model: tuple[str, Path]) -> None:
     """Issue 20: the banner said "2 MCP servers (1 unreachable)" for 3 configured, and after ``/reset``
     and ``/load`` the next answer was preceded by a spurious ``[tools changed: +...]`` line (the new
     agent's first listing of the same tools). Now: "3 MCP servers (1 unreachable)", and no such line.

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import requests
 
-pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the test extra's OTLP exporter is missing")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http",
+                    reason="the OTLP exporter for the Phoenix test is missing (the test extra has it)")
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
