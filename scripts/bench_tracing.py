@@ -18,27 +18,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from yiemagent import Agent, AgentTool, tracing
-from yiemagent.testing import text_reply
+from bench_loop import NOOP, make_model  # the same run as the loop benchmark: an instant model, a no-op tool
 
-
-def make_model(calls: int) -> Any:
-    made = [0]
-
-    def model(messages: Any, tools: Any) -> dict[str, Any]:
-        done = made[0]
-        made[0] += 1
-        if done >= calls:
-            return text_reply("done")
-        return {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": None, "tool_calls": [
-                {"id": f"c{done}", "type": "function",
-                 "function": {"name": "noop", "arguments": f'{{"i": {done}}}'}}]}}]}
-    return model
-
-
-NOOP = AgentTool("noop", "Does nothing.", {"type": "object", "properties": {"i": {"type": "integer"}}},
-                 lambda call_id, arguments, event: "ok")
+from yiemagent import Agent, tracing
 
 
 def per_call_ms(calls: int) -> float:

@@ -58,6 +58,20 @@ PYTHON = sys.executable
 _POLL_SECONDS = 0.02
 
 
+def text_of(result: dict[str, Any]) -> str:
+    """The text blocks of an MCP tool result (``content``), joined with newlines."""
+    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
+
+
+def make_oauth(**kwargs: Any) -> Any:
+    """``yiemagent.mcp.auth.OAuth`` for tests: a headless browser stand-in and 10 s bounds unless given."""
+    from yiemagent.mcp.auth import HeadlessRedirectHandler, OAuth
+
+    kwargs.setdefault("redirect_handler", HeadlessRedirectHandler(timeout_seconds=10))
+    kwargs.setdefault("timeout_seconds", 10)
+    return OAuth(**kwargs)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

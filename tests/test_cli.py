@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, TESTS
+from tests.helpers import PYTHON, TESTS, text_of
 from tests.servers.raw_http_peer import Reply
 from yiemagent.cli import main
 
@@ -23,9 +23,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         timeout=30, cwd=str(TESTS.parent), env={**os.environ, **(env or {})}, check=False,
     )
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 @pytest.mark.node

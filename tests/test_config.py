@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, text_of, wait_for_port
 from yiemagent import Agent, ConfigError, MCPClient
 from yiemagent.mcp.config import MCPServerConfig, expand_variables, load_mcp_config, mcp_clients, parse_mcp_servers
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
@@ -29,9 +29,6 @@ PROBE = str(SERVERS / "probe_server.py")
 def probe_entry(*args: str, **extra: Any) -> dict[str, Any]:
     return {"command": PYTHON, "args": [PROBE, *args], **extra}
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 def call(config: MCPServerConfig | MCPClient, tool: str, arguments: dict[str, Any] | None = None) -> str:

@@ -127,8 +127,7 @@ class ConversationViews:
         """The size of the next request (no new input), in tokens."""
         config = self.config
         assert config.compaction is not None
-        view = [m for m in compacted_view(self.conversation.history) if not getattr(m, "excluded", None)]
-        messages = config.format_messages(view)
+        messages = config.format_messages(compacted_view(self.conversation.history))
         if config.system_prompt:
             messages = [{"role": "system", "content": config.system_prompt}, *messages]
         return request_tokens(self.conversation.history, messages, config.tools.to_openai(),

@@ -173,18 +173,17 @@ def summary_message(summary: str, first_kept: int, **info: Any) -> UserMessage:
 def compacted_view(history: Sequence[Message]) -> list[Message]:
     """What is sent of ``history``: the latest summary, then every message from its ``first_kept`` on.
 
-    Without a compaction, ``history`` itself (a new list). Older compaction
-    messages are left out; so are messages marked ``excluded`` (failed runs),
-    as everywhere. The summary goes first as a plain user message.
+    Messages marked ``excluded`` (failed runs, older compactions) are left out,
+    as from every request; without a compaction, that is all. The summary goes
+    first as a plain user message.
     """
     latest = latest_compaction(history)
     if latest is None:
-        return list(history)
+        return [m for m in history if not getattr(m, "excluded", None)]
     index, first = latest
     marker = history[index]
     assert isinstance(marker, UserMessage)
-    summary = UserMessage(list(marker.content))
-    return [summary, *(m for m in history[first:] if not is_compaction(m))]
+    return [UserMessage(list(marker.content)), *(m for m in history[first:] if not getattr(m, "excluded", None))]
 
 
 def find_cut(history: Sequence[Message], start: int, keep_recent_tokens: int,
@@ -229,7 +228,7 @@ def as_transcript(messages: Sequence[Message], max_result_chars: int = 2000) -> 
     """Plain text of ``messages`` for the summariser: a line per message, results cut to ``max_result_chars``."""
     lines = []
     for message in messages:
-        if is_compaction(message) or getattr(message, "excluded", None):
+        if getattr(message, "excluded", None):  # failed runs, compaction summaries
             continue
         if isinstance(message, UserMessage):
             lines.append(f"[User]: {message.text}")
@@ -328,7 +327,7 @@ def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[.
     cut = find_cut(history, start, 1 if force else config.keep_recent_tokens, config.message_tokens)
     if cut is None:
         return None
-    lost = [m for m in history[start:cut] if not getattr(m, "excluded", None) and not is_compaction(m)]
+    lost = [m for m in history[start:cut] if not getattr(m, "excluded", None)]
     if not lost:
         return None
     settings = config if focus is None else dataclasses.replace(
@@ -364,7 +363,7 @@ def request_tokens(history: Sequence[Message], messages: Sequence[dict[str, Any]
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens", 0)
             if isinstance(prompt, int) and isinstance(completion, int) and prompt > 0:
                 later = [to_openai(m) for m in history[index + 1:]
-                         if not getattr(m, "excluded", None) and not is_compaction(m)]
+                         if not getattr(m, "excluded", None)]
                 return prompt + completion + counter(later, [])
             break
     return counter(list(messages), list(tools))

@@ -443,7 +443,7 @@ class Conversation:
         summary stands for the messages it replaced (``yiemagent.compaction``).
         """
         formatter = self.config.format_messages
-        history = [m for m in compacted_view(self.history) if not getattr(m, "excluded", None)]
+        history = compacted_view(self.history)
         if isinstance(formatter, OpenAIFormatter):  # same options, fresh dicts the caller may change
             messages = OpenAIFormatter(tool_images=formatter.tool_images, send_reasoning=formatter.send_reasoning,
                                        send_provider_fields=formatter.send_provider_fields)(history)

@@ -76,7 +76,6 @@ from typing import Any
 
 from . import approvals
 from . import events as ev
-from .compaction import is_compaction
 from .exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from .journal import Journal
 from .loop_config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
@@ -142,7 +141,6 @@ class _Run(ModelTurn, ToolBatch):
             call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
         }
         self.has_excluded = any(getattr(m, "excluded", None) for m in history)
-        self.has_compaction = any(is_compaction(m) for m in history)
         self.request_tokens: int | None = None
         """With ``LoopConfig.compaction``: the size of the last request, in tokens."""
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None

@@ -60,7 +60,6 @@ class ModelTurn(ToolBatch):
     usage: dict[str, Any]
     taken_ids: set[str]
     has_excluded: bool
-    has_compaction: bool
     start_len: int
     request_tokens: int | None
     system: dict[str, Any] | None
@@ -133,9 +132,8 @@ class ModelTurn(ToolBatch):
         The size is measured only with ``LoopConfig.compaction`` (else 0).
         """
         config = self.config
-        history = compacted_view(self.history) if self.has_compaction else self.history
-        if self.has_excluded:
-            history = [m for m in history if not getattr(m, "excluded", None)]
+        # what is sent: the latest summary and the messages after it, without failed runs' messages
+        history = compacted_view(self.history) if self.has_excluded else self.history
         context = history if config.prepare_context is None else config.prepare_context(history)
         messages = config.format_messages(context)
         if self.system is not None:
@@ -174,7 +172,7 @@ class ModelTurn(ToolBatch):
             return request
         assert done.message.compaction is not None
         self.history.append(done.message)
-        self.has_compaction = self.has_excluded = True
+        self.has_excluded = True  # a summary is excluded: requests go through compacted_view
         rebuilt = self.build_request(tools_enabled)
         done.message.compaction.update(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3])
         recorded = self.record_compaction(done.message)
@@ -219,7 +217,7 @@ class ModelTurn(ToolBatch):
                 continue
             if isinstance(message, UserMessage) and is_compaction(message):
                 self.history.append(message)
-                self.has_compaction = self.has_excluded = True
+                self.has_excluded = True  # a summary is excluded: requests go through compacted_view
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              response_format: dict[str, Any] | None) -> AssistantMessage:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, RecordingSession, serve_http
+from tests.helpers import PYTHON, SERVERS, RecordingSession, serve_http, text_of
 from yiemagent.exceptions import MCPRPCError, MCPTimeoutError
 from yiemagent.mcp import ClientCallbacks, HTTPTransport, LLMSampler, MCPClient
 
@@ -40,9 +40,6 @@ def stdio_client(clients: list[MCPClient], **kwargs: Any) -> MCPClient:
     clients.append(client)
     return client
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(block.get("text", "") for block in result["content"])
 
 
 def scripted_llm(messages: list[dict[str, Any]], tools: list[dict[str, Any]],

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, text_of, wait_for_port
 from yiemagent.exceptions import MCPError
 from yiemagent.mcp import ClientCallbacks, LLMSampler, MCPClient
 
@@ -34,9 +34,6 @@ def callbacks_server() -> Iterator[str]:
     finally:
         stop_process(process)
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(block.get("text", "") for block in result["content"])
 
 
 def llm_call(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:

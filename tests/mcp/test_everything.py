@@ -9,15 +9,12 @@ from typing import Any
 import pytest
 import requests
 
-from tests.helpers import RecordingSession
+from tests.helpers import RecordingSession, text_of
 from yiemagent.mcp import result_to_tool_result
 from yiemagent.messages import ImageContent
 
 pytestmark = pytest.mark.node
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 def test_handshake_and_tools_list_show_the_reference_server_and_its_tools(everything_server, open_client):

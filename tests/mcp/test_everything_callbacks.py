@@ -8,13 +8,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import text_of
 from yiemagent.mcp import ClientCallbacks, LLMSampler, MCPClient
 
 pytestmark = pytest.mark.node
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 def llm_call(messages: list[dict[str, Any]], tools: list[dict[str, Any]], request_fields: dict[str, Any] | None = None

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from tests.conftest import NetworkAccessBlocked
-from tests.helpers import RecordingSession, free_port
+from tests.helpers import RecordingSession, free_port, text_of
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import SUPPORTED_PROTOCOL_VERSIONS, MCPClient
 
@@ -33,9 +33,6 @@ def counts(client: MCPClient) -> dict[str, int]:
     """How often each tool ran in the server process (read through the server's own tool)."""
     return client.call_tool("call_counts")["structuredContent"]  # type: ignore[no-any-return]
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 @pytest.fixture(params=ALL_MODES)

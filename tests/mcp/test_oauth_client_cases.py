@@ -25,19 +25,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import make_oauth, text_of
 from yiemagent.mcp import MCPClient
-from yiemagent.mcp.auth import HeadlessRedirectHandler, MemoryTokenStorage, OAuth
+from yiemagent.mcp.auth import MemoryTokenStorage, OAuth
 from yiemagent.mcp.auth.tokens import ClientAuth
-
-
-def make_oauth(**kwargs: Any) -> OAuth:
-    kwargs.setdefault("redirect_handler", HeadlessRedirectHandler(timeout_seconds=10))
-    kwargs.setdefault("timeout_seconds", 10)
-    return OAuth(**kwargs)
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(block.get("text", "") for block in result["content"])
 
 
 def form(text: str) -> dict[str, str]:

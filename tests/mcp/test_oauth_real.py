@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import pytest
 
+from tests.helpers import make_oauth, text_of
 from tests.mcp.conftest import assert_era
 from tests.mcp.oauth_rig import OAuthServer
 from yiemagent import Agent
 from yiemagent.exceptions import MCPAuthorizationError
 from yiemagent.mcp import MCPClient
-from yiemagent.mcp.auth import HeadlessRedirectHandler, MemoryTokenStorage, OAuth
+from yiemagent.mcp.auth import MemoryTokenStorage
 from yiemagent.mcp.auth.storage_file import FileTokenStorage
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
@@ -40,14 +40,6 @@ def login_refused(url: str) -> tuple[str, str | None]:
     raise AssertionError(f"a login was started ({url[:40]}...) where stored tokens should have been used")
 
 
-def make_oauth(**kwargs: Any) -> OAuth:
-    kwargs.setdefault("redirect_handler", HeadlessRedirectHandler(timeout_seconds=10))
-    kwargs.setdefault("timeout_seconds", 10)
-    return OAuth(**kwargs)
-
-
-def text_of(result: dict[str, Any]) -> str:
-    return "".join(block.get("text", "") for block in result["content"])
 
 
 def bearers(server: OAuthServer, origin: str = "as+rs") -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, run_in_thread
+from tests.helpers import PYTHON, SERVERS, run_in_thread, text_of
 from yiemagent import Agent
 from yiemagent.exceptions import ConfigError, MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient, StdioTransport, stdio_process
@@ -29,9 +29,6 @@ QUIRKS = [PYTHON, str(SERVERS / "stdio_quirks.py")]
 NON_ASCII = "héllo ✓ 日本語 🎉 — naïve"
 C_LOCALE = {"LC_ALL": "C", "LANG": "C"}
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 # --------------------------------------------------------------------------- npm server-everything

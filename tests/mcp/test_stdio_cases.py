@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS
+from tests.helpers import PYTHON, SERVERS, text_of
 from yiemagent.exceptions import MCPProtocolError
 from yiemagent.mcp import MCPClient, StdioTransport, stdio_process
 from yiemagent.mcp.results import result_to_tool_result
@@ -27,9 +27,6 @@ SDK_STDIO = [PYTHON, str(SERVERS / "sdk_stdio_server.py")]
 def b64(*lines: bytes) -> list[str]:
     return [base64.b64encode(line).decode("ascii") for line in lines]
 
-
-def text_of(result: dict) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 def test_typescript_sdk_2775_a_utf8_byte_order_mark_before_a_message_does_not_lose_it(stdio_client):

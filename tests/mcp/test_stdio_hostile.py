@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS
+from tests.helpers import PYTHON, SERVERS, text_of
 from yiemagent.exceptions import MCPProtocolError, MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient, StdioTransport
 from yiemagent.mcp.jsonrpc import make_request
@@ -29,9 +29,6 @@ from yiemagent.mcp.lines import LineReader, OversizedLine, encode_message, parse
 
 QUIRKS = [PYTHON, str(SERVERS / "stdio_quirks.py")]
 
-
-def text_of(result: dict[str, Any]) -> str:
-    return "\n".join(block["text"] for block in result["content"] if block.get("type") == "text")
 
 
 def b64(*lines: bytes) -> list[str]:
