@@ -146,21 +146,15 @@ class FileTokenStorage(VersionedTokenStorage):
         with self._thread_lock:
             self._ensure_dir()
         lock_path = str(self.path) + ".refresh.lock"
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise TokenStorageError(f"cannot open the token lock file {lock_path}: {exc.strerror}") from exc
-        try:
+        with contextlib.ExitStack() as held:
             try:
-                _lock(fd, timeout_seconds, lock_path)
-            except TokenStorageError:
+                held.enter_context(_file_lock(lock_path, timeout_seconds))
+            except _LockTimeout:
                 logger.warning("the refresh lock %s stayed taken for %.0f s; going on without it", lock_path,
                                timeout_seconds)
                 yield False
                 return
             yield True
-        finally:
-            os.close(fd)
 
     # ------------------------------------------------------------------ internals
 
@@ -196,16 +190,8 @@ class FileTokenStorage(VersionedTokenStorage):
         """This object's threads one at a time, and other processes through ``<file>.lock``."""
         with self._thread_lock:
             self._ensure_dir()
-            lock_path = str(self.path) + ".lock"
-            try:
-                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError as exc:
-                raise TokenStorageError(f"cannot open the token lock file {lock_path}: {exc.strerror}") from exc
-            try:
-                _lock(fd, self.lock_timeout_seconds, lock_path)
+            with _file_lock(str(self.path) + ".lock", self.lock_timeout_seconds):
                 yield
-            finally:
-                os.close(fd)  # closing releases the lock
 
     def _ensure_dir(self) -> None:
         directory = self.path.parent
@@ -277,8 +263,30 @@ def _check_private(st: os.stat_result, path: Path) -> None:
                                      f"(mode {stat.S_IMODE(st.st_mode):o}); run: chmod 600 {path}")
 
 
+class _LockTimeout(TokenStorageError):
+    """The lock file stayed taken for the whole wait."""
+
+
+@contextlib.contextmanager
+def _file_lock(lock_path: str, timeout_seconds: float) -> Iterator[None]:
+    """``lock_path`` opened (mode 0600) and locked exclusively while the block runs; closing releases it.
+
+    Raises:
+        TokenStorageError: the file cannot be opened; ``_LockTimeout`` (one) when it stayed locked.
+    """
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise TokenStorageError(f"cannot open the token lock file {lock_path}: {exc.strerror}") from exc
+    try:
+        _lock(fd, timeout_seconds, lock_path)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _lock(fd: int, timeout_seconds: float, name: str) -> None:
-    """Exclusive lock on ``fd``, polled until ``timeout_seconds`` (``TokenStorageError`` then)."""
+    """Exclusive lock on ``fd``, polled until ``timeout_seconds`` (``_LockTimeout``, a ``TokenStorageError``, then)."""
     deadline = time.monotonic() + timeout_seconds
     pause = 0.005
     while True:
@@ -294,7 +302,7 @@ def _lock(fd: int, timeout_seconds: float, name: str) -> None:
             return
         except OSError as exc:
             if time.monotonic() >= deadline:
-                raise TokenStorageError(f"{name} stayed locked by another process for {timeout_seconds:g} s") from exc
+                raise _LockTimeout(f"{name} stayed locked by another process for {timeout_seconds:g} s") from exc
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
 
