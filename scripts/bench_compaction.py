@@ -23,8 +23,8 @@ import time
 from typing import Any
 
 from yiemagent import Agent
-from yiemagent.compaction import SUMMARY_INSTRUCTIONS, Compaction, is_compaction
-from yiemagent.context_strategies import keep_last_turns
+from yiemagent.context.compaction import SUMMARY_INSTRUCTIONS, Compaction, is_compaction
+from yiemagent.context.strategies import keep_last_turns
 from yiemagent.models.local import LocalModel
 from yiemagent.testing import text_reply
 
@@ -56,7 +56,7 @@ def score(agent: Agent, local: Any, asked: list[int]) -> tuple[int, int]:
     sent = agent.openai_messages()
     prepare = agent.config.prepare_context
     if prepare is not None:  # the baseline sends what prepare_context keeps
-        from yiemagent.openai_messages import to_openai
+        from yiemagent.messages.openai import to_openai
 
         sent = [to_openai(m) for m in prepare(list(agent.history))]
     text = "\n".join(str(m.get("content")) for m in sent)

@@ -1,4 +1,4 @@
-"""What OpenTelemetry tracing costs per tool call (``yiemagent.tracing``), with an instant model and a no-op tool.
+"""What OpenTelemetry tracing costs per tool call (``yiemagent.loop.tracing``), with an instant model and a no-op tool.
 
     python scripts/bench_tracing.py [--calls 100 300] [--repeat 5]
 
@@ -20,7 +20,8 @@ from typing import Any
 
 from bench_loop import NOOP, make_model  # the same run as the loop benchmark: an instant model, a no-op tool
 
-from yiemagent import Agent, tracing
+from yiemagent import Agent
+from yiemagent.loop import tracing
 
 
 def per_call_ms(calls: int) -> float:

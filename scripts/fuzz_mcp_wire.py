@@ -41,8 +41,8 @@ from hypothesis import strategies as st
 from tests.property import wire
 from tests.servers.raw_http_peer import RawPeer, Reply
 from yiemagent.exceptions import MCPError
+from yiemagent.formats.sse import SSEParser
 from yiemagent.mcp import HTTPTransport
-from yiemagent.sse import SSEParser
 
 HANG_SECONDS = 5
 """CPU seconds one in-process example may use (CPU time, so a loaded machine does not count as a hang)."""

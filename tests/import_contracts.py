@@ -3,7 +3,7 @@
 import-linter's own ``private_modules`` contract guards private *modules*
 (``yiemagent.mcp._secrets`` only from inside ``yiemagent.mcp``); this one
 guards private *names*: ``from ..agent import _Input`` in ``yiemagent.store``
-is refused, ``from .tools import _progress_reporter`` inside the same package
+is refused, ``from .agent_tool import _x`` inside the same package
 is not. A module's package is its parent (a package's ``__init__`` is its own).
 Configured in ``setup.cfg`` (``[importlinter:contract:private-names]``) and run
 by ``lint-imports`` in CI (tests/test_layout.py).

@@ -44,7 +44,7 @@ KEYS = {
 }
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 DIALECT_MESSAGE_KEYS = {"reasoning_details", "thinking_blocks"}
-"""With ``dialects=True``: provider fields (yiemagent.dialects) a provider attached and reads back."""
+"""With ``dialects=True``: provider fields (yiemagent.formats.dialects) a provider attached and reads back."""
 DIALECT_CALL_KEYS = {"extra_content", "thought_signature"}
 
 

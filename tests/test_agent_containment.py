@@ -100,7 +100,7 @@ def test_a_callback_raising_any_base_exception_gives_an_error_answer(place, exc)
             maybe_raise()
         return history
 
-    from yiemagent.formatting import OpenAIFormatter
+    from yiemagent.messages.formatting import OpenAIFormatter
     formatter = OpenAIFormatter()
 
     def format_messages(history):

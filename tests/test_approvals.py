@@ -17,8 +17,8 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent, AgentTool, ApprovalError, tool, unless_read_only
-from yiemagent.approvals import SUPERSEDED_REASON
 from yiemagent.testing import SimulatedCrash, text_reply
+from yiemagent.tools.approvals import SUPERSEDED_REASON
 
 Factory = Callable[[], Any]
 
@@ -487,7 +487,7 @@ def test_a_new_input_queued_before_the_resume_does_not_run_the_waiting_input_twi
     assert left == [] and resume is not None
     new = agent.ask("thanks")  # served before the resume
     assert new["content"] == "re: thanks"
-    from yiemagent.conversation import Input
+    from yiemagent.loop.conversation import Input
     resumed = agent.ask(Input(message=resume.message, id=resume.id))
     assert resumed["content"] == "done: removed a.txt" and effects.ran == ["remove a.txt"]
     users = [m["content"] for m in agent.openai_messages() if m["role"] == "user"]

@@ -18,10 +18,10 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent, UsageLimits, sse_events, tool
-from yiemagent import events as ev
-from yiemagent.hooks import ToolCallContext
+from yiemagent.loop import events as ev
 from yiemagent.messages import ToolResultMessage
 from yiemagent.testing import EventRecorder, ScriptedLLM, SimulatedCrash, text_reply, tool_call_reply
+from yiemagent.tools.hooks import ToolCallContext
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 

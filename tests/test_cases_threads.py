@@ -12,7 +12,7 @@ import time
 import pytest
 
 from yiemagent import Agent, AgentTool, LLMError, openai_chat
-from yiemagent.llm import merge_chunks
+from yiemagent.formats.llm import merge_chunks
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 
 from .helpers import get_weather

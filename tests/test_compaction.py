@@ -15,10 +15,10 @@ import pytest
 
 from tests.strict_openai import validate_request
 from yiemagent import Agent, tool
-from yiemagent.compaction import SUMMARY_INSTRUCTIONS, Compaction, is_compaction
+from yiemagent.context.compaction import SUMMARY_INSTRUCTIONS, Compaction, is_compaction
+from yiemagent.context.token_budget import estimate_tokens
 from yiemagent.exceptions import AgentError, ConfigError, LLMError
 from yiemagent.testing import EventRecorder, SimulatedCrash
-from yiemagent.token_budget import estimate_tokens
 
 
 @tool

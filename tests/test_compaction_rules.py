@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from yiemagent.compaction import (
+from yiemagent.context.compaction import (
     Compaction,
     compacted_view,
     find_cut,
@@ -18,14 +18,14 @@ from yiemagent.compaction import (
     summarise,
     summary_message,
 )
-from yiemagent.context_strategies import chain, drop_old_tool_results, keep_last_turns
+from yiemagent.context.strategies import chain, drop_old_tool_results, keep_last_turns
+from yiemagent.context.token_budget import IMAGE_TOKENS, MESSAGE_TOKENS, estimate_tokens, tiktoken_counter
 from yiemagent.exceptions import ConfigError, LLMError
-from yiemagent.guard import RequestGuard
-from yiemagent.message_dicts import message_from_dict, message_to_dict
 from yiemagent.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
-from yiemagent.openai_messages import to_openai
+from yiemagent.messages.dicts import message_from_dict, message_to_dict
+from yiemagent.messages.guard import RequestGuard
+from yiemagent.messages.openai import to_openai
 from yiemagent.testing import ScriptedLLM, text_reply
-from yiemagent.token_budget import IMAGE_TOKENS, MESSAGE_TOKENS, estimate_tokens, tiktoken_counter
 
 
 def turn(i: int, *, calls: int = 1, result_chars: int = 40) -> list:
@@ -213,7 +213,7 @@ def test_strategy_arguments_are_checked(bad):
 
 @pytest.mark.model
 def test_llamacpp_counter_counts_with_the_local_models_tokenizer_and_falls_back_when_it_is_gone(local_model, caplog):
-    from yiemagent.token_budget import llamacpp_counter
+    from yiemagent.context.token_budget import llamacpp_counter
 
     text = "The weather in Paris is sunny with a high of 21 degrees and light wind from the west. " * 10
     messages = [{"role": "user", "content": text}]

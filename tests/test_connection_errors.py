@@ -3,7 +3,7 @@
 Before: an unreachable server gave a 117-line chained traceback with urllib3 internals
 (``HTTPPool(host=...): Max retries exceeded ... NewConnectionError(...)``), in the MCP
 client, ``mcp_unavailable`` / ``mcp_status()`` and the model client alike. The shared
-``yiemagent._http.connection_problem`` now words the common causes, and the error is raised
+``yiemagent._internal.http.connection_problem`` now words the common causes, and the error is raised
 without urllib3's chain. Real closed loopback ports; an unresolvable ``.invalid`` name (RFC 6761).
 """
 

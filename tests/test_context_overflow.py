@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from yiemagent.context_overflow import is_context_overflow
+from yiemagent.context.overflow import is_context_overflow
 from yiemagent.exceptions import LLMConnectionError, LLMError
 
 

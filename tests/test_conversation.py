@@ -1,4 +1,4 @@
-"""The conversation's contract (``yiemagent.conversation``), driven without an ``Agent`` (issue 14 point 1).
+"""The conversation's contract (``yiemagent.loop.conversation``), driven without an ``Agent`` (issue 14 point 1).
 
 A host of a dozen lines is enough to serve inputs through ``Conversation`` and
 through ``DurableConversation`` (the same contract over a ``ConversationStore``):
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from yiemagent import SQLiteStore, UserMessage, tool
-from yiemagent.conversation import Conversation, Input, RunScope, parse_state
 from yiemagent.exceptions import FormatError
 from yiemagent.loop import LoopConfig
+from yiemagent.loop.conversation import Conversation, Input, RunScope, parse_state
 from yiemagent.store.durable import DurableConversation
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 

@@ -11,8 +11,8 @@ strict oracle (``dialects=True``: these fields are allowed only because the prov
 import json
 
 from yiemagent import Agent, openai_chat
-from yiemagent.formatting import OpenAIFormatter
-from yiemagent.llm import merge_chunks
+from yiemagent.formats.llm import merge_chunks
+from yiemagent.messages.formatting import OpenAIFormatter
 from yiemagent.testing import EventRecorder
 
 from . import strict_openai

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
 from yiemagent import Agent, LLMConnectionError, LLMError, fallback_llm, openai_chat
-from yiemagent.events import FallbackEvent, report
+from yiemagent.loop.events import FallbackEvent, report
 from yiemagent.models.fallback import provider_down
 
 USER = [{"role": "user", "content": "hello there"}]

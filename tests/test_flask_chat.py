@@ -14,7 +14,7 @@ import pytest
 
 from yiemagent import Agent, tool
 from yiemagent.examples.flask_chat import create_app
-from yiemagent.sse import SSEParser
+from yiemagent.formats.sse import SSEParser
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
 from .helpers import free_port

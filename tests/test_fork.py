@@ -1,4 +1,4 @@
-"""Agents, pools and MCP clients made before ``fork()`` (issue 15, point 6; ``yiemagent._fork``).
+"""Agents, pools and MCP clients made before ``fork()`` (issue 15, point 6; ``yiemagent._internal.fork``).
 
 langfuse-python PRs #1654/#1658 and posthog-python #290: objects that own threads lost them across
 gunicorn's ``--preload`` fork, and calls in the child waited for ever. Before: a started ``Agent``

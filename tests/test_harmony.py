@@ -106,7 +106,7 @@ def test_harmony_recipient_before_the_channel_and_a_call_without_end_token():
 
 
 def test_two_harmony_calls_and_text_without_markup_is_left_alone():
-    from yiemagent.harmony import split_harmony
+    from yiemagent.formats.harmony import split_harmony
 
     reply = split_harmony(ANALYSIS + CALL + CALL.replace("Berlin", "Paris"))
     assert [(name, json.loads(body)) for name, body, _ in reply.calls] == [
@@ -203,7 +203,7 @@ def test_markdown_code_ranges_follow_commonmark_fences_and_spans():
     """Unclosed fences run to the end; a backtick fence's info string holds no backtick (then it is an
     inline span); an unmatched backtick run is literal; a longer closing fence closes.
     """
-    from yiemagent.markdown_code import code_ranges
+    from yiemagent.formats.markdown_code import code_ranges
 
     text = "a `x` b ``y`` c ` d\n````\ncode\n`````\ne ```json {} ``` f\n~~~\nopen"
     ranges = code_ranges(text)

@@ -2,7 +2,7 @@
 
 yiemagent is not on a package index, so ``pip install "yiemagent[postgres]"`` (what the messages said
 before issue 20, point 4) fails or installs something else. Every message about a missing optional
-library comes from ``yiemagent._checks.install_hint``; the tests below remove each library (a ``None``
+library comes from ``yiemagent._internal.checks.install_hint``; the tests below remove each library (a ``None``
 entry in ``sys.modules`` makes its import fail as if it were not installed) and read the real error.
 """
 
@@ -59,12 +59,12 @@ def _litellm() -> None:
 
 
 def _tiktoken() -> None:
-    from yiemagent.token_budget import tiktoken_counter
+    from yiemagent.context.token_budget import tiktoken_counter
     tiktoken_counter()
 
 
 def _otel() -> None:
-    from yiemagent import tracing
+    from yiemagent.loop import tracing
     tracing.instrument()
 
 

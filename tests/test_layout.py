@@ -1,9 +1,11 @@
 """The package's layout rules, checked by a machine (issue 14 point 3).
 
 The import contracts live in ``setup.cfg`` (``[importlinter]``) and run with
-import-linter's ``lint-imports``: layers only downward (core <- models | store
-| mcp <- agent <- cli | workers <- examples), no import circles between
-siblings, private modules and private names only from inside their package.
+import-linter's ``lint-imports``: layers only downward (textpolicy <- exceptions
+<- _internal <- formats <- messages <- tools <- context | output <- loop <- models
+| store | mcp <- agent <- cli | workers <- examples; docs/layout.rst), no import
+circles between siblings, private modules and private names only from inside
+their package.
 """
 
 from __future__ import annotations
@@ -43,15 +45,23 @@ def test_no_module_is_over_500_lines():
     assert offenders == {}
 
 
-def test_every_top_level_module_is_in_a_layer():
-    """A new module at the top of the package must be placed in the layers contract, so none escapes it."""
+def test_every_top_level_entry_is_in_a_layer_and_there_are_at_most_20():
+    """The layers contract is exhaustive over ``yiemagent`` (lint-imports refuses a top-level module or folder
+    that no layer names), names nothing that is gone, and the top holds at most 20 entries (issue 25).
+    """
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
-    named = set(config["importlinter:contract:layers"]["layers"].replace("|", " ").replace(":", " ").split())
-    top = {f"yiemagent.{path.stem}" for path in PACKAGE.glob("*.py") if path.name != "__init__.py"}
-    top |= {f"yiemagent.{path.parent.name}" for path in PACKAGE.glob("*/__init__.py")}
+    layers = config["importlinter:contract:layers"]
+    assert layers["exhaustive"].strip() == "True" and layers["containers"].split() == ["yiemagent"]
+    named = set(layers["layers"].replace("|", " ").replace(":", " ").split())
+    top = {path.stem for path in PACKAGE.glob("*.py") if path.name != "__init__.py"}
+    top |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert top - named == set()
     assert named - top == set()
+    entries = sorted(path.name for path in PACKAGE.iterdir() if path.name != "__pycache__")
+    assert len(entries) <= 20, entries
+    assert not [path.name for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"
+                and not (path / "__init__.py").exists()], "a folder of the package without __init__.py"
 
 
 def test_the_contracts_catch_a_layer_break_a_circle_and_a_private_name(tmp_path):

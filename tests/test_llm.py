@@ -1,8 +1,8 @@
 """The OpenAI-compatible adapter (yiemagent.models.openai_chat); real-server cases are in test_e2e.py."""
 
-from yiemagent.llm import _merge_chunks
+from yiemagent.formats.llm import _merge_chunks
+from yiemagent.messages.tool_calls import parse_response
 from yiemagent.models.openai_chat import openai_chat
-from yiemagent.tool_calls import parse_response
 
 
 def test_request_body_leaves_tool_choice_out_when_no_tools_are_offered():

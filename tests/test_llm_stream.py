@@ -105,7 +105,7 @@ def test_openai_shape_indices_0_and_1_with_the_id_only_in_the_first_fragment_sti
 
 def test_merge_chunks_never_raises_on_malformed_pieces():
     """A delta or call that is not an object, a non-integer index: skipped, the rest merged."""
-    from yiemagent.llm import merge_chunks
+    from yiemagent.formats.llm import merge_chunks
 
     reply = merge_chunks([
         {"choices": [{"index": 0, "delta": "oops"}]},

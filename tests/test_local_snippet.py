@@ -98,8 +98,8 @@ def weather_agent_parts() -> Iterator[tuple[Any, Any]]:
 def ask(parts: tuple[Any, Any], question: str, **agent_kwargs: Any) -> tuple[list[tuple[str, dict[str, Any]]], str]:
     """Ask with the demo's recipe; return the tool calls made and the answer."""
     from yiemagent import Agent
-    from yiemagent import events as ev
     from yiemagent.cli.demo import DEMO_EXAMPLES
+    from yiemagent.loop import events as ev
     from yiemagent.messages import AssistantMessage
 
     model, client = parts

@@ -235,7 +235,7 @@ def test_a_raising_hook_gives_an_error_result_that_says_so():
 
 
 def test_events_follow_the_documented_sequence_for_one_run_with_two_tools():
-    """The sequence drawn in yiemagent.events and the README."""
+    """The sequence drawn in yiemagent.loop.events and the README."""
     llm = ScriptedLLM([calls_reply(("c1", "get_time", "{}"), ("c2", "get_time", "{}")), text_reply("done")])
     _, _, events = run(llm, [get_time], tool_execution="sequential")
     assert events.types() == [
@@ -304,8 +304,8 @@ def test_different_arguments_reset_the_repeated_call_streak():
 
 def test_tool_result_images_follow_the_tool_messages_as_one_user_message():
     """OpenAI tool messages carry text only: a batch's images go in a user message after its tool messages."""
-    from yiemagent.formatting import OpenAIFormatter
     from yiemagent.messages import ImageContent, TextContent
+    from yiemagent.messages.formatting import OpenAIFormatter
 
     image = ImageContent.from_base64("iVBORw0KGgo=")
     history = [UserMessage("chart?"),
@@ -324,7 +324,7 @@ def test_tool_result_images_follow_the_tool_messages_as_one_user_message():
 
 def test_formatter_reuses_the_prefix_only_while_the_history_just_grows():
     """Incremental formatting gives the same result as a fresh one, also after trimming."""
-    from yiemagent.formatting import OpenAIFormatter
+    from yiemagent.messages.formatting import OpenAIFormatter
 
     formatter = OpenAIFormatter()
     history = [UserMessage(f"m{i}") for i in range(5)]
@@ -339,8 +339,8 @@ def test_formatter_reuses_the_prefix_only_while_the_history_just_grows():
 
 def test_reasoning_is_sent_back_unless_the_formatter_is_told_not_to():
     """send_reasoning=False leaves reasoning_content out, for servers that reject it in input."""
-    from yiemagent.formatting import OpenAIFormatter
     from yiemagent.messages import ReasoningContent
+    from yiemagent.messages.formatting import OpenAIFormatter
 
     history = [UserMessage("hi"), AssistantMessage([ReasoningContent("hmm"), TextContent("hello")])]
     assert OpenAIFormatter()(history)[1] == {"role": "assistant", "content": "hello", "reasoning_content": "hmm"}

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from yiemagent import ConfigError
-from yiemagent.agent_tool import AgentTool
 from yiemagent.exceptions import ToolArgumentsError
 from yiemagent.mcp.config import load_mcp_config, parse_mcp_servers
 from yiemagent.mcp.schema import normalize_input_schema
 from yiemagent.models.constrained import MAX_GRAMMAR_ENUM, grammar_schema, tool_call_schema
+from yiemagent.tools.agent_tool import AgentTool
 
 
 def _mcp_tool(input_schema: Any) -> AgentTool:

@@ -11,10 +11,10 @@ import time
 import pytest
 
 from yiemagent import SSE_HEADERS, Agent, AssistantMessage, MessageUpdateEvent, event_to_dict, sse_events, tool
-from yiemagent.llm import ChunkDeltas, accepts_on_delta, merge_chunks
-from yiemagent.sse import SSEParser
+from yiemagent.formats.llm import ChunkDeltas, accepts_on_delta, merge_chunks
+from yiemagent.formats.sse import SSEParser
+from yiemagent.messages.tool_calls import parse_response
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
-from yiemagent.tool_calls import parse_response
 
 
 @tool

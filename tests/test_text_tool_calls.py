@@ -5,8 +5,8 @@ import json
 import pytest
 
 from yiemagent import extract_tool_calls, from_openai_response
+from yiemagent.formats.text_tool_calls import find_text_calls, repair_json_object, split_reasoning
 from yiemagent.messages import ReasoningContent, to_openai
-from yiemagent.text_tool_calls import find_text_calls, repair_json_object, split_reasoning
 
 NAMES = {"get_weather", "get_time", "write_note"}
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from yiemagent import Agent, MCPClient, tool
-from yiemagent import events as ev
+from yiemagent.agent.streaming import sse_events
 from yiemagent.cli.chat import ChatView
+from yiemagent.loop import events as ev
 from yiemagent.mcp.config import parse_mcp_servers
-from yiemagent.streaming import sse_events
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 from yiemagent.textpolicy import register_secrets
 

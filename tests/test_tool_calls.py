@@ -1,10 +1,10 @@
-"""Tool-call extraction from every reply shape (yiemagent.tool_calls)."""
+"""Tool-call extraction from every reply shape (yiemagent.messages.tool_calls)."""
 
 import pytest
 
 from yiemagent import ToolCallFormatError, extract_tool_calls
 from yiemagent.messages import to_openai
-from yiemagent.tool_calls import parse_arguments, parse_response
+from yiemagent.messages.tool_calls import parse_arguments, parse_response
 
 
 def chat(message, finish_reason="tool_calls"):

@@ -1,4 +1,4 @@
-"""Issue 19 point 4: OpenTelemetry spans of every run, built from the event stream (``yiemagent.tracing``).
+"""Issue 19 point 4: OpenTelemetry spans of every run, built from the event stream (``yiemagent.loop.tracing``).
 
 The spans are read with the OpenTelemetry SDK's in-memory exporter; the MCP tests use the real mcp SDK
 server (``sdk_server``), whose ``trace_context`` tool answers the ``traceparent`` it received.
@@ -18,8 +18,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from yiemagent import Agent, events, tool, tracing
+from yiemagent import Agent, tool
 from yiemagent.exceptions import LLMError
+from yiemagent.loop import events, tracing
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
 

@@ -24,7 +24,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests import helpers
-from yiemagent import Agent, tracing
+from yiemagent import Agent
+from yiemagent.loop import tracing
 from yiemagent.testing import ScriptedLLM, text_reply
 
 PROJECT = "yiemagent-e2e"

@@ -18,8 +18,8 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent, ConfigError, ModelRetry, tool
+from yiemagent.output.typed_output import OutputInvalid, output_spec, parse_json_text, schema_of
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
-from yiemagent.typed_output import OutputInvalid, output_spec, parse_json_text, schema_of
 
 
 @dataclasses.dataclass

@@ -14,12 +14,12 @@
 """
 
 import logging
+from types import ModuleType
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
-from .answers import Answer, AnswerStatus
-from .approvals import unless_read_only
-from .events import Event, MessageUpdateEvent
+from .agent.streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
+from .context.usage_limits import UsageLimits
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
@@ -52,17 +52,9 @@ from .exceptions import (
     YiemagentError,
     YiemagentWarning,
 )
-from .guard import RequestGuard
-from .hooks import (
-    AfterToolCallResult,
-    BeforeToolCallResult,
-    ToolCallContext,
-    approve_destructive_tools,
-    ask_user,
-    is_destructive,
-)
-from .journal import current_idempotency_key
 from .loop import LoopConfig, RunResult, run_turns
+from .loop.events import Event, MessageUpdateEvent
+from .loop.journal import current_idempotency_key
 from .mcp import MCPClient
 from .mcp.config import MCPServerConfig, load_mcp_config
 from .messages import (
@@ -77,18 +69,28 @@ from .messages import (
     from_openai,
     to_openai,
 )
+from .messages.guard import RequestGuard
+from .messages.tool_calls import extract_tool_calls, parse_response
 from .models.adapters import litellm_chat, openai_client_chat
 from .models.constrained import ConstrainedToolCalls
 from .models.fallback import FallbackLLM, fallback_llm
 from .models.openai_chat import openai_chat
+from .output.answers import Answer, AnswerStatus
+from .output.typed_output import OutputSpec, output_spec
 from .store.base import ConversationStore
 from .store.postgres import PostgresStore
 from .store.sqlite import SQLiteStore
-from .streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
-from .tool_calls import extract_tool_calls, parse_response
-from .tools import AgentTool, AgentToolResult, FunctionTool, ToolRegistry, tool
-from .typed_output import OutputSpec, output_spec
-from .usage_limits import UsageLimits
+from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
+from .tools.approvals import unless_read_only
+from .tools.hooks import (
+    AfterToolCallResult,
+    BeforeToolCallResult,
+    ToolCallContext,
+    approve_destructive_tools,
+    ask_user,
+    is_destructive,
+)
+from .tools.registry import FunctionTool
 
 from_openai_response = parse_response
 
@@ -183,6 +185,13 @@ __all__ = [
 
 logging.getLogger("yiemagent").addHandler(logging.NullHandler())
 
+from ._internal import moved as _moved  # noqa: E402
 from .textpolicy import install_log_policy as _install_log_policy  # noqa: E402  (after every module made its logger)
 
+_moved.install()  # old import paths (yiemagent.compaction, ...) keep working with a DeprecationWarning
 _install_log_policy()  # every yiemagent log line: secrets ***, peer text's control characters escaped
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``yiemagent.compaction`` and the other moved modules, with a ``DeprecationWarning`` (PEP 562)."""
+    return _moved.moved_attribute(name)

@@ -111,7 +111,7 @@ class ToolCallFormatError(FormatError):
 
 
 class InvalidRequestError(FormatError):
-    """A request the request guard (``yiemagent.guard``) cannot make valid; it was not sent.
+    """A request the request guard (``yiemagent.messages.guard``) cannot make valid; it was not sent.
 
     Raised for: no messages, a message that is not a dict or has an unknown
     role, a tool name breaking ``^[a-zA-Z0-9_-]{1,64}$``, two tools with one name.
@@ -322,7 +322,7 @@ class ApprovalError(AgentError):
     this conversation (never requested, made up by a client, from a state
     restored with ``from_state``), when it was already decided (here or by a
     concurrent request, in any process), or when the decision is malformed
-    (``yiemagent.approvals``). ``tool_call_id``: the id refused.
+    (``yiemagent.tools.approvals``). ``tool_call_id``: the id refused.
     """
 
     def __init__(self, message: str, *, tool_call_id: str = "") -> None:
@@ -346,6 +346,6 @@ class ModelRetry(YiemagentError):
     """Raised by an output validator (``Agent(output_validators=[fn])``) to reject a typed answer.
 
     Its message is sent back to the model, which answers again (up to
-    ``output_retries`` times; see ``yiemagent.typed_output``). Also accepted
+    ``output_retries`` times; see ``yiemagent.output.typed_output``). Also accepted
     from a pydantic validator of the output type. Peer: pydantic-ai's ``ModelRetry``.
     """

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .events import Event
 from .exceptions import LLMError, SimulatedCrash
-from .llm import OnDelta
+from .formats.llm import OnDelta
+from .loop.events import Event
 
 __all__ = ["EventRecorder", "ScriptedLLM", "SimulatedCrash", "text_reply", "tool_call_reply"]
 
@@ -55,7 +55,7 @@ class ScriptedLLM:
     With ``delta_chars`` set it also streams: before returning a reply dict it
     reports the reply's reasoning, text and tool-call arguments to ``on_delta``
     in pieces of ``delta_chars`` characters, ``delta_delay_seconds`` apart
-    (as a streaming server would; see ``yiemagent.llm``).
+    (as a streaming server would; see ``yiemagent.formats.llm``).
 
     Raises (from a call):
         LLMError: the script is exhausted (unless ``repeat_last=True``).

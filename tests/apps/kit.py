@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from yiemagent import Agent, tool
-from yiemagent.hooks import AfterToolCallResult, ToolCallContext
 from yiemagent.testing import text_reply
+from yiemagent.tools.hooks import AfterToolCallResult, ToolCallContext
 
 _KILL_WAIT_SECONDS = 120.0
 
@@ -167,7 +167,7 @@ def lookup(label: str) -> str:
 
 @tool(needs_approval=True)
 def guarded(label: str) -> str:
-    """Record ``label`` in the counter file, once a person approved the call (``yiemagent.approvals``)."""
+    """Record ``label`` in the counter file, once a person approved the call (``yiemagent.tools.approvals``)."""
     _effect("guarded", label)
     kill_point(f"tool-{label}")
     return f"guarded {label}"

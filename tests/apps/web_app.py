@@ -19,7 +19,7 @@ from typing import Any
 from tests.apps import kit
 from yiemagent import Agent, tool
 from yiemagent.examples.flask_durable import create_app
-from yiemagent.llm import OnDelta
+from yiemagent.formats.llm import OnDelta
 from yiemagent.testing import text_reply
 
 

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from yiemagent import Agent, AgentTool, tool
-from yiemagent.formatting import OpenAIFormatter
 from yiemagent.mcp import normalize_input_schema
 from yiemagent.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage, message_to_dict
+from yiemagent.messages.formatting import OpenAIFormatter
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 
 from .. import strict_openai

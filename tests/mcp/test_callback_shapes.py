@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from yiemagent._deadlines import WATCHDOG, PausableClock, wait_until
+from yiemagent._internal.deadlines import WATCHDOG, PausableClock, wait_until
 from yiemagent.mcp import RequestRefused, answer_elicitation, coerce_field, form_fields, sampling_request_to_chat
 from yiemagent.mcp.sampling import sampling_result_from_reply
 

@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import RecordingSession, run_in_thread
 from tests.mcp.conftest import assert_era
 from yiemagent import Agent
-from yiemagent._http import CancellableSession
+from yiemagent._internal.http import CancellableSession
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import HTTPTransport, MCPClient
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply

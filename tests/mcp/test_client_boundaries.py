@@ -48,7 +48,7 @@ from yiemagent.exceptions import ConfigError, MCPProtocolError, MCPRPCError, MCP
 from yiemagent.mcp import MCPClient, attach_resource, read_resource_tool
 from yiemagent.mcp.config import load_mcp_config
 from yiemagent.mcp.results import content_part, resource_part, result_to_tool_result
-from yiemagent.message_types import MODEL_IMAGE_TYPES
+from yiemagent.messages.types import MODEL_IMAGE_TYPES
 
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 DISCOVER = {"resultType": "complete", "supportedVersions": ["2026-07-28"],

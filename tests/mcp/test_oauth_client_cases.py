@@ -56,7 +56,7 @@ def test_litellm_31635_basic_credentials_are_form_urlencoded_before_the_join():
     headers: dict[str, str] = {}
     ClientAuth("client:one", None, "client_secret_basic").apply(data, headers, "https://as")
     assert "Authorization" not in headers  # no secret: no Basic header
-    ClientAuth("client:one", __import__("yiemagent._secrets", fromlist=["Secret"]).Secret("sec+ret:two two"),
+    ClientAuth("client:one", __import__("yiemagent._internal.secrets", fromlist=["Secret"]).Secret("sec+ret:two two"),
                "client_secret_basic").apply(data, headers, "https://as")
     decoded = base64.b64decode(headers["Authorization"].split(" ", 1)[1]).decode()
     assert decoded == "client%3Aone:sec%2Bret%3Atwo+two"

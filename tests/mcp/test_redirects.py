@@ -12,7 +12,7 @@ import pytest
 
 from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import Reply
-from yiemagent._http import CancellableSession, CrossOriginRedirect, origin_of
+from yiemagent._internal.http import CancellableSession, CrossOriginRedirect, origin_of
 from yiemagent.exceptions import LLMError, MCPTransportError
 from yiemagent.mcp import HTTPTransport, MCPClient
 from yiemagent.models.openai_chat import openai_chat

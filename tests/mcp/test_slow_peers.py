@@ -15,7 +15,7 @@ import pytest
 
 from tests.mcp.conftest import MODERN, assert_era
 from tests.servers.raw_http_peer import REQUEST_ID, Reply
-from yiemagent._deadlines import WATCHDOG
+from yiemagent._internal.deadlines import WATCHDOG
 from yiemagent.exceptions import MCPTimeoutError, MCPTransportError
 from yiemagent.mcp import MCPClient
 

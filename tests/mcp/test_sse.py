@@ -1,4 +1,4 @@
-"""Unit tests of ``yiemagent.sse.SSEParser`` (pure; no I/O).
+"""Unit tests of ``yiemagent.formats.sse.SSEParser`` (pure; no I/O).
 
 Spec: WHATWG HTML "Server-sent events", "Event stream interpretation".
 """
@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yiemagent.sse import SSEEvent, SSEParser
+from yiemagent.formats.sse import SSEEvent, SSEParser
 
 
 def feed_all(chunks: list[str]) -> list[SSEEvent]:

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from yiemagent import InvalidRequestError
-from yiemagent.formatting import OpenAIFormatter
-from yiemagent.guard import RequestGuard, fix_schema
+from yiemagent.messages.formatting import OpenAIFormatter
+from yiemagent.messages.guard import RequestGuard, fix_schema
 
 from .. import strict_openai
 from .wild import cases, check_one, histories, raw_message_dicts, schemas, windows

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yiemagent import Agent, FormatError, ToolCallFormatError, parse_response, tool
-from yiemagent.conversation import parse_state
-from yiemagent.llm import merge_chunks
+from yiemagent.formats.llm import merge_chunks
+from yiemagent.loop.conversation import parse_state
 from yiemagent.messages import message_to_dict
 
 from .. import strict_openai

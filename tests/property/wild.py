@@ -15,7 +15,6 @@ import threading
 from hypothesis import strategies as st
 
 from yiemagent import Agent, AgentTool, FormatError, InvalidRequestError, YiemagentError
-from yiemagent.guard import RequestGuard
 from yiemagent.loop import LoopConfig, run_turns
 from yiemagent.messages import (
     AssistantMessage,
@@ -27,7 +26,8 @@ from yiemagent.messages import (
     UserMessage,
     message_to_dict,
 )
-from yiemagent.tool_calls import parse_response
+from yiemagent.messages.guard import RequestGuard
+from yiemagent.messages.tool_calls import parse_response
 from yiemagent.tools import ToolRegistry
 
 from .. import strict_openai

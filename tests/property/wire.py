@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from yiemagent.exceptions import FormatError, MCPProtocolError
+from yiemagent.formats.sse import SSEParser
 from yiemagent.mcp.http_reply import ReplyReader
-from yiemagent.sse import SSEParser
 
 PENDING_ID = 7
 

@@ -37,7 +37,7 @@ from typing import Any
 from unittest import mock
 
 from yiemagent import Agent, tool
-from yiemagent.conversation import parse_state
+from yiemagent.loop.conversation import parse_state
 from yiemagent.messages import ToolResultMessage
 from yiemagent.store.faults import Fault, FaultyStore
 from yiemagent.testing import text_reply

@@ -23,11 +23,11 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent, AgentToolResult, ConfigError, MCPClient, StaleStateError, tool
-from yiemagent.hooks import ToolCallContext
-from yiemagent.journal import current_idempotency_key
+from yiemagent.loop.journal import current_idempotency_key
 from yiemagent.store import ServedInput
 from yiemagent.store.durable import _Heartbeat
 from yiemagent.testing import ScriptedLLM, SimulatedCrash, text_reply
+from yiemagent.tools.hooks import ToolCallContext
 
 Factory = Callable[[], Any]
 

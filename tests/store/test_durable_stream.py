@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from yiemagent import Agent, ConfigError, sse_events
-from yiemagent.sse import SSEParser
+from yiemagent.formats.sse import SSEParser
 from yiemagent.store.base import find_input
 from yiemagent.testing import ScriptedLLM, text_reply
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.strict_openai import validate
 from yiemagent import Agent
-from yiemagent.events import Event
+from yiemagent.loop.events import Event
 from yiemagent.testing import ScriptedLLM, SimulatedCrash, text_reply
 
 Factory = Callable[[], Any]

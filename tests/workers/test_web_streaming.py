@@ -22,7 +22,7 @@ import requests
 from tests.apps import web_app
 from tests.helpers import PYTHON, free_port, process_output, wait_for_port
 from tests.strict_openai import validate
-from yiemagent.sse import SSEParser
+from yiemagent.formats.sse import SSEParser
 
 APP = "tests.apps.web_app:app"
 

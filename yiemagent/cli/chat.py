@@ -27,7 +27,7 @@ Commands: ``/tools`` (servers and tools), ``/reset`` (a new conversation),
 ``/save FILE`` and ``/load FILE`` (the conversation as ``Agent.state_to_json``
 JSON), ``/compact [FOCUS]`` (summarise the older messages now; with
 ``--context-window N`` the chat also compacts by itself, see
-``yiemagent.compaction``), ``/help``, ``/quit``. Keys: **Ctrl-C while an answer is coming aborts
+``yiemagent.context.compaction``), ``/help``, ``/quit``. Keys: **Ctrl-C while an answer is coming aborts
 that run** (model call and tools are cut; the conversation stays valid) and
 the prompt comes back; Ctrl-C or Ctrl-D at the prompt quits. Input lines are
 kept with ``readline`` in ``$XDG_STATE_HOME/yiemagent/chat_history`` (else
@@ -47,13 +47,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from .. import events as ev
 from ..agent import Agent
-from ..answers import Answer
 from ..exceptions import YiemagentError
+from ..loop import events as ev
 from ..mcp.client import MCPClient
 from ..mcp.config import MCPServerConfig
 from ..models.openai_chat import openai_chat
+from ..output.answers import Answer
 from ._errortext import error_text
 from .chat_view import ChatView, one_line
 from .elicit_prompt import TerminalElicitation
@@ -86,7 +86,7 @@ class ChatSession:
     """One chat: an agent over ``llm_call`` and ``clients``, commands, and runs that Ctrl-C can abort.
 
     Args:
-        llm_call: the model (see ``yiemagent.llm``).
+        llm_call: the model (see ``yiemagent.formats.llm``).
         clients: connected MCP clients the agent may use (not closed here).
         unreachable: ``{server name: reason}`` for servers left out.
         out: where to print.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .. import events as ev
+from ..loop import events as ev
 from ..messages import AssistantMessage
 from ..textpolicy import boundary, terminal_text
 

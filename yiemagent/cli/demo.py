@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import events as ev
 from ..agent import Agent
 from ..exceptions import YiemagentError
+from ..loop import events as ev
 from ..mcp import MCPClient
 from ..messages import AssistantMessage, ToolResultMessage
 from ..models.openai_chat import openai_chat

@@ -18,7 +18,7 @@ Routes:
     ``POST /reset``    forget this session's conversation
     ``GET /history``   this session's conversation as OpenAI chat messages (JSON)
     ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
-                       decide about tool calls waiting for approval (``yiemagent.approvals``); 409
+                       decide about tool calls waiting for approval (``yiemagent.tools.approvals``); 409
                        ``{"error"}`` for a call not waiting or already decided
 
 An answer with ``status: "awaiting_approval"`` (a tool declared ``@tool(needs_approval=True)``,

@@ -24,7 +24,7 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
   ``{"input_id", "seq"}`` while pending (plus ``"pending_approvals"``), 404 for an unknown id:
   the answer of a stream whose connection was cut.
 * ``GET /conversations/<id>/approvals`` -> 200 ``{"pending_approvals": [{"tool_call_id", "name",
-  "arguments", "input_id", "seq"}]}``: the calls waiting for a decision (``yiemagent.approvals``).
+  "arguments", "input_id", "seq"}]}``: the calls waiting for a decision (``yiemagent.tools.approvals``).
 * ``POST /conversations/<id>/approvals`` ``{"decisions": {tool_call_id: true | false | "reason"}}``
   -> 200 ``{"answer": {...}}`` (the resumed run's answer, or ``awaiting_approval`` while calls are
   left), 409 ``{"error": ...}`` for a call not waiting or already decided (``ApprovalError``), 202
@@ -33,7 +33,7 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
 
 A message whose run asks for a tool declared ``@tool(needs_approval=True)`` answers
 ``{"status": "awaiting_approval", "pending_approvals": [...]}``; a new message instead of a
-decision rejects those calls (the rule of ``yiemagent.approvals``).
+decision rejects those calls (the rule of ``yiemagent.tools.approvals``).
 
 Run it (a real model behind an OpenAI-compatible endpoint, PostgreSQL for the store) with
 *threaded* workers whose timeouts are longer than the longest run (``docs/guides/web_apps.rst``

@@ -1,6 +1,6 @@
 """MCP (Model Context Protocol) client: transports, ``MCPClient``, and the tool bridge."""
 
-from ..sse import SSEEvent, SSEParser
+from ..formats.sse import SSEEvent, SSEParser
 from .bridge import (
     DEFAULT_MAX_RESULT_CHARS,
     MCPToolExecutor,

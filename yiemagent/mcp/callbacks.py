@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from .._checks import check_items
+from .._internal.checks import check_items
 from ..exceptions import ConfigError, MCPError
 from . import jsonrpc
 from .elicitation import ElicitationHandler, answer_elicitation

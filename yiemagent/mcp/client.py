@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._checks import check_callable, check_str
+from .._internal.checks import check_callable, check_str
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
 from .auth import OAuth

@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .._checks import check_bool, check_callable, check_int, check_number, check_str, check_timeout
+from .._internal.checks import check_bool, check_callable, check_int, check_number, check_str, check_timeout
 from ..exceptions import ConfigError
 from .transport import Transport
 

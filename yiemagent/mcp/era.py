@@ -52,8 +52,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..__version__ import __version__
-from .._checks import check_timeout
-from .._retry import never_sent
+from .._internal.checks import check_timeout
+from .._internal.retry import never_sent
 from ..exceptions import (
     MCPCallbackError,
     MCPProtocolError,
@@ -62,7 +62,7 @@ from ..exceptions import (
     MCPTimeoutError,
     MCPTransportError,
 )
-from ..tracing import trace_meta
+from ..loop.tracing import trace_meta
 from . import jsonrpc
 from .in_flight import InFlightRequests, safe_to_repeat
 from .mrtr import INPUT_METHODS, check_result_type, run_rounds
@@ -158,7 +158,7 @@ class Eras(InFlightRequests):
         """``params`` plus the modern era's ``_meta`` (kept keys such as ``progressToken``) and the trace context.
 
         The trace context (``traceparent``, ``tracestate``, ``baggage``; MCP 2026-07-28 "Base Protocol"
-        ``_meta``) is that of the tool call being run, when tracing is on (``yiemagent.tracing``), in both eras.
+        ``_meta``) is that of the tool call being run, when tracing is on (``yiemagent.loop.tracing``), in both eras.
         """
         trace = trace_meta()
         if self.era != "modern" or self._modern_version is None:

@@ -10,7 +10,7 @@ may carry server messages before the response (read by
 and however slowly bytes come (``CancellableSession.deadline``). Redirects:
 same origin followed; another origin refused (``MCPTransportError`` naming
 both) unless ``follow_cross_origin_redirects=True``, and never for
-``tools/call`` (see ``yiemagent._http``); a plain ``requests.Session`` follows
+``tools/call`` (see ``yiemagent._internal.http``); a plain ``requests.Session`` follows
 none. An SSE stream that ends before the response, after giving an event id,
 is resumed with ``GET`` and ``Last-Event-ID`` (the request is never sent
 twice); a request cut by ``cancel()`` is never resumed. ``listen()`` opens the
@@ -42,9 +42,9 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
-from .._deadlines import PausableClock
-from .._http import CancellableSession, CrossOriginRedirect, connection_problem
-from .._secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
+from .._internal.deadlines import PausableClock
+from .._internal.http import CancellableSession, CrossOriginRedirect, connection_problem
+from .._internal.secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .auth import OAuth

@@ -23,8 +23,8 @@ from typing import Any
 import requests
 import urllib3.exceptions
 
-from .._http import body_chunks, origin_of
-from .._retry import retry_after_seconds
+from .._internal.http import body_chunks, origin_of
+from .._internal.retry import retry_after_seconds
 from ..exceptions import (
     MCPError,
     MCPProtocolError,

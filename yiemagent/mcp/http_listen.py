@@ -23,9 +23,9 @@ from typing import Any, Protocol
 
 import requests
 
-from .._http import CancellableSession, body_chunks
+from .._internal.http import CancellableSession, body_chunks
 from ..exceptions import FormatError, MCPError, MCPProtocolError
-from ..sse import SSEEvent, SSEParser
+from ..formats.sse import SSEEvent, SSEParser
 from .http_reply import NO_REQUEST, ReplyReader
 from .transport import MessageHandler
 

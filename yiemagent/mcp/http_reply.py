@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..exceptions import FormatError, MCPProtocolError
-from ..sse import SSEEvent, SSEParser
+from ..formats.sse import SSEEvent, SSEParser
 
 __all__ = [
     "MAX_BODY_BYTES",

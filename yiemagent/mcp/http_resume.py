@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
-from .._deadlines import PausableClock
+from .._internal.deadlines import PausableClock
 from ..exceptions import MCPProtocolError, MCPTimeoutError, MCPTransportError
 from .http_body import Cancelled, body_text, status_error, timed_chunks
 from .http_reply import ReplyReader

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._retry import RETRY_STATUS, make_retrying
+from .._internal.retry import RETRY_STATUS, make_retrying
 from ..exceptions import MCPError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .transport import MessageHandler, Transport

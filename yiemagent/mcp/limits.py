@@ -35,7 +35,7 @@ Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
 - the tool result the model sees: 100,000 characters (``max_result_chars`` of
   ``Agent`` / ``MCPToolset``): text cut, a ``[truncated: ...]`` note.
 - a tool description: 1,024 characters (``max_description_chars``, OpenAI's
-  limit, which ``yiemagent.guard`` also enforces on every request); cut,
+  limit, which ``yiemagent.messages.guard`` also enforces on every request); cut,
   ending ``…[truncated N chars]``, the note within the 1,024.
 - an ``inputSchema``: 100,000 characters of compact JSON
   (``max_schema_chars``) and 32 levels of nesting (``max_schema_depth``);

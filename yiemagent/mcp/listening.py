@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._checks import check_items
+from .._internal.checks import check_items
 from . import jsonrpc
 from .server_messages import ProgressCallback, handle_server_message
 from .transport import Transport

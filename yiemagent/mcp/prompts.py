@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._checks import check_str
+from .._internal.checks import check_str
 from ..exceptions import ConfigError, MCPProtocolError
 from ..messages import AssistantMessage, ImageContent, TextContent, UserMessage
 from .client_arguments import string_arguments

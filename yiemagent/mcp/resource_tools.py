@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._checks import check_int, check_timeout
+from .._internal.checks import check_int, check_timeout
 from ..exceptions import ConfigError, MCPError, MCPRPCError
 from ..messages import ImageContent, TextContent
 from ..tools import AgentTool, AgentToolResult, cap_result

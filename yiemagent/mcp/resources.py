@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .._checks import check_callable, check_str, check_timeout
+from .._internal.checks import check_callable, check_str, check_timeout
 from ..exceptions import MCPProtocolError
 from .tool_listing import Listing, list_all
 

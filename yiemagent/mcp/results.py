@@ -25,8 +25,8 @@ import json
 import re
 from typing import Any
 
-from ..message_types import MODEL_IMAGE_TYPES, is_model_image_type
 from ..messages import ImageContent, TextContent
+from ..messages.types import MODEL_IMAGE_TYPES, is_model_image_type
 from ..tools import AgentToolResult, cap_result
 from .limits import MCPLimits, truncate_text
 

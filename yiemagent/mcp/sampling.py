@@ -26,9 +26,9 @@ request into the OpenAI chat request ``llm_call(messages, tools)`` takes:
   client). An ``llm_call`` (or ``approve``) that takes ``abort_event`` (or
   ``**kwargs``) gets the client's abort event, set when the request is cut
   (``cancel_in_flight``, ``close``, ``Agent.abort``). One signature check
-  for all: ``yiemagent.llm.accepts_keyword``.
+  for all: ``yiemagent.formats.llm.accepts_keyword``.
 
-The reply (any shape ``yiemagent.tool_calls.parse_response`` reads) becomes
+The reply (any shape ``yiemagent.messages.tool_calls.parse_response`` reads) becomes
 ``{"role": "assistant", "content", "model", "stopReason"}``: one ``text``
 block, or a list of ``tool_use`` blocks (with the text first, when there is
 some); ``stopReason`` from ``finish_reason``: stop -> ``endTurn``, length ->
@@ -62,9 +62,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ToolCallFormatError
-from ..llm import accepts_keyword
-from ..message_types import is_model_image_type
-from ..tool_calls import parse_response
+from ..formats.llm import accepts_keyword
+from ..messages.tool_calls import parse_response
+from ..messages.types import is_model_image_type
 from .results import header_field
 from .server_messages import RequestRefused, call_with_abort
 
@@ -224,7 +224,7 @@ class LLMSampler:
     """Answers ``sampling/createMessage`` with an ``llm_call`` (see the module).
 
     Args:
-        llm_call: ``llm_call(messages, tools) -> reply`` (``yiemagent.llm``);
+        llm_call: ``llm_call(messages, tools) -> reply`` (``yiemagent.formats.llm``);
             given ``request_fields=`` and ``abort_event=`` when it takes
             those keywords (or ``**kwargs``).
         approve: ``approve(server_name, params) -> True | False | params``;

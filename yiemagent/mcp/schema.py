@@ -14,8 +14,8 @@ from typing import Any
 
 import jsonschema
 
-from ..guard import fix_schema
-from ..schema_checks import foreign_failure, json_pointer, safe_validator_class
+from ..messages.guard import fix_schema
+from ..tools.schema_checks import foreign_failure, json_pointer, safe_validator_class
 from .limits import MCPLimits, nesting_exceeds
 
 __all__ = ["normalize_input_schema", "schema_problem"]
@@ -204,7 +204,7 @@ def normalize_input_schema(schema: Any) -> dict[str, Any]:
     - ``properties`` that is missing or not an object becomes ``{}``;
       ``required`` keeps only strings;
     - at any depth, what OpenAI rejects is repaired as the request guard does
-      (``yiemagent.guard.fix_schema``: arrays get ``items``, ``required: null``
+      (``yiemagent.messages.guard.fix_schema``: arrays get ``items``, ``required: null``
       and properties that are not schemas fixed), and a subschema
       ``jsonschema`` still refuses becomes "anything", so one loose tool never
       makes a server's tools unusable. Never raises, for any input.

@@ -25,7 +25,7 @@ that event to stop early; its late answer is dropped. A handler that never
 returns holds only its own thread.
 
 While a handler runs, the clock of the transport's request deadlines
-(``transport.clock``, a ``yiemagent._deadlines.PausableClock``) stands still:
+(``transport.clock``, a ``yiemagent._internal.deadlines.PausableClock``) stands still:
 the time a person takes to answer an elicitation, or a sampling approval and
 the model call, never counts against the timeout of the ``tools/call`` that
 is waiting (nor of any other request of the client in flight meanwhile).
@@ -50,9 +50,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from .._secrets import scrub_exception
+from .._internal.secrets import scrub_exception
 from ..exceptions import MCPCallbackError, MCPError, MCPTransportError
-from ..llm import accepts_keyword
+from ..formats.llm import accepts_keyword
 from . import jsonrpc
 
 __all__ = ["CALLBACK_POLL_SECONDS", "CallbackAborted", "ProgressCallback", "RequestRefused", "UnansweredRequest",
@@ -131,7 +131,7 @@ class CallbackAborted(MCPTransportError):
 def call_with_abort(func: Callable[..., Any], *args: Any, abort_event: threading.Event | None) -> Any:
     """``func(*args, abort_event=abort_event)`` if ``func`` takes that keyword (or ``**kwargs``), else ``func(*args)``.
 
-    The signature check is ``yiemagent.llm.accepts_keyword``, the one used for ``llm_call``'s optional keywords.
+    The signature check is ``yiemagent.formats.llm.accepts_keyword``, the one used for ``llm_call``'s optional keywords.
     """
     if abort_event is not None and accepts_keyword(func, "abort_event"):
         return func(*args, abort_event=abort_event)

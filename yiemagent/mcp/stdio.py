@@ -47,8 +47,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._deadlines import PausableClock, wait_until
-from .._fork import fork_note, on_fork_in_child
+from .._internal.deadlines import PausableClock, wait_until
+from .._internal.fork import fork_note, on_fork_in_child
 from ..exceptions import ConfigError, MCPProtocolError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
 from .limits import (
@@ -172,7 +172,7 @@ class StdioTransport(StdoutReader, Transport):
         on_fork_in_child(self._after_fork)
 
     def _after_fork(self) -> None:
-        """In a forked child (``yiemagent._fork``): a started server's process and pipes are the parent's."""
+        """In a forked child (``yiemagent._internal.fork``): a started server's process and pipes are the parent's."""
         self._lock, self._write_lock = threading.Lock(), threading.Lock()
         if self.process is not None and not self._closed:
             self._closed_reason = fork_note(f"the stdio MCP server {self.name}")

@@ -7,7 +7,7 @@ usable; ``OutputCheck`` validates a result's ``structuredContent`` against
 the tool's ``outputSchema`` as the spec says: a result of a tool with an
 ``outputSchema`` must carry ``structuredContent`` conforming to it; an
 ``isError`` result is never validated. Validation runs with the bounded
-checks of ``yiemagent.schema_checks`` (server regexes cannot stall the
+checks of ``yiemagent.tools.schema_checks`` (server regexes cannot stall the
 process; a schema the validator cannot evaluate is reported, never raised).
 
 Spec: MCP 2025-11-25, "Tools" (Tool: ``name``, ``title``, ``inputSchema``,
@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonschema.exceptions
 
-from ..schema_checks import foreign_failure, pattern_budget, safe_validator_class
+from ..tools.schema_checks import foreign_failure, pattern_budget, safe_validator_class
 from .limits import MCPLimits
 from .schema import schema_problem
 

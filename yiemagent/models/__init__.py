@@ -1,4 +1,4 @@
-"""``llm_call`` implementations: model clients behind the contract of ``yiemagent.llm``.
+"""``llm_call`` implementations: model clients behind the contract of ``yiemagent.formats.llm``.
 
 ::
 

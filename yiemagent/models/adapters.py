@@ -9,11 +9,11 @@
                             stream=True)
 
 Both follow the ``llm_call(messages, tools) -> reply`` contract of
-``yiemagent.llm``: the library's reply object becomes a chat-completions dict
+``yiemagent.formats.llm``: the library's reply object becomes a chat-completions dict
 (``model_dump()``). With ``stream=True`` they read the library's chunks, report
 each text, reasoning and tool-call argument delta to ``on_delta`` (the agent
 turns them into ``message_update`` events) and merge the chunks with
-yiemagent's own merger (``yiemagent.llm.merge_chunks``; LiteLLM's
+yiemagent's own merger (``yiemagent.formats.llm.merge_chunks``; LiteLLM's
 ``stream_chunk_builder`` is not used). ``tool_choice`` and
 ``parallel_tool_calls`` are left out of calls that offer no tools.
 
@@ -34,9 +34,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._checks import install_hint
+from .._internal.checks import install_hint
 from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
-from ..llm import ChunkDeltas, OnDelta, merge_chunks
+from ..formats.llm import ChunkDeltas, OnDelta, merge_chunks
 
 __all__ = ["LiteLLMChat", "OpenAIClientChat", "litellm_chat", "openai_client_chat"]
 

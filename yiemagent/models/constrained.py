@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..schema_checks import json_pointer
+from ..tools.schema_checks import json_pointer
 
 __all__ = [
     "ANSWER_INSTRUCTION",

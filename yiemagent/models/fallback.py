@@ -23,10 +23,10 @@ would not help and the bug would hide); an ``LLMError`` without a status
 exception. When every model failed, the *last* error is raised, with the
 earlier ones chained (``__context__``) and listed in its message.
 
-Optional keywords (``yiemagent.llm``): ``on_delta``, ``abort_event`` and
+Optional keywords (``yiemagent.formats.llm``): ``on_delta``, ``abort_event`` and
 ``request_fields`` are passed to each inner ``llm_call`` that accepts them
-(``yiemagent.llm.accepts_keyword``); so is ``response_format`` (a typed answer's schema,
-``yiemagent.typed_output``: a model that cannot take it answers unconstrained, and the answer is
+(``yiemagent.formats.llm.accepts_keyword``); so is ``response_format`` (a typed answer's schema,
+``yiemagent.output.typed_output``: a model that cannot take it answers unconstrained, and the answer is
 still validated).
 Once ``abort_event`` is set, or ``cancel()`` was called during the call, no
 further model is asked: the error is raised. Streaming through a fallback:
@@ -36,11 +36,11 @@ agent shows are the answering model's.
 Which model answered: the reply's ``model`` field (set to the inner call's
 ``.model`` when the reply has none; the agent keeps it as ``AssistantMessage.model``,
 on the ``message_end`` event and the answer dict's ``model``), a ``fallback`` event
-(``yiemagent.events.FallbackEvent``: the failed model, why, the model asked next) sent
+(``yiemagent.loop.events.FallbackEvent``: the failed model, why, the model asked next) sent
 to the agent's event sink at each move, a log line at WARNING naming the failed model and
 why, and ``on_fallback(failed, error, next)`` when given. The event reaches the sink
 because the loop runs every ``llm_call`` with a channel for events on its worker thread
-(``yiemagent.events.report``); a ``FallbackLLM`` called outside an agent sends none.
+(``yiemagent.loop.events.report``); a ``FallbackLLM`` called outside an agent sends none.
 
 Source: issue 18 point 4; peers: pydantic-ai ``FallbackModel``, LangChain
 ``ModelFallbackMiddleware``, LiteLLM ``fallbacks``.
@@ -55,9 +55,9 @@ from typing import Any
 
 import requests
 
-from .. import events as ev
 from ..exceptions import ConfigError, LLMError
-from ..llm import OnDelta, accepts_keyword
+from ..formats.llm import OnDelta, accepts_keyword
+from ..loop import events as ev
 
 __all__ = ["FALLBACK_STATUS", "FallbackLLM", "fallback_llm", "provider_down"]
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import requests
 
-from .._checks import install_hint
+from .._internal.checks import install_hint
 from ..exceptions import ConfigError, LLMError
 from .constrained import ConstrainedToolCalls
 from .openai_chat import OpenAIChat

@@ -1,7 +1,7 @@
 """``openai_chat``: an ``llm_call`` for any OpenAI-compatible server, over HTTP with ``requests``.
 
 The ``llm_call`` contract (and streaming with ``on_delta``) is written in
-``yiemagent.llm``; this module is one implementation of it.
+``yiemagent.formats.llm``; this module is one implementation of it.
 
 Spec: OpenAI Chat Completions, ``POST /chat/completions`` (and its SSE stream).
 """
@@ -19,13 +19,13 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
-from .._checks import check_number, check_str
-from .._http import CancellableSession, connection_problem
-from .._retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
-from .._secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
+from .._internal.checks import check_number, check_str
+from .._internal.http import CancellableSession, connection_problem
+from .._internal.retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
+from .._internal.secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
-from ..llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
-from ..sse import SSEParser
+from ..formats.llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
+from ..formats.sse import SSEParser
 from ..textpolicy import boundary, json_text
 
 __all__ = ["OpenAIChat", "openai_chat"]

@@ -11,7 +11,7 @@
     tokens.py     StoreTokenStorage: OAuth tokens of MCP servers in the store's database
     faults.py     FaultyStore: the fault-injection seam (tests and scripts/explore_schedules.py only)
 
-The contract of a store is in ``base.py``; ``yiemagent.conversation`` gives
+The contract of a store is in ``base.py``; ``yiemagent.loop.conversation`` gives
 the contract of a conversation, which ``DurableConversation`` implements.
 """
 

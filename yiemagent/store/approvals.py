@@ -1,6 +1,6 @@
 """Approvals kept in a ``ConversationStore``: the calls a durable run waits on, and the decisions about them.
 
-The rules are ``yiemagent.approvals``'s. Here: only the first pending input
+The rules are ``yiemagent.tools.approvals``'s. Here: only the first pending input
 of a conversation's inbox can wait (inputs are served in order); its run's
 journal (run key ``seq-<n>``) holds the calls waiting (``approval/<turn>``)
 and the decisions (``decision/<tool_call_id>``), written first-write-wins by
@@ -16,17 +16,17 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..approvals import SUPERSEDED_REASON, Steps, record_decisions, requested, undecided
-from ..conversation import Input
 from ..exceptions import ApprovalError, StoreError
+from ..loop.conversation import Input
 from ..messages import UserMessage, from_openai
+from ..tools.approvals import SUPERSEDED_REASON, Steps, record_decisions, requested, undecided
 from .base import ConversationStore, InboxEntry, run_key
 
 __all__ = ["decide", "pending_approvals", "still_waiting", "supersede", "waiting_answer"]
 
 
 class _StoreSteps:
-    """The journal steps of one run as ``yiemagent.approvals.Steps`` (unfenced: decisions need no lease)."""
+    """The journal steps of one run as ``yiemagent.tools.approvals.Steps`` (unfenced: decisions need no lease)."""
 
     def __init__(self, store: ConversationStore, conversation_id: str, run: str) -> None:
         self.store, self.conversation_id, self.run = store, conversation_id, run

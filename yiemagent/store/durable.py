@@ -2,7 +2,7 @@
 
 ``Agent(llm_call, store=store, conversation_id="c-42")`` drives a
 ``DurableConversation``: the contract of a conversation
-(``yiemagent.conversation``) kept over a ``ConversationStore``. The rules:
+(``yiemagent.loop.conversation``) kept over a ``ConversationStore``. The rules:
 
 * every input the agent accepts is first added to the conversation's inbox
   (``store.enqueue``) and stays there until the run that answers it commits;
@@ -14,7 +14,7 @@
 * after each run, one atomic ``commit`` writes the state, the answer of the
   inputs it served and drops the run's journal; it is fenced by the lease and
   the version, so a process that lost its lease writes nothing;
-* a run that waits for approval (``yiemagent.approvals``) is not committed: its
+* a run that waits for approval (``yiemagent.tools.approvals``) is not committed: its
   input stays first in the inbox, its journal holds the waiting calls and the
   decisions, and it is served again (replayed, then resumed) once all are decided;
   a later input rejects its undecided calls first. ``drain`` does not return it;
@@ -58,12 +58,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..conversation import Conversation, Input, RunHost, ToolServers
 from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
+from ..loop.conversation import Conversation, Input, RunHost, ToolServers
+from ..loop.tracing import TRACE_KEY, inbox_fields, note_input
 from ..messages import UserMessage, from_openai, to_openai
-from ..tracing import TRACE_KEY, inbox_fields, note_input
-from ..typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
+from ..output.typed_output import INBOX_KEY, OutputSpec, inbox_message, restore_output, storable_answer
 from . import approvals as store_approvals
 from .base import (
     MAX_LEASE_SECONDS,
@@ -114,7 +114,7 @@ class _Heartbeat:
 
 
 class DurableConversation(Conversation):
-    """A conversation kept in a ``ConversationStore`` (the contract: ``yiemagent.conversation``; the rules above).
+    """A conversation kept in a ``ConversationStore`` (the contract: ``yiemagent.loop.conversation``; the rules above).
 
     Args:
         config: model, tools, hooks and limits of every run (as ``Conversation``).

@@ -1,10 +1,10 @@
-"""StoreJournal: the loop's journal (``yiemagent.journal.Journal``) kept in a ``ConversationStore``.
+"""StoreJournal: the loop's journal (``yiemagent.loop.journal.Journal``) kept in a ``ConversationStore``.
 
 Step keys under a run (``run_key(first seq)``): ``model/<turn>`` (the reply of
 that turn), ``started/<tool_call_id>`` (written right before the tool runs),
 ``tool/<tool_call_id>`` (its result, with ``terminate``), ``steer/<n>`` (the
 inbox seqs a steering poll took), ``approval/<turn>`` (the calls of that turn waiting for a person)
-and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.approvals``). The first write of a key wins
+and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.tools.approvals``). The first write of a key wins
 (``ConversationStore.put_step``); the loop goes on with the winner.
 
 Given the run's ``lease``, every write is fenced by it (as ``commit`` is): a

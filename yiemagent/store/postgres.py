@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from .._checks import install_hint
+from .._internal.checks import install_hint
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 

@@ -51,8 +51,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from .._internal.versioned_tokens import VersionedTokenStorage
 from ..exceptions import ConfigError
-from ..versioned_tokens import VersionedTokenStorage
 from .postgres import PostgresStore
 from .sql import SQLStoreBase
 

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..agent import Agent
-from ..answers import Answer
 from ..exceptions import StoreError
+from ..output.answers import Answer
 from ..store.approvals import waiting_answer
 from ..store.base import ConversationStore
 from .faults import FaultTracker
@@ -176,7 +176,7 @@ def serve_input(
         if entry is not None and entry.answer is not None:
             return entry.answer
         waiting = waiting_answer(store, conversation_id, seq)
-        if waiting is not None:  # its run waits for a person's decision (yiemagent.approvals)
+        if waiting is not None:  # its run waits for a person's decision (yiemagent.tools.approvals)
             return waiting
         if deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(f"input {seq} of {conversation_id!r} has no answer after {timeout_seconds}s")

@@ -33,7 +33,7 @@ from typing import Any
 
 import requests
 
-from ..._secrets import display_url
+from ..._internal.secrets import display_url
 from ...exceptions import MCPAuthorizationError
 
 __all__ = ["AuthorizationServer", "Discovery", "as_metadata_urls", "discover", "prm_urls", "resource_matches"]

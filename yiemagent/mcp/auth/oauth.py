@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import requests
 
-from ..._secrets import Secret, register_log_secrets
+from ..._internal.secrets import Secret, register_log_secrets
 from ...exceptions import MCPAuthorizationError
 from .challenge import parse_bearer_challenge
 from .discovery import Discovery, discover

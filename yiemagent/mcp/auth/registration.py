@@ -23,7 +23,7 @@ from typing import Any
 
 import requests
 
-from ..._secrets import Secret, display_url
+from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 from .discovery import AuthorizationServer
 from .storage import TokenStorage

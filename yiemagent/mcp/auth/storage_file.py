@@ -49,8 +49,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..._internal.versioned_tokens import VersionedTokenStorage
 from ...exceptions import YiemagentError
-from ...versioned_tokens import VersionedTokenStorage
 
 __all__ = ["FileTokenStorage", "InsecureTokenFileError", "TokenStorageError", "default_token_path"]
 

@@ -34,8 +34,8 @@ from typing import Any
 
 import requests
 
-from ..._checks import install_hint
-from ..._secrets import Secret, display_url
+from ..._internal.checks import install_hint
+from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 
 __all__ = ["ClientAuth", "Pkce", "authorization_url", "check_authorization_response", "request_token"]

@@ -1,0 +1,267 @@
+"""The tool half of a run: one batch of tool calls, from the model's reply to one result per call.
+
+``ToolBatch`` is mixed into the loop's run state (``yiemagent.loop``); the
+rules it keeps are written in ``yiemagent.loop``'s docstring. Per call:
+replay from the journal (a recorded result is not run again; a call started
+without a recorded result is "interrupted") -> check (parse error, unknown
+tool, schema, repeated call) -> ``before_tool_call`` -> ``started`` journaled
+-> execute on a worker thread (``abort_event`` handed in, the result recorded
+the moment it exists) -> ``after_tool_call`` -> ``tool_execution_end``.
+Results come back in the order the model asked; calls the abort left
+unfinished get "cancelled" results.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import SimulatedCrash, ToolError
+from ..messages import Message, ToolCall
+from ..tools import AgentToolResult, approvals, cap_result, to_result
+from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
+from ..tools.registry import progress_reporter
+from . import events as ev
+from .config import LoopConfig
+from .journal import Journal, idempotency_context
+from .tracing import tool_scope
+
+__all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
+
+logger = logging.getLogger("yiemagent.loop")
+
+POLL_SECONDS = 0.05
+"""How often a wait re-checks the abort event."""
+
+
+class Aborted(Exception):
+    """Internal: the abort event was set while waiting."""
+
+
+class ToolBatch:
+    """Running the tool calls of one reply (mixed into the loop's run state, which sets these attributes)."""
+
+    config: LoopConfig
+    journal: Journal | None
+    history: list[Message]
+    abort_event: threading.Event
+    updates: queue.SimpleQueue[Any]
+    run_id: str
+    streak: tuple[str, str] | None
+    streak_count: int
+    repeated: bool
+    interrupted: KeyboardInterrupt | None
+
+    def emit(self, event: ev.Event) -> None:
+        """Send ``event`` to the run's sink (with the run id)."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
+    def flush_updates(self) -> None:
+        """Emit what worker threads queued (tool progress)."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
+    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
+        """Wait for ``future``; raise ``Aborted`` when the abort event is set."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        """Run ``fn(*args)`` on a worker thread."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
+    def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
+        """Count identical calls in a row; refuse the one that reaches the limit."""
+        limit = self.config.max_repeated_calls
+        key = (call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str))
+        self.streak_count = self.streak_count + 1 if key == self.streak else 1
+        self.streak = key
+        if limit is None or self.streak_count < limit:
+            return None
+        self.repeated = True
+        return AgentToolResult.error(
+            f"Tool {call.name!r} was not run: it was called {self.streak_count} times in a row with the same "
+            "arguments. The run stops here; try something different."
+        )
+
+    def check(self, call: ToolCall) -> AgentToolResult | None:
+        """Return an error result if ``call`` must not run, else None."""
+        if call.error:
+            return AgentToolResult.error(f"Tool {call.name!r} was not run: {call.error}")
+        found = self.config.tools.get(call.name)
+        if found is None:
+            names = ", ".join(self.config.tools.names()) or "none"
+            return AgentToolResult.error(f"Unknown tool {call.name!r}. Available tools: {names}.")
+        try:
+            found.validate(call.arguments, call.id)
+        except ToolError as exc:
+            return AgentToolResult.error(f"Tool {call.name!r} was not run: {exc}")
+        rejected = approvals.rejection(call, self.journal)  # a person said no (yiemagent.tools.approvals)
+        if rejected is not None:
+            return rejected
+        repeated = self.repeated_call(call)
+        if repeated is not None:
+            return repeated
+        ctx = ToolCallContext(call, found, self.history, idempotency_key=self.key(call))
+        return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
+
+    def execute(self, call: ToolCall) -> tuple[AgentToolResult, bool]:
+        """Run one checked call on a worker thread (never raises).
+
+        Returns the result and whether the abort event was already set when the
+        tool returned: such a result may exist only because abort cut the tool
+        short, so the loop records the call as cancelled instead.
+        """
+        found = self.config.tools.get(call.name)
+        assert found is not None
+        report = progress_reporter(
+            lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
+        )
+        try:
+            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put), tool_scope(call.id):
+                result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
+                                    self.config.max_result_chars)
+        except SimulatedCrash:
+            raise
+        except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
+            logger.info("tool %s raised: %r", call.name, exc)
+            self.updates.put(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
+            result = AgentToolResult.error(
+                f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
+            )
+        if self.journal is not None:  # recorded the moment it exists, before the loop sees it
+            result = self.journal.tool_result(call, result)
+        return result, self.abort_event.is_set()
+
+    def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
+        """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
+        self.flush_updates()
+        if ran:
+            ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
+                                  idempotency_key=self.key(call))
+            result = run_after_hook(self.config.after_tool_call, ctx)
+        hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
+        if isinstance(hook_error, BaseException):
+            self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))
+        self.emit(
+            ev.ToolExecutionEndEvent(
+                tool_call=call, result=result, is_error=result.is_error,
+                duration_seconds=time.monotonic() - started, annotations=self.annotations(call),
+            )
+        )
+        return result
+
+    def annotations(self, call: ToolCall) -> dict[str, Any] | None:
+        """The called tool's ``annotations`` for the events (None: none declared, or no such tool)."""
+        found = self.config.tools.get(call.name)
+        return None if found is None or found.annotations is None else dict(found.annotations)
+
+    def key(self, call: ToolCall) -> str | None:
+        """The call's idempotency key (None without a journal)."""
+        return None if self.journal is None else self.journal.idempotency_key(call)
+
+    def start(self, call: ToolCall) -> tuple[float, AgentToolResult | None, bool]:
+        """Emit the start event, replay or check ``call``.
+
+        Returns (start time, the result that stands instead of running it or
+        None, whether that result comes from a run of the tool).
+        """
+        started = time.monotonic()
+        self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
+        if self.journal is not None:
+            recorded = self.journal.recorded_result(call)
+            if recorded is not None:  # ran before an interruption: not run again
+                self.repeated_call(call)  # count it as the first run did
+                details = recorded.details
+                return started, recorded, not (isinstance(details, dict) and details.get("interrupted"))
+            lost = self.journal.interrupted_result(call, self.config.tools.get(call.name))
+            if lost is not None:
+                return started, lost, False
+        refusal = self.check(call)
+        if refusal is None and self.journal is not None:
+            self.journal.tool_started(call)
+        return started, refusal, False
+
+    def run_batch(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
+        """Return one result per call, in order, and whether the batch was aborted.
+
+        Sequential: check and run each call in turn. Parallel: check every call
+        in order (``before_tool_call`` runs on this thread), then run the
+        allowed ones at once; ``after_tool_call`` runs here as each finishes.
+        """
+        results: list[AgentToolResult | None] = [None] * len(calls)
+        pending: dict[concurrent.futures.Future[tuple[AgentToolResult, bool]], tuple[int, float]] = {}
+        sequential = self.config.tool_execution == "sequential" or any(
+            getattr(self.config.tools.get(call.name), "sequential", False) for call in calls
+        )
+        aborted = False
+        try:
+            for i, call in enumerate(calls):
+                if self.abort_event.is_set():
+                    raise Aborted()
+                started, refusal, ran = self.start(call)
+                if refusal is not None:
+                    results[i] = self.finish(call, refusal, started, ran=ran)
+                    continue
+                future = self.submit(self.execute, call)
+                pending[future] = (i, started)
+                if sequential:
+                    result, late = self.wait(future)
+                    del pending[future]
+                    if late:
+                        raise Aborted()
+                    results[i] = self.finish(call, result, started, ran=True)
+            while pending:
+                done, _ = concurrent.futures.wait(
+                    pending, timeout=POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                self.flush_updates()
+                for future in done:
+                    i, started = pending.pop(future)
+                    result, late = future.result()
+                    if not late:  # finished before the abort: a real result
+                        results[i] = self.finish(calls[i], result, started, ran=True)
+                if self.abort_event.is_set():
+                    raise Aborted()
+        except Aborted:
+            aborted = True
+        except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: abort, keep the records
+            self.interrupted = exc
+            self.abort_event.set()
+            aborted = True
+        finally:
+            for future in pending:
+                future.cancel()
+            for i, call in enumerate(calls):
+                if results[i] is None:
+                    reason = "aborted by the user" if aborted else "internal error"
+                    results[i] = AgentToolResult.error(
+                        f"Tool {call.name!r} was cancelled: {reason}; it may not have finished.",
+                        details={"aborted": True},
+                    )
+                    self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True,
+                                                             annotations=self.annotations(call)))
+        return [r for r in results if r is not None], aborted
+
+    def run_capped(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
+        """``run_batch`` on the first ``max_tool_calls_per_turn`` calls; the rest are answered "not run"."""
+        cap = self.config.max_tool_calls_per_turn
+        if cap is None or len(calls) <= cap:
+            return self.run_batch(calls)
+        results, aborted = self.run_batch(calls[:cap])
+        logger.warning("run %s: reply has %d tool calls; only the first %d run", self.run_id, len(calls), cap)
+        for call in calls[cap:]:
+            result = AgentToolResult.error(
+                f"Tool {call.name!r} was not run: at most {cap} tool calls run per turn and this reply had "
+                f"{len(calls)}. Send the calls still needed in your next reply."
+            )
+            self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
+            self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=True,
+                                                     annotations=self.annotations(call)))
+            results.append(result)
+        return results, aborted
+
