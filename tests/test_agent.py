@@ -180,7 +180,7 @@ def test_shutdown_sentinel_stops_the_thread_and_shutdown_returns_unserved_inputs
     agent.follow_up_queue.put("left over")
     gate.set()
     assert agent.output_queue.get(timeout=5)["content"] == "echo: served"
-    agent._thread.join(5)
+    agent._lifecycle.thread.join(5)
     assert not agent.is_running
     assert agent.shutdown() == ["left over"]
     with pytest.raises(AgentClosedError):
@@ -291,7 +291,7 @@ def test_shutdown_from_inside_a_tool_does_not_wait_for_itself():
     holder["agent"] = agent
     agent.input_queue.put("stop please")
     assert agent.output_queue.get(timeout=5)["content"] == "bye"
-    agent._thread.join(5)
+    agent._lifecycle.thread.join(5)
     assert took["seconds"] < 1.0 and not agent.is_running
 
 

@@ -128,7 +128,7 @@ def test_raw_put_after_shutdown_is_refused():
             q.put_nowait("late")
     other = Agent(echo).start()
     other.input_queue.put(SHUTDOWN)
-    other._thread.join(5)
+    other._lifecycle.thread.join(5)
     with pytest.raises(AgentClosedError):
         other.input_queue.put("nobody will serve this")
     with pytest.raises(AgentClosedError):
@@ -190,7 +190,7 @@ def test_threads_are_named_per_agent():
     agent = Agent(ScriptedLLM([tool_call_reply("t", {}), text_reply("done")]), tools=[tool], name="billing").start()
     try:
         assert agent.ask("go", timeout_seconds=5)["content"] == "done"
-        assert agent._thread.name == "yiemagent-billing-agent"
+        assert agent._lifecycle.thread.name == "yiemagent-billing-agent"
         assert names == {"yiemagent-billing-worker_0"} or names == {"yiemagent-billing-worker_1"}
     finally:
         agent.shutdown(timeout_seconds=5)

@@ -38,11 +38,47 @@ def test_import_contracts_hold():
     assert "4 kept, 0 broken" in done.stdout
 
 
-def test_no_module_is_over_500_lines():
-    """Every module of the package is under the ~500-line budget (tests and scripts excepted)."""
-    offenders = {str(path.relative_to(ROOT)): n for path in PACKAGE.rglob("*.py")
-                 if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+ONE_CLASS_MODULES = {
+    "yiemagent/agent/agent.py": "the Agent facade: one public class, its documented API delegating to its parts",
+}
+"""Modules allowed past ~500 lines because they hold one class (issue 25 point 3: the budget is per concept;
+never split one class across files to meet it), each at most 750 lines."""
+
+
+def test_modules_keep_the_budget_per_concept():
+    """Every module is under ~500 lines, but a module holding one class may pass it (listed above, <= 750)."""
+    sizes = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+             for path in PACKAGE.rglob("*.py")}
+    offenders = {name: n for name, n in sizes.items()
+                 if n > MAX_LINES and not (name in ONE_CLASS_MODULES and n <= 750)}
     assert offenders == {}
+    assert set(ONE_CLASS_MODULES) <= set(sizes), "a listed module is gone: drop it from the list"
+
+
+FOREIGN_MARKS = {"record._yiemagent_policed"}
+"""Private marks yiemagent puts on objects not its own (a stdlib ``logging.LogRecord`` already policed)."""
+
+
+def test_agent_is_made_of_parts_not_mixins():
+    """``Agent`` has no base class but ``object``, and no module of the package writes another object's
+    private attribute (``x._name = ...`` where ``x`` is not ``self``/``cls``): each part keeps its own state."""
+    import ast
+
+    from yiemagent import Agent
+
+    assert Agent.__bases__ == (object,)
+    writes = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                if (isinstance(target, ast.Attribute) and target.attr.startswith("_")
+                        and not target.attr.startswith("__")
+                        and not (isinstance(target.value, ast.Name) and target.value.id in ("self", "cls"))
+                        and ast.unparse(target) not in FOREIGN_MARKS):
+                    writes.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(target)}")
+    assert writes == []
 
 
 def test_every_top_level_entry_is_in_a_layer_and_there_are_at_most_20():

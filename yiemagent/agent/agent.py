@@ -51,6 +51,7 @@ import queue
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
@@ -73,13 +74,13 @@ from ..store.durable import DurableConversation
 from ..tools import AgentTool, ToolRegistry
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 from .approvals import Approvals
-from .as_tool import AsTool
+from .as_tool import AgentAsTool
 from .inbox import SHUTDOWN, ClosableQueue
-from .lifecycle import check_agent_arguments
-from .serving import Serving
+from .lifecycle import Lifecycle, check_agent_arguments
+from .runs import Runs
 from .streaming import AgentStream
 from .typed_inputs import TypedInputs
-from .views import ConversationViews
+from .views import compact_now
 
 __all__ = ["SHUTDOWN", "Agent"]
 
@@ -87,7 +88,7 @@ logger = logging.getLogger("yiemagent.agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
-class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
+class Agent:
     """A chat agent: a model, tools (local and MCP) and a conversation, run on a thread.
 
     Args:
@@ -224,24 +225,24 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             raise ConfigError("store and conversation_id go together: Agent(..., store=s, conversation_id='c-42')")
         self.name = name or uuid.uuid4().hex[:8]
         """Names the threads: ``yiemagent-<name>-agent``, ``yiemagent-<name>-worker_<n>``."""
-        self._wakeup = threading.Event()
-        self.input_queue: ClosableQueue = ClosableQueue(16, self._wakeup)
-        self.follow_up_queue: ClosableQueue = ClosableQueue(32, self._wakeup)
-        self.output_queue: queue.Queue[dict[str, Any]] = queue.Queue(16)
         self.abort_event = threading.Event()
         """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
         self.tools = ToolRegistry(tools)
-        self.event_sink = event_sink
-        clients, self._own_clients = mcp_clients(mcp_servers, sampling_llm_call=llm_call)  # MCP sampling
+        clients, own_clients = mcp_clients(mcp_servers, sampling_llm_call=llm_call)  # MCP sampling
         if close_mcp_clients:  # the caller hands its clients over: the agent closes them all
-            self._own_clients = list(clients)
-        self.mcp = MCPToolset(clients, self.tools, on_change=self._tools_changed, on_error=self._mcp_error,
+            own_clients = list(clients)
+        # The parts, each with its own state (docs/layout.rst): the thread, queues and pool; the run in
+        # progress (the conversation's RunHost); typed answers; approvals; agents as tools.
+        self._lifecycle = Lifecycle(self.name, max_workers=max_parallel_tools + 1, own_clients=own_clients,
+                                    abort=_weak(self.abort), owner=self)
+        self._runs = Runs(self._lifecycle, self.abort_event, _weak(self.abort), event_sink, emit_intermediate)
+        self._typed = TypedInputs(self._runs.wrap, output_type, output_mode, output_retries, output_validators)
+        self.mcp = MCPToolset(clients, self.tools, on_change=self._runs.tools_changed, on_error=self._runs.mcp_error,
                               limits=mcp_limits)
+        self._runs.mcp = self.mcp
         if clients and builtin_list_tools:
             self.tools.add(self.mcp.list_tools_tool())
-        self._start_pool(max_parallel_tools + 1)
         self.steering = steering
-        self.emit_intermediate = emit_intermediate
         config = LoopConfig(
             llm_call=llm_call,
             tools=self.tools,
@@ -250,17 +251,16 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             before_tool_call=before_tool_call, after_tool_call=after_tool_call,
             prepare_context=prepare_context, format_messages=format_messages or OpenAIFormatter(),
             tool_execution=tool_execution,
-            before_model_call=self._refresh_tools if clients else None,
+            before_model_call=self._runs.refresh_tools if clients else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,
-            max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars, executor=self._executor,
+            max_parallel_tools=max_parallel_tools, max_result_chars=max_result_chars,
+            executor=self._lifecycle.executor,
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
-            output=self._init_output(output_type, output_mode, output_retries, output_validators),
+            output=self._typed.spec,
             approval_policy=approval_policy,
             compaction=compaction_setting(compaction, context_window, reserve_tokens),
         )
-        self._init_lifecycle()
-        self._init_serving()
         servers = self.mcp if clients else None
         self.conversation: Conversation
         """The history, usage, tools and runs (``yiemagent.loop.conversation``); with a store, a
@@ -269,12 +269,15 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             self.conversation = DurableConversation(config, store, conversation_id, lease_seconds=lease_seconds,
                                                     servers=servers, mcp_required=mcp_required, steering=steering)
             for q in (self.input_queue, self.follow_up_queue):
-                q.accept = self._accept
+                q.accept = self._runs.accept
         else:
             self.conversation = Conversation(config, servers=servers, mcp_required=mcp_required, steering=steering)
+        self._runs.conversation = self.conversation
+        self._approvals = Approvals(weakref.proxy(self), self._lifecycle, self._runs)
+        self._as_tool = AgentAsTool(self, self._lifecycle, self._runs)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else ("running" if self.is_running else "idle")
+        state = "closed" if self._lifecycle.closed else ("running" if self.is_running else "idle")
         return f"<Agent {state}, {len(self.tools)} tools, {len(self.history)} messages>"
 
     def mcp_status(self) -> list[dict[str, Any]]:
@@ -312,10 +315,9 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
                 ran while this call waited for room on a full queue).
             FormatError: ``message`` is not a str, ``UserMessage`` or user dict.
         """
-        if self._closed or self._stop_mode is not None:
-            raise AgentClosedError(self._closed_reason)
+        self._lifecycle.check_open()
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
-        entry = self._wrap(self._typed(message, output_type))
+        entry = self._runs.wrap(self._typed.typed(message, output_type))
         entry.future = concurrent.futures.Future()
         entry.future.input_id = entry.id  # type: ignore[attr-defined]
         try:
@@ -355,22 +357,22 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             FormatError: ``text`` is not a str, ``UserMessage`` or user dict.
             StoreError: with a store, the input could not be put in the inbox.
         """
-        if self._closed or self._stop_mode is not None:
-            raise AgentClosedError(self._closed_reason)
-        if self._inside():
+        self._lifecycle.check_open()
+        if self._runs.inside():
             raise AgentError("stream() from inside this agent's own run would wait for itself; use submit()")
-        entry = self._wrap(self._typed(text, output_type), input_id)
-        stream = AgentStream(entry.id, lambda: self._abort_input(entry.id), on_close)
-        entry.listener = stream._put
-        if self._thread is None:
+        entry = self._runs.wrap(self._typed.typed(text, output_type), input_id)
+        runs = self._runs
+        stream = AgentStream(entry.id, lambda: runs.abort_input(entry.id), on_close)
+        entry.listener = stream.put
+        if self._lifecycle.thread is None:
             entry.future = concurrent.futures.Future()
-            stream._attach(entry.future)
-            stream.seq = self._inbox_seq(entry)  # with a store: in the inbox before the first event
-            threading.Thread(target=self._serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
+            stream.attach(entry.future)
+            stream.seq = runs.inbox_seq(entry)  # with a store: in the inbox before the first event
+            threading.Thread(target=runs.serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
                              daemon=True).start()
         else:
-            stream._attach(self.submit(entry))
-            stream.seq = self._inbox_seq(entry)
+            stream.attach(self.submit(entry))
+            stream.seq = runs.inbox_seq(entry)
         return stream
 
     def drain(self) -> list[Answer]:
@@ -387,7 +389,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         """
         if not self.conversation.durable:
             raise AgentError("drain() needs Agent(..., store=..., conversation_id=...)")
-        return cast("list[Answer]", self.conversation.drain(self._host))
+        return cast("list[Answer]", self.conversation.drain(self._runs))
 
     def ask(self, text: Any, timeout_seconds: float | None = None, *, output_type: Any = None) -> Answer:
         """Send one input and wait for its answer (OpenAI assistant message dict).
@@ -416,23 +418,23 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
             StoreError: with a store, before ``start()``: it kept failing for ``lease_seconds``.
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
-        if self._closed:
-            raise AgentClosedError(self._closed_reason)
-        if self._inside():
+        if self._lifecycle.closed:
+            raise AgentClosedError(self._lifecycle.closed_reason)
+        if self._runs.inside():
             raise AgentError(
                 "ask() from inside this agent's own run (a tool, hook or event sink) would wait for itself; "
                 "use submit() or the follow-up queue instead"
             )
-        text = self._typed(text, output_type)  # ConfigError for a type without a JSON Schema
-        if self._thread is None:
+        text = self._typed.typed(text, output_type)  # ConfigError for a type without a JSON Schema
+        if self._lifecycle.thread is None:
             if timeout_seconds is None:
-                return cast(Answer, self._serve(text, deliver=False, caller=True))
+                return cast(Answer, self._runs.serve(text, deliver=False, caller=True))
             timer = threading.Timer(timeout_seconds, self.abort)  # ends the run at the deadline
             timer.name = f"yiemagent-{self.name}-ask-timer"
             timer.daemon = True
             timer.start()
             try:
-                answer = cast(Answer, self._serve(text, deliver=False, caller=True))
+                answer = cast(Answer, self._runs.serve(text, deliver=False, caller=True))
             finally:
                 timer.cancel()
             if answer.get("status") == "aborted" and timer.finished.is_set() and not timer.is_alive():
@@ -451,7 +453,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
                 except concurrent.futures.TimeoutError:
                     continue
         except KeyboardInterrupt:
-            self._abort_input(future.input_id)  # type: ignore[attr-defined]
+            self._runs.abort_input(future.input_id)  # type: ignore[attr-defined]
             raise
 
     def abort(self) -> None:
@@ -465,7 +467,7 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         is kept in ``undelivered``.
         """
         self.abort_event.set()
-        self._abort_generation += 1  # a thread blocked on a full output queue gives up (see undelivered)
+        self._lifecycle.interrupt()  # a thread blocked on a full output queue gives up (see undelivered)
         cancel = getattr(self.config.llm_call, "cancel", None)
         if callable(cancel):
             try:
@@ -477,6 +479,211 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
                 client.cancel_in_flight()
             except BaseException:
                 logger.exception("cancelling requests to %s raised; ignored", client.name)
+
+    # ------------------------------------------------------------------ parts: queues and thread (Lifecycle)
+
+    @property
+    def input_queue(self) -> ClosableQueue:
+        """Inputs (maxsize 16): a ``str``, ``UserMessage`` or user dict; taken before ``follow_up_queue``."""
+        return self._lifecycle.input_queue
+
+    @property
+    def follow_up_queue(self) -> ClosableQueue:
+        """Follow-up inputs (maxsize 32), taken when ``input_queue`` is empty."""
+        return self._lifecycle.follow_up_queue
+
+    @property
+    def output_queue(self) -> queue.Queue[dict[str, Any]]:
+        """Answer dicts (maxsize 16) of the inputs put on the queues (see the class docstring)."""
+        return self._lifecycle.output_queue
+
+    @property
+    def unserved(self) -> list[Any]:
+        """Inputs taken off the queues but never served (after shutdown)."""
+        return self._lifecycle.unserved
+
+    @property
+    def undelivered(self) -> list[dict[str, Any]]:
+        """Answers that found ``output_queue`` full with nobody reading (shutdown or abort)."""
+        return self._lifecycle.undelivered
+
+    @property
+    def is_running(self) -> bool:
+        """True while the agent thread is alive."""
+        return self._lifecycle.is_running
+
+    def start(self) -> Agent:
+        """Start the background thread (once). Returns the agent, for chaining.
+
+        The MCP servers are listed at once, on a thread of their own (``mcp_status()`` says
+        ``connecting``, then ``connected`` or ``unavailable``); the first run waits for that listing.
+
+        Raises:
+            AgentClosedError: the agent was shut down.
+        """
+        recover = self._runs.recover if self.conversation.durable else None
+        if self._lifecycle.start(self._runs.serve_queued, recover) and self.mcp.clients:
+            self.mcp.list_in_background(f"yiemagent-{self.name}-mcp")
+        return self
+
+    def __enter__(self) -> Agent:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # Leaving the block normally serves what is queued ("drain"); leaving it because of an
+        # exception (Ctrl-C's KeyboardInterrupt among them) aborts the run in flight ("now").
+        self.shutdown(mode="drain" if exc_type is None else "now")
+
+    def shutdown(
+        self, timeout_seconds: float = 10.0, mode: Literal["drain", "after_turn", "now"] = "drain"
+    ) -> list[Any]:
+        """Stop the agent thread; return the inputs it did not serve.
+
+        From the call on, the input queues refuse puts (``AgentClosedError``,
+        also for puts blocked on a full queue). Requests in flight are cut
+        (model and MCP, as ``abort()``) when the run is aborted. The pool
+        threads end, and clients made from URLs are closed.
+
+        Args:
+            timeout_seconds: seconds to wait in all. ``"drain"`` and
+                ``"after_turn"`` that have not finished by then abort the
+                current run (as ``"now"``) and wait up to 2 s more.
+            mode: ``"drain"`` serves every queued input first; ``"after_turn"``
+                stops after the current run; ``"now"`` aborts the current run.
+
+        Returns:
+            The inputs not served, as they were put (``submit`` futures of
+            those get ``AgentClosedError``). Answers that found
+            ``output_queue`` full with nobody reading (after half of
+            ``timeout_seconds``) are in ``undelivered``. Safe to call twice.
+
+        Raises:
+            ConfigError: ``mode`` or ``timeout_seconds`` is not valid.
+        """
+        return self._lifecycle.shutdown(timeout_seconds, mode, inside=self._runs.inside())
+
+    # ------------------------------------------------------------------ parts: events, approvals, as_tool
+
+    @property
+    def event_sink(self) -> ev.EventSink | None:
+        """``sink(event)``, see ``yiemagent.loop.events``; may be replaced between runs."""
+        return self._runs.event_sink
+
+    @event_sink.setter
+    def event_sink(self, sink: ev.EventSink | None) -> None:
+        self._runs.event_sink = sink
+
+    @property
+    def emit_intermediate(self) -> bool:
+        """Also put tool-call messages and tool results on ``output_queue`` (see ``Agent``)."""
+        return self._runs.emit_intermediate
+
+    @emit_intermediate.setter
+    def emit_intermediate(self, value: bool) -> None:
+        self._runs.emit_intermediate = value
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The tool calls waiting for a decision, oldest first (``Approvals.pending_approvals``)."""
+        return self._approvals.pending_approvals()
+
+    def approve(self, tool_call_id: str, *, timeout_seconds: float | None = None) -> Answer:
+        """Approve one waiting call; see ``decide``."""
+        return self._approvals.approve(tool_call_id, timeout_seconds=timeout_seconds)
+
+    def reject(self, tool_call_id: str, reason: str = "", *, timeout_seconds: float | None = None) -> Answer:
+        """Reject one waiting call; the model gets an error result with ``reason``; see ``decide``."""
+        return self._approvals.reject(tool_call_id, reason, timeout_seconds=timeout_seconds)
+
+    def decide(self, decisions: Mapping[str, bool | str], *, timeout_seconds: float | None = None) -> Answer:
+        """Record decisions about waiting calls; resume the run once none is left undecided.
+
+        ``{tool_call_id: True}`` approves, ``False`` or ``"reason"`` rejects. Returns, raises and
+        waits as ``yiemagent.agent.approvals.Approvals.decide`` documents (``ApprovalError``,
+        ``TimeoutError``, ``AgentClosedError``, ``AgentError``, ``StoreError``).
+        """
+        return self._approvals.decide(decisions, timeout_seconds=timeout_seconds)
+
+    def as_tool(self, name: str, description: str, *, timeout_seconds: float | None = None) -> AgentTool:
+        """This agent as a tool another agent can call (``yiemagent.agent.as_tool`` has the rules).
+
+        The tool takes ``{"input": str}``; its result is this agent's answer text (``details``:
+        ``{"agent", "run_id", "status", "usage", "answer"}``). ``timeout_seconds``: a call with no
+        answer by then aborts the run and returns an error result; None: no deadline.
+
+        Raises:
+            ConfigError: a bad ``name``, ``description`` or ``timeout_seconds``.
+        """
+        return self._as_tool.tool(name, description, timeout_seconds=timeout_seconds)
+
+    # ------------------------------------------------------------------ the conversation
+
+    @property
+    def history(self) -> list[Message]:
+        """The conversation (yiemagent messages; no system prompt): ``conversation.history``."""
+        return self.conversation.history
+
+    @history.setter
+    def history(self, messages: list[Message]) -> None:
+        self.conversation.history = messages
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Token counts summed over every run (from replies that report ``usage``)."""
+        return self.conversation.usage
+
+    @usage.setter
+    def usage(self, usage: dict[str, Any]) -> None:
+        self.conversation.usage = usage
+
+    @property
+    def config(self) -> LoopConfig:
+        """Model, tools, hooks and limits of every run (``yiemagent.loop.LoopConfig``)."""
+        return self.conversation.config
+
+    @config.setter
+    def config(self, config: LoopConfig) -> None:
+        self.conversation.config = config
+
+    @property
+    def mcp_required(self) -> bool:
+        """Answer an error while an MCP server cannot be reached (``conversation.mcp_required``)."""
+        return self.conversation.mcp_required
+
+    @mcp_required.setter
+    def mcp_required(self, required: bool) -> None:
+        self.conversation.mcp_required = required
+
+    def openai_messages(self) -> list[dict[str, Any]]:
+        """The conversation in OpenAI chat format, system prompt first; fresh dicts.
+
+        Valid for any request (``yiemagent.messages.guard``); messages of failed runs (``excluded``) are left out.
+        """
+        return self.conversation.openai_messages()
+
+    def state_to_json(self) -> str:
+        """The conversation and usage as JSON text (yiemagent's own lossless form); call it between runs.
+
+        Shape: ``{"version": 1, "history": [<message dict>, ...], "usage": {...}, "system_prompt": str | null}``.
+        """
+        return self.conversation.state_to_json()
+
+    def compact(self, focus: str | None = None) -> dict[str, Any] | None:
+        """Compact the conversation now, between runs (``/compact`` in ``yiemagent chat``).
+
+        The oldest messages are summarised (``yiemagent.context.compaction``), ``keep_recent_tokens``
+        kept verbatim, a ``compaction`` event (``reason="manual"``) sent; ``focus``: what the summary
+        must keep above all.
+
+        Returns:
+            ``{"first_kept", "summarised_messages", "tokens_before", "tokens_after", "summary"}``,
+            or None when the conversation is too short to lose anything.
+
+        Raises:
+            AgentError: no ``context_window``/``compaction``, a run in progress, or a store.
+            LLMError: the summariser failed; the conversation is unchanged.
+        """
+        return compact_now(self.conversation, self.event_sink, running=self._runs.current_run_id is not None,
+                           focus=focus)
 
     @classmethod
     def from_state(cls, state: str, llm_call: LLMCall, **kwargs: Any) -> Agent:
@@ -494,3 +701,15 @@ class Agent(ConversationViews, Serving, Approvals, AsTool, TypedInputs):
         agent.history = history
         agent.usage = usage
         return agent
+
+
+def _weak(method: Callable[[], None]) -> Callable[[], None]:
+    """``method`` called through a weak reference: a part holding it does not keep the agent alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call() -> None:
+        bound = ref()
+        if bound is not None:
+            bound()
+
+    return call

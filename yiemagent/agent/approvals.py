@@ -1,6 +1,6 @@
-"""The ``Agent`` methods of approvals: ``pending_approvals``, ``approve``, ``reject``, ``decide``.
+"""Approvals, a part of ``Agent``: ``pending_approvals``, ``approve``, ``reject``, ``decide``.
 
-Mixed into ``Agent`` (``yiemagent.agent``). The rules are in
+``Agent`` delegates these four methods to ``Approvals``. The rules are in
 ``yiemagent.tools.approvals``; the pending calls and decisions live in the
 conversation (in memory without a store, in the store's journal with one),
 never in the client's hands.
@@ -10,30 +10,56 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 from .._internal.checks import check_number
 from ..exceptions import AgentClosedError, AgentError
 from ..loop.conversation import Conversation, Input
 from ..output.answers import Answer
+from .lifecycle import Lifecycle
+from .runs import Runs
 
-__all__ = ["Approvals"]
+__all__ = ["AgentLike", "Approvals"]
 
 logger = logging.getLogger("yiemagent.agent")
 
 _POLL_SECONDS = 0.1
 
 
-class Approvals:
-    """Deciding about tool calls that wait for a person (mixed into ``Agent``; uses its attributes)."""
+class AgentLike(Protocol):
+    """What the parts ``Approvals`` and ``AgentAsTool`` use of an ``Agent``: public members only."""
 
+    name: str
     conversation: Conversation
-    _thread: threading.Thread | None
-    _closed: bool
-    _closed_reason: str
+
+    def ask(self, text: Any, timeout_seconds: float | None = None) -> Answer:  # noqa: D102
+        ...
+
+    def submit(self, message: Any, *, timeout_seconds: float | None = None  # noqa: D102
+               ) -> concurrent.futures.Future[Answer]: ...
+
+
+class Approvals:
+    """Deciding about tool calls that wait for a person (a part of ``Agent``).
+
+    Args:
+        agent: the agent, used through its public methods only (``conversation``, ``ask``, ``submit``);
+            a weak proxy, so that this part does not keep it alive.
+        lifecycle: its thread and stop state (``yiemagent.agent.lifecycle``).
+        runs: its run in progress (``inside()``: a decision from inside its own run would wait for itself).
+    """
+
+    def __init__(self, agent: AgentLike, lifecycle: Lifecycle, runs: Runs) -> None:
+        self._agent = agent
+        self._lifecycle = lifecycle
+        self._runs = runs
+
+    @property
+    def conversation(self) -> Conversation:
+        """The agent's conversation, where the waiting calls and decisions live."""
+        return self._agent.conversation
 
     def pending_approvals(self) -> list[dict[str, Any]]:
         """The tool calls waiting for a decision, oldest first.
@@ -81,9 +107,9 @@ class Approvals:
             StoreError: the store failed.
         """
         check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
-        if self._closed:
-            raise AgentClosedError(self._closed_reason)
-        if self._inside():
+        if self._lifecycle.closed:
+            raise AgentClosedError(self._lifecycle.closed_reason)
+        if self._runs.inside():
             raise AgentError("decide() from inside this agent's own run would wait for itself")
         left, resume = self.conversation.decide(dict(decisions))
         if resume is None:
@@ -93,10 +119,10 @@ class Approvals:
                                  "input_ids": sorted({str(c.get("input_id")) for c in left})})
         entry = Input(message=resume.message, id=resume.id)
         logger.info("every waiting call of input %s is decided; resuming its run", entry.id)
-        if self._thread is None:
-            return self.ask(entry, timeout_seconds=timeout_seconds)
+        if self._lifecycle.thread is None:
+            return self._agent.ask(entry, timeout_seconds=timeout_seconds)
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
-        future = self.submit(entry, timeout_seconds=timeout_seconds)
+        future = self._agent.submit(entry, timeout_seconds=timeout_seconds)
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
@@ -105,11 +131,3 @@ class Approvals:
                 return future.result(timeout=_POLL_SECONDS if remaining is None else min(_POLL_SECONDS, remaining))
             except concurrent.futures.TimeoutError:
                 continue
-
-    if TYPE_CHECKING:  # provided by Agent
-        def ask(self, text: Any, timeout_seconds: float | None = None) -> Answer: ...
-
-        def submit(self, message: Any, *,
-                   timeout_seconds: float | None = None) -> concurrent.futures.Future[Answer]: ...
-
-        def _inside(self) -> bool: ...

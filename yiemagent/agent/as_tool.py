@@ -1,6 +1,7 @@
 """Agents as tools: ``Agent.as_tool(name, description)``, a tool that asks another agent.
 
-A mixin of ``Agent``. The tool takes ``{"input": str}``, runs that input on
+``AgentAsTool`` is a part of ``Agent`` (``Agent.as_tool`` delegates to it).
+The tool takes ``{"input": str}``, runs that input on
 the agent (the *sub-agent*) as one of its own inputs, and returns the
 sub-agent's answer text; ``details`` holds ``{"agent", "run_id", "status",
 "usage", "answer"}`` (the sub-agent's name, its run id, the run's status, the
@@ -61,16 +62,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from .._internal.checks import check_number, check_str
 from ..exceptions import AgentBusyError, AgentClosedError
 from ..loop import events as ev
 from ..loop.conversation import Input
-from ..output.answers import Answer
 from ..tools import AgentTool, AgentToolResult
+from .approvals import AgentLike
+from .lifecycle import Lifecycle
+from .runs import Runs
 
-__all__ = ["INPUT_SCHEMA", "AsTool"]
+__all__ = ["INPUT_SCHEMA", "AgentAsTool"]
 
 logger = logging.getLogger("yiemagent.agent")
 
@@ -93,11 +96,9 @@ _waits: dict[int, Any] = {}
 """Threads waiting in a call of an agent's tool: thread ident -> the agent waited for (its turn or its answer)."""
 
 
-def _owns(agent: Any, ident: int) -> bool:
+def _owns(agent: AgentAsTool, ident: int) -> bool:
     """True when thread ``ident`` works for ``agent``: its thread, a worker of its pool, or its run's thread."""
-    thread = agent._thread
-    return (ident in agent._worker_idents or (thread is not None and thread.ident == ident)
-            or agent._run_owner == ident)
+    return agent.works_for(ident)
 
 
 def _deadlock(target: Any, ident: int) -> list[str] | None:
@@ -137,7 +138,7 @@ def _deadlock(target: Any, ident: int) -> list[str] | None:
 class _SubRun:
     """One delegated input: watches the sub-run's events, forwards them, aborts the run when told."""
 
-    def __init__(self, agent: AsTool, tool_name: str, tool_call_id: str,
+    def __init__(self, agent: AgentAsTool, tool_name: str, tool_call_id: str,
                  forward: Callable[[ev.Event], object] | None) -> None:
         self.agent = agent
         self.tool_name = tool_name
@@ -152,7 +153,7 @@ class _SubRun:
     def on_event(self, event: ev.Event) -> None:
         """The input's stream listener: called on the sub-run's thread with every event of its run."""
         if self.cancelled:  # a queued input whose call was aborted: end its run as soon as it starts
-            self.agent._abort_input(self.input_id)
+            self.agent.abort_input(self.input_id)
         if isinstance(event, ev.AgentStartEvent):
             self.run_id = event.run_id
         elif isinstance(event, ev.AgentEndEvent):
@@ -173,27 +174,35 @@ class _SubRun:
         return usage
 
 
-class AsTool:
-    """``Agent.as_tool`` (mixed into ``Agent``; uses its serving machinery)."""
+class AgentAsTool:
+    """``Agent.as_tool``: tools that ask one agent, and the rules of their calls (a part of ``Agent``).
 
-    name: str
-    _thread: threading.Thread | None
-    _closed: bool
-    _closed_reason: str
-    _worker_idents: set[int]
-    _run_owner: int | None
+    Args:
+        agent: the agent asked, used through its public methods only (``name``, ``submit``); held
+            strongly (a parent's tool keeps its sub-agent alive).
+        lifecycle: its thread and stop state; runs: its run in progress (``yiemagent.agent.runs``).
+    """
 
-    if TYPE_CHECKING:  # defined by Agent and Serving
-        def submit(self, message: Any, *, timeout_seconds: float | None = None
-                   ) -> concurrent.futures.Future[Answer]: ...
+    def __init__(self, agent: AgentLike, lifecycle: Lifecycle, runs: Runs) -> None:
+        self._agent = agent
+        self._lifecycle = lifecycle
+        self._runs = runs
+        self._lock = threading.Lock()  # one delegated input at a time, whichever tool of this agent asks
 
-        def _wrap(self, item: Any) -> Input: ...
+    @property
+    def name(self) -> str:
+        """The asked agent's name."""
+        return self._agent.name
 
-        def _serve_quietly(self, entry: Input) -> None: ...
+    def works_for(self, ident: int) -> bool:
+        """True when thread ``ident`` works for the asked agent (its thread, a worker, its run's thread)."""
+        return self._runs.works_for(ident)
 
-        def _abort_input(self, input_id: str) -> bool: ...
+    def abort_input(self, input_id: str) -> bool:
+        """Abort the asked agent's run if it serves ``input_id``."""
+        return self._runs.abort_input(input_id)
 
-    def as_tool(self, name: str, description: str, *, timeout_seconds: float | None = None) -> AgentTool:
+    def tool(self, name: str, description: str, *, timeout_seconds: float | None = None) -> AgentTool:
         """This agent as a tool another agent can call (see ``yiemagent.agent.as_tool`` for the rules).
 
         Args:
@@ -234,14 +243,14 @@ class AsTool:
     def _delegate(self, tool_name: str, tool_call_id: str, text: str, abort_event: threading.Event,
                   timeout_seconds: float | None) -> AgentToolResult:
         """One call of the tool: wait for this agent's turn, serve ``text``, return its answer as a result."""
-        if self._closed:
-            return AgentToolResult.error(f"Agent {self.name!r} was not asked: {self._closed_reason}.")
+        if self._lifecycle.closed:
+            return AgentToolResult.error(f"Agent {self.name!r} was not asked: {self._lifecycle.closed_reason}.")
         ident = threading.get_ident()
         refused = self._would_deadlock(tool_name, ident)
         if refused is not None:
             return refused
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
-        lock: threading.Lock = self.__dict__.setdefault("_as_tool_lock", threading.Lock())
+        lock = self._lock
         with _graph_lock:
             _waits[ident] = self
         try:
@@ -286,7 +295,7 @@ class AsTool:
     def _serve_one(self, tool_name: str, tool_call_id: str, text: str, abort_event: threading.Event,
                    deadline: float | None, timeout_seconds: float | None) -> AgentToolResult:
         run = _SubRun(self, tool_name, tool_call_id, ev.reporter())
-        entry = self._wrap(text)
+        entry = self._runs.wrap(text)
         run.input_id = entry.id
         entry.listener = run.on_event
         try:
@@ -309,7 +318,7 @@ class AsTool:
                     None if run.run_id else self._would_deadlock(tool_name, threading.get_ident()))  # still queued
                 if stop is not None:
                     run.cancelled = True
-                    self._abort_input(entry.id)  # the run serving it, if it started; else at its first event
+                    self._runs.abort_input(entry.id)  # the run serving it, if it started; else at its first event
                     try:
                         future.result(timeout=_SETTLE_SECONDS)
                     except concurrent.futures.TimeoutError:
@@ -337,14 +346,14 @@ class AsTool:
         Raises:
             AgentClosedError: the agent was shut down.
         """
-        if self._thread is None:
+        if self._lifecycle.thread is None:
             entry.future = concurrent.futures.Future()
-            threading.Thread(target=self._serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-as-tool",
+            threading.Thread(target=self._runs.serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-as-tool",
                              daemon=True).start()
             return entry.future
         while True:  # a full input queue is waited for in steps that see the abort and the deadline
             try:
-                future = self.submit(entry, timeout_seconds=_POLL_SECONDS)
+                future = self._agent.submit(entry, timeout_seconds=_POLL_SECONDS)
                 return cast("concurrent.futures.Future[dict[str, Any]]", future)
             except AgentBusyError:
                 stop = self._stopped(abort_event, deadline, timeout_seconds)

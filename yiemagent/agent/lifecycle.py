@@ -1,6 +1,8 @@
-"""The agent's inputs and answers, and how it stops: ``Input``, delivery, ``shutdown()``.
+"""The agent's thread, queues and worker pool, and how it stops: ``Lifecycle``, a part of ``Agent``.
 
-Split out of ``agent.py`` (the ``Agent`` class mixes ``Lifecycle`` in). Rules
+``Lifecycle`` owns the input, follow-up and output queues, the worker pool, the agent thread and the
+stop state; ``Agent`` delegates ``start``/``shutdown``/``is_running`` to it, and ``Runs``
+(``yiemagent.agent.runs``) hands it answers to deliver and inputs it could not serve. Rules
 (tests in tests/test_agent_races.py and tests/property/test_agent_state.py):
 
 * ``shutdown()`` closes the input queues first (puts, blocked ones too, raise
@@ -17,21 +19,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from .._internal.checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
 from .._internal.fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ..context.usage_limits import UsageLimits
-from ..exceptions import AgentClosedError, ConfigError
+from ..exceptions import AgentClosedError, ConfigError, SimulatedCrash
 from ..loop.conversation import Input, StopMode
 from ..mcp.client import MCPClient
 from ..store.base import ConversationStore
 from ..tools import AgentTool
-from .inbox import SHUTDOWN, ClosableQueue, deliver
+from .inbox import EMPTY, SHUTDOWN, ClosableQueue, deliver
 
 __all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
 
@@ -86,63 +89,119 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
 
 
 class Lifecycle:
-    """Delivery and shutdown of an ``Agent`` (mixed into it; uses its attributes)."""
+    """The thread, the queues, the worker pool and the stop state of one ``Agent``.
 
-    input_queue: ClosableQueue
-    follow_up_queue: ClosableQueue
-    output_queue: Any
-    unserved: list[Any]
-    undelivered: list[dict[str, Any]]
-    _thread: threading.Thread | None
-    _stop_mode: StopMode | None
-    _closed: bool
-    _closed_reason: str
-    _abort_generation: int
-    _deliver_deadline: float | None
-    _released: bool
-    _release_lock: threading.Lock
-    _finalizer: weakref.finalize  # type: ignore[type-arg]
-    _executor: concurrent.futures.ThreadPoolExecutor
-    _own_clients: list[MCPClient]
-    _wakeup: threading.Event
-    abort_event: threading.Event
+    Args:
+        name: the agent's name, for thread names (``yiemagent-<name>-agent``, ``-worker_<n>``).
+        max_workers: threads of the pool that runs model calls and tools.
+        own_clients: MCP clients to close at shutdown (those the agent made or was handed).
+        abort: aborts the current run (``Agent.abort``); called by ``shutdown`` past its deadline.
+        owner: the agent; when it is dropped without ``shutdown()`` the pool threads end (a finalizer).
 
-    def _init_lifecycle(self) -> None:
-        """The delivery and shutdown state of a new agent."""
+    Every attribute below is read by the agent's other parts and written only here.
+    """
+
+    def __init__(self, name: str, max_workers: int, own_clients: list[MCPClient],
+                 abort: Callable[[], None], owner: object) -> None:
+        self.name = name
+        self.wakeup = threading.Event()
+        """Set by every put on an input queue and by ``shutdown``: the agent thread looks again."""
+        self.input_queue = ClosableQueue(16, self.wakeup)
+        self.follow_up_queue = ClosableQueue(32, self.wakeup)
+        self.output_queue: queue.Queue[dict[str, Any]] = queue.Queue(16)
         self.unserved: list[Any] = []
         """Inputs taken off the queues but never served (after shutdown)."""
         self.undelivered: list[dict[str, Any]] = []
         """Answers that found ``output_queue`` full at ``shutdown(mode="now")``."""
-        self._stop_mode: StopMode | None = None
-        self._closed = False
+        self.stop_mode: StopMode | None = None
+        self.closed = False
+        self.closed_reason = "the agent was shut down"
+        self.thread: threading.Thread | None = None
+        self.own_clients = own_clients
+        self._abort = abort
         self._abort_generation = 0
         self._deliver_deadline: float | None = None
+        self._stop_after_run = False
         self._released = False
         self._release_lock = threading.Lock()
-        self._closed_reason = "the agent was shut down"
+        self._owner = weakref.ref(owner)
+        self._start_pool(max_workers)
         on_fork_in_child(self._after_fork)
 
+    # ------------------------------------------------------------------ pool
+
+    def _start_pool(self, max_workers: int) -> None:
+        """The worker threads of model calls and tools (``yiemagent-<name>-worker_<n>``)."""
+        self.worker_idents: set[int] = set()
+        idents = self.worker_idents  # the initializer must not hold the agent (see the finalizer)
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix=f"yiemagent-{self.name}-worker",
+            initializer=lambda: idents.add(threading.get_ident()),
+        )
+        owner = self._owner()
+        # an agent used through ask() and dropped without shutdown() must not keep its pool threads
+        self._finalizer = weakref.finalize(owner if owner is not None else self, self.executor.shutdown,
+                                           wait=False, cancel_futures=True)
+
     def _after_fork(self) -> None:
-        """In a forked child (``yiemagent._internal.fork``): a started agent refuses at once; one not started works."""
+        """In a forked child (``yiemagent._internal.fork``): a started agent refuses at once.
+
+        One not started gets new locks and a new pool (the parent's pool threads are gone).
+        """
         self._release_lock = threading.Lock()
         fresh_queue_locks(self.output_queue)
-        self._reset_after_fork()
-        if self._thread is not None and not self._closed:  # its thread stayed in the parent
-            self._closed_reason = fork_note("this Agent's thread")
-            self._closed = True
-            self.input_queue.close(self._closed_reason)
-            self.follow_up_queue.close(self._closed_reason)
+        if self.thread is None and not self.closed:
+            self._finalizer.detach()
+            self._start_pool(self.executor._max_workers)
+        elif not self.closed:  # its thread stayed in the parent
+            self.closed_reason = fork_note("this Agent's thread")
+            self.closed = True
+            self.input_queue.close(self.closed_reason)
+            self.follow_up_queue.close(self.closed_reason)
 
-    def _reset_after_fork(self) -> None:
-        raise NotImplementedError  # pragma: no cover - Serving defines it
+    def owns(self, ident: int) -> bool:
+        """True when thread ``ident`` is the agent thread or a worker of the pool."""
+        thread = self.thread
+        return ident in self.worker_idents or (thread is not None and thread.ident == ident)
 
-    def abort(self) -> None:
-        raise NotImplementedError  # pragma: no cover - Agent defines it
+    # ------------------------------------------------------------------ inputs and answers
 
-    def _inside(self) -> bool:
-        raise NotImplementedError  # pragma: no cover - Agent defines it
+    def check_open(self) -> None:
+        """Raise ``AgentClosedError`` (with the reason) once the agent is shut down or shutting down."""
+        if self.closed or self.stop_mode is not None:
+            raise AgentClosedError(self.closed_reason)
 
-    def _deliver(self, answer: dict[str, Any]) -> None:
+    def take(self) -> Any:
+        """The next input: ``input_queue`` first, then ``follow_up_queue``; ``EMPTY`` when both are empty."""
+        for q in (self.input_queue, self.follow_up_queue):
+            try:
+                return q.get_nowait()
+            except queue.Empty:
+                continue
+        return EMPTY
+
+    def take_steering(self) -> list[Any]:
+        """What waits on ``input_queue`` now (steering); a ``SHUTDOWN`` seen there stops after the run."""
+        taken: list[Any] = []
+        while True:
+            try:
+                item = self.input_queue.get_nowait()
+            except queue.Empty:
+                return taken
+            if item is SHUTDOWN:
+                self._stop_after_run = True
+                return taken
+            taken.append(item)
+
+    def keep_unserved(self, item: Any) -> None:
+        """``item`` was taken just as ``shutdown("now")`` began: returned by ``shutdown``, not served."""
+        self.unserved.append(item)
+
+    def interrupt(self) -> None:
+        """``abort()``: a thread blocked putting an answer on a full output queue gives up (``undelivered``)."""
+        self._abort_generation += 1
+
+    def deliver(self, answer: dict[str, Any], abort_event: threading.Event) -> None:
         """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``).
 
         What an aborted run puts (its intermediate messages, its answer) never waits for room:
@@ -153,36 +212,85 @@ class Lifecycle:
 
         def give_up() -> bool:
             deadline = self._deliver_deadline
-            return (aborted or self._stop_mode == "now" or self._abort_generation != generation
-                    or (answer.get("intermediate") is True and self.abort_event.is_set())
+            return (aborted or self.stop_mode == "now" or self._abort_generation != generation
+                    or (answer.get("intermediate") is True and abort_event.is_set())
                     or (deadline is not None and time.monotonic() >= deadline))
 
         if not deliver(self.output_queue, answer, give_up):
             self.undelivered.append(answer)
             logger.warning("output queue full and not read (shutdown or abort); answer kept in agent.undelivered")
 
-    def shutdown(
-        self, timeout_seconds: float = 10.0, mode: Literal["drain", "after_turn", "now"] = "drain"
-    ) -> list[Any]:
-        """Stop the agent thread; return the inputs it did not serve.
+    # ------------------------------------------------------------------ thread
 
-        From the call on, the input queues refuse puts (``AgentClosedError``,
-        also for puts blocked on a full queue). Requests in flight are cut
-        (model and MCP, as ``abort()``) when the run is aborted. The pool
-        threads end, and clients made from URLs are closed.
+    @property
+    def is_running(self) -> bool:
+        """True while the agent thread is alive."""
+        return self.thread is not None and self.thread.is_alive()
 
-        Args:
-            timeout_seconds: seconds to wait in all. ``"drain"`` and
-                ``"after_turn"`` that have not finished by then abort the
-                current run (as ``"now"``) and wait up to 2 s more.
-            mode: ``"drain"`` serves every queued input first; ``"after_turn"``
-                stops after the current run; ``"now"`` aborts the current run.
+    def start(self, serve: Callable[[Any], object], recover: Callable[[], object] | None) -> bool:
+        """Start the agent thread (once): ``recover()`` first, then ``serve(item)`` for each input taken.
 
         Returns:
-            The inputs not served, as they were put (``submit`` futures of
-            those get ``AgentClosedError``). Answers that found
-            ``output_queue`` full with nobody reading (after half of
-            ``timeout_seconds``) are in ``undelivered``. Safe to call twice.
+            True when this call started it.
+
+        Raises:
+            AgentClosedError: the agent was shut down.
+        """
+        if self.closed:
+            raise AgentClosedError(f"{self.closed_reason}; make a new one")
+        if self.thread is not None:
+            return False
+        self.thread = threading.Thread(target=self._main, args=(serve, recover),
+                                       name=f"yiemagent-{self.name}-agent", daemon=True)
+        self.thread.start()
+        return True
+
+    def _main(self, serve: Callable[[Any], object], recover: Callable[[], object] | None) -> None:
+        logger.debug("agent thread started")
+        if recover is not None:
+            try:
+                recover()  # interrupted runs and inputs left pending, before new ones
+            except BaseException:
+                logger.exception("agent thread: serving the inputs pending in the store failed")
+        try:
+            while True:
+                self.wakeup.clear()
+                if self.stop_mode in ("after_turn", "now"):
+                    break
+                item = self.take()
+                if item is EMPTY:
+                    if self.stop_mode == "drain":
+                        break
+                    self.wakeup.wait()
+                    continue
+                if item is SHUTDOWN:
+                    if self.stop_mode == "drain":
+                        continue
+                    break
+                try:
+                    serve(item)
+                except SimulatedCrash:
+                    raise
+                except BaseException:  # never let the thread die, whatever user code raised
+                    logger.exception("agent thread: unexpected error serving an input")
+                if self._stop_after_run:
+                    break
+        except SimulatedCrash:
+            logger.debug("agent thread: simulated crash")
+        except BaseException:
+            logger.exception("agent thread: unexpected error; the thread stops")
+        finally:
+            # no one serves the queues any more: later puts are refused, not silently kept
+            self.input_queue.close()
+            self.follow_up_queue.close()
+            if self.closed:  # shutdown() was called from inside a run and could not release
+                self._release(time.monotonic() + 1.0)
+            logger.debug("agent thread stopped")
+
+    def shutdown(self, timeout_seconds: float, mode: Literal["drain", "after_turn", "now"], inside: bool) -> list[Any]:
+        """``Agent.shutdown`` (see there): close the queues, join the thread, release; the inputs not served.
+
+        ``inside``: called from the agent's own thread or workers (the thread cannot be joined from there).
 
         Raises:
             ConfigError: ``mode`` or ``timeout_seconds`` is not valid.
@@ -192,22 +300,22 @@ class Lifecycle:
             raise ConfigError(f"timeout_seconds must be a number >= 0, not {timeout_seconds!r:.50}")
         begun = time.monotonic()
         deadline = begun + timeout_seconds
-        if self._stop_mode is None or mode == "now":
-            self._stop_mode = mode
+        if self.stop_mode is None or mode == "now":
+            self.stop_mode = mode
         if self._deliver_deadline is None:
             self._deliver_deadline = begun + timeout_seconds / 2
         self.input_queue.close()
         self.follow_up_queue.close()
         if mode == "now":
-            self.abort()
-        self._wakeup.set()
-        thread = self._thread
+            self._abort()
+        self.wakeup.set()
+        thread = self.thread
         if thread is not None and thread.is_alive():
-            if self._inside():  # from a tool or hook of this agent: the thread cannot be joined from here
+            if inside:
                 logger.warning("shutdown() called from inside the agent; the thread stops after this run")
             else:
                 self._join(thread, deadline)
-        self._closed = True
+        self.closed = True
         leftovers = [*self.input_queue.take_all(), *self.follow_up_queue.take_all()]
         returned = []
         for item in [*self.unserved, *leftovers]:
@@ -230,12 +338,12 @@ class Lifecycle:
     def _join(self, thread: threading.Thread, deadline: float) -> None:
         """Join the agent thread by ``deadline``; past it abort (again and again: new requests get cut too)."""
         thread.join(max(0.0, deadline - time.monotonic()))
-        if thread.is_alive() and self._stop_mode != "now":
+        if thread.is_alive() and self.stop_mode != "now":
             logger.warning("agent thread did not stop in time; aborting the current run")
-            self._stop_mode = "now"
+            self.stop_mode = "now"
             deadline = time.monotonic() + _ESCALATE_SECONDS
         while thread.is_alive() and time.monotonic() < deadline:
-            self.abort()
+            self._abort()
             thread.join(0.1)
         if thread.is_alive():
             logger.warning("agent thread still running at the shutdown deadline (a callback ignores abort)")
@@ -247,14 +355,14 @@ class Lifecycle:
                 return
             self._released = True
         self._finalizer.detach()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown(wait=False, cancel_futures=True)
         deadline = min(deadline, time.monotonic() + _WORKER_GRACE_SECONDS)
-        for worker in list(getattr(self._executor, "_threads", ())):
+        for worker in list(getattr(self.executor, "_threads", ())):
             if worker is not threading.current_thread():
                 worker.join(max(0.0, deadline - time.monotonic()))
                 if worker.is_alive():
                     logger.warning("%s still running after shutdown (a tool ignores abort_event)", worker.name)
-        for client in self._own_clients:
+        for client in self.own_clients:
             try:
                 client.close()
             except BaseException:

@@ -96,11 +96,12 @@ class AgentStream(Iterator["ev.Event | Answer"]):
 
     # fed by the agent ---------------------------------------------------
 
-    def _attach(self, future: Future[Answer] | Future[dict[str, Any]]) -> None:
+    def attach(self, future: Future[Answer] | Future[dict[str, Any]]) -> None:
+        """The future of this stream's answer (set by the agent): the stream ends when it is done."""
         self.future = cast("Future[Answer]", future)
         future.add_done_callback(lambda _: self._queue.put(_END))
 
-    def _put(self, event: ev.Event) -> None:
+    def put(self, event: ev.Event) -> None:
         """The agent's listener: called on the run's thread for each of its events."""
         if not self._closed:
             self._queue.put(event)

@@ -1,6 +1,6 @@
 """Typed answers on an ``Agent``: the agent's ``output_type`` settings and per-input ``output_type=``.
 
-Mixed into ``Agent`` (``yiemagent.agent``). ``Agent(output_type=T, output_mode=...,
+A part of ``Agent`` (``yiemagent.agent``). ``Agent(output_type=T, output_mode=...,
 output_retries=..., output_validators=[...])`` sets the typed answer of every
 input; ``ask``/``submit``/``stream(..., output_type=T)`` override the type for one
 input, with the agent's mode, retries and validators. See ``yiemagent.output.typed_output``.
@@ -19,18 +19,25 @@ __all__ = ["TypedInputs"]
 
 
 class TypedInputs:
-    """Typed-answer settings of an ``Agent`` (mixed into it)."""
+    """Typed-answer settings of an ``Agent`` and per-input ``output_type=`` (a part of ``Agent``).
 
-    _output_template: OutputSpec
-    _wrap: Callable[[Any], Input]
+    Args:
+        wrap: makes an ``Input`` of an input (``Runs.wrap``).
+        output_type, mode, retries, validators: ``Agent``'s ``output_type``, ``output_mode``,
+            ``output_retries`` and ``output_validators`` (``yiemagent.output.typed_output``).
 
-    def _init_output(self, output_type: Any, mode: OutputMode, retries: int,
-                     validators: Iterable[Callable[[Any], object]]) -> OutputSpec | None:
-        """Check the settings (``ConfigError``); return the spec of ``output_type`` (None: text answers)."""
-        self._output_template = output_spec({"type": "object"}, mode=mode, retries=retries, validators=validators)
-        return None if output_type is None else self._output_template.with_type(output_type)
+    Raises:
+        ConfigError: a setting is not valid, or ``output_type`` has no JSON Schema.
+    """
 
-    def _typed(self, item: Any, output_type: Any) -> Any:
+    def __init__(self, wrap: Callable[[Any], Input], output_type: Any, mode: OutputMode, retries: int,
+                 validators: Iterable[Callable[[Any], object]]) -> None:
+        self._wrap = wrap
+        self._template = output_spec({"type": "object"}, mode=mode, retries=retries, validators=validators)
+        self.spec: OutputSpec | None = None if output_type is None else self._template.with_type(output_type)
+        """The spec of the agent's ``output_type`` (None: text answers), for ``LoopConfig.output``."""
+
+    def typed(self, item: Any, output_type: Any) -> Any:
         """``item`` as an ``Input`` asking for ``output_type`` (unchanged when it is None).
 
         Raises:
@@ -38,7 +45,7 @@ class TypedInputs:
         """
         if output_type is None:
             return item
-        spec = self._output_template.with_type(output_type)
+        spec = self._template.with_type(output_type)
         try:
             entry = self._wrap(item)
         except FormatError:  # answered (or raised) where an untyped input would be
