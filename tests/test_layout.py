@@ -61,7 +61,8 @@ FOREIGN_MARKS = {"record._yiemagent_policed"}
 
 def test_agent_is_made_of_parts_not_mixins():
     """``Agent`` has no base class but ``object``, and no module of the package writes another object's
-    private attribute (``x._name = ...`` where ``x`` is not ``self``/``cls``): each part keeps its own state."""
+    private attribute (``x._name = ...`` where ``x`` is not ``self``/``cls``): each part keeps its own state.
+    """
     import ast
 
     from yiemagent import Agent

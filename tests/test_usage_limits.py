@@ -1,4 +1,4 @@
-"""Usage limits (``yiemagent.context.usage_limits``): requests, tool calls, tokens and cost, per run and per conversation.
+"""Usage limits (``yiemagent.context.usage_limits``): requests, tool calls, tokens and cost, per run and conversation.
 
 Each limit ends the run with status ``usage_limit`` and the figures in the answer's ``usage_limit``;
 the history stays a valid OpenAI chat (``tests.strict_openai.validate``); the next input works, or is
