@@ -19,6 +19,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "yiemagent"
 MAX_LINES = 500
@@ -183,3 +185,22 @@ def test_readme_imports_and_dotted_paths_resolve():
     assert len(paths) >= 10
     failures += [f"``{path}`` does not exist" for path in paths if not _resolves(path)]
     assert failures == []
+
+
+ROOT_LAYOUT = {".ci", ".git", ".gitignore", "CHANGELOG.rst", "README.rst", "docs", "ruff.toml", "scripts",
+               "setup.cfg", "setup.py", "tests", "yiemagent"}
+"""The repository root as ``docs/layout.rst`` documents it; what tests and tools write is in ``.gitignore``."""
+
+
+def test_nothing_outside_the_documented_layout_at_the_repository_root():
+    """Every entry at the root is documented or ignored by ``.gitignore`` (a cookie jar or a scratch script
+    left there fails here, issue 25 point 5); every documented entry exists.
+    """
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (an sdist has its own layout)")
+    entries = sorted(path.name for path in ROOT.iterdir())
+    done = subprocess.run(["git", "check-ignore", "--stdin"], input="\n".join(entries), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    ignored = set(done.stdout.split())
+    assert sorted(set(entries) - ROOT_LAYOUT - ignored) == []
+    assert sorted(ROOT_LAYOUT - {".git"} - set(entries)) == []

@@ -1,4 +1,4 @@
-"""Old import paths of modules that moved into concept folders (0.26): they keep working, with a warning.
+"""Old import paths of modules that moved into concept folders (after 0.1.0): they keep working, warning.
 
 ``import yiemagent.compaction`` (or ``from yiemagent.compaction import Compaction``, or the attribute
 ``yiemagent.compaction``) still gives the module, now ``yiemagent.context.compaction``, and warns once per

@@ -53,7 +53,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from .._internal.checks import check_number
 from ..context.compaction import Compaction, compaction_setting
@@ -85,6 +85,8 @@ from .views import compact_now
 __all__ = ["SHUTDOWN", "Agent"]
 
 logger = logging.getLogger("yiemagent.agent")
+
+_A = TypeVar("_A", bound="Agent")
 
 _ASK_POLL_SECONDS = 0.1  # ask() waits in steps this long, so that Ctrl-C in the calling thread is seen at once
 
@@ -512,7 +514,7 @@ class Agent:
         """True while the agent thread is alive."""
         return self._lifecycle.is_running
 
-    def start(self) -> Agent:
+    def start(self: _A) -> _A:
         """Start the background thread (once). Returns the agent, for chaining.
 
         The MCP servers are listed at once, on a thread of their own (``mcp_status()`` says
@@ -526,7 +528,7 @@ class Agent:
             self.mcp.list_in_background(f"yiemagent-{self.name}-mcp")
         return self
 
-    def __enter__(self) -> Agent:
+    def __enter__(self: _A) -> _A:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
