@@ -38,6 +38,14 @@ Helpers as fixtures:
 Servers are shared, so tests must not depend on server-side state they did not create: each test
 makes its own ``MCPClient`` (its own session), and the sdk servers' ``call_counts`` tool is read as a
 difference before/after.
+
+The quick lane (``python -m pytest -m "not slow"``, ~2 minutes; issue 25 point 6): ``pytest_collection_modifyitems``
+marks ``slow`` every test that uses a fixture of ``SLOW_FIXTURES`` (it starts a process: a server, PostgreSQL,
+Redis, the local model, a worker), takes ``store_factory``/``any_rig``/``module_rig`` with ``postgres`` or a
+parametrized fixture whose value names a fixture of the set, carries ``model``, ``node`` or ``browser``, or is
+in tests/property (hypothesis, hundreds of examples each).
+A test that starts a process itself, or takes seconds, says ``pytestmark = pytest.mark.slow`` /
+``@pytest.mark.slow``; ``quick_tests_start_no_process`` fails a test of the quick lane that starts one.
 """
 
 from __future__ import annotations
@@ -82,6 +90,54 @@ def pytest_configure(config: pytest.Config) -> None:
     """Install the npm servers and the conformance suite when missing (``npm ci``; see helpers)."""
     if not hasattr(config, "workerinput"):  # once, in the main process
         _NPM_NOTES.extend(ensure_npm_packages())
+    import platform
+
+    platform.processor()  # runs `uname -p` once (cached; the openai SDK asks) before any test's guard
+
+
+SLOW_FIXTURES = frozenset({
+    # conftest.py: servers in subprocesses, PostgreSQL, the local model, stdio servers
+    "sdk_server", "sdk_server_json", "sdk_server_stateless", "paging_server", "everything_server",
+    "weather_server", "fastmcp_server", "everything_stdio", "filesystem_stdio", "stdio_client", "local_model",
+    "postgres_dsn", "postgres_store_factory", "scripted_model",
+    # tests/mcp/conftest.py, tests/mcp/oauth_rig.py
+    "modern_only_server", "oauth_server",
+    # tests/workers/conftest.py: Redis and the rigs whose app processes the tests start
+    "redis_url", "rig", "sqlite_rig", "any_rig", "module_rig",
+    # module fixtures that start a server process (``servers``: tests/test_fallback.py)
+    "callbacks_server", "not_mcp", "sdk_stdio", "quirks", "probe_http", "event_stream_error_body",
+    "no_streaming", "json_error_body", "phoenix", "served_app", "scripted_app", "approval_app",
+    "weather_agent_parts", "crashed", "servers",
+})
+"""Fixtures that start a process: a test using one (directly or through another fixture) is ``slow``."""
+
+SLOW_MARKERS = ("model", "node", "browser")
+"""Markers whose tests are ``slow`` too (the local model, the npm servers, Chromium)."""
+
+SLOW_FOLDERS = ("property",)
+"""Folders of tests/ whose tests are all ``slow``: tests/property runs hypothesis, hundreds of examples a test."""
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """True when ``item`` uses a fixture of ``SLOW_FIXTURES``, PostgreSQL through a parameter, or a slow marker."""
+    if any(item.get_closest_marker(name) is not None for name in ("slow", *SLOW_MARKERS)):
+        return True
+    if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    if item.path.parent.name in SLOW_FOLDERS and item.path.parent.parent == Path(__file__).parent:
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    return any(value == "postgres" or (isinstance(value, str) and value in SLOW_FIXTURES)
+               for value in params.values())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the tests ``is_slow`` finds (``-m "not slow"`` is the quick lane)."""
+    for item in items:
+        if item.get_closest_marker("slow") is None and is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -172,6 +228,38 @@ def sigint_raises_keyboard_interrupt() -> Iterator[None]:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
+def quick_tests_start_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test not marked ``slow`` that starts a process (``subprocess.Popen``, a ``multiprocessing`` process)
+    fails at teardown, naming what it started: the quick lane (``-m "not slow"``) starts none. Mark it
+    ``@pytest.mark.slow`` or give it a fixture of ``SLOW_FIXTURES``.
+    """
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    import multiprocessing.process
+
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+    real_start = multiprocessing.process.BaseProcess.start
+
+    def init(self: subprocess.Popen[Any], args: Any, *more: Any, **kwargs: Any) -> None:
+        real_init(self, args, *more, **kwargs)
+        started.append(str(args if isinstance(args, (str, bytes)) else [str(a) for a in args])[:120])
+
+    def start(self: multiprocessing.process.BaseProcess) -> None:
+        real_start(self)
+        started.append(f"multiprocessing {type(self).__name__} {self.name}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    yield
+    if started:
+        pytest.fail(f"{request.node.nodeid} is in the quick lane but started {len(started)} process(es), "
+                    f"the first {started[0]}: mark it @pytest.mark.slow (tests/conftest.py SLOW_FIXTURES)",
+                    pytrace=False)
 
 
 # --------------------------------------------------------------------------- servers

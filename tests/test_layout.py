@@ -17,6 +17,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "yiemagent"
 MAX_LINES = 500
@@ -29,6 +31,7 @@ def _lint_imports(*args: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subp
                           text=True, timeout=120)
 
 
+@pytest.mark.slow  # starts lint-imports
 def test_import_contracts_hold():
     """``lint-imports`` keeps every contract of setup.cfg (yiemagent-defined architecture)."""
     done = _lint_imports()
@@ -54,6 +57,7 @@ def test_every_top_level_module_is_in_a_layer():
     assert named - top == set()
 
 
+@pytest.mark.slow  # starts lint-imports
 def test_the_contracts_catch_a_layer_break_a_circle_and_a_private_name(tmp_path):
     """The same contract types refuse each kind of break in a small package made here."""
     pkg = tmp_path / "toypkg"

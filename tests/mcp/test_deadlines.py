@@ -138,6 +138,7 @@ def test_c21_a_hung_tool_call_becomes_an_error_tool_message_and_the_agent_goes_o
     assert_era(client, era)
 
 
+@pytest.mark.slow
 def test_a_stdio_call_past_its_timeout_is_cancelled_by_notification_in_both_eras(era):
     """Real SDK server over stdio (``sdk_server.py --stdio``), both eras: ``slow`` outlives its 1 s timeout,
     ``MCPTimeoutError`` comes at 1 s, and ``notifications/cancelled`` names it (MCP 2026-07-28 "Cancellation":

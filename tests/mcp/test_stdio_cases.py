@@ -86,6 +86,7 @@ def _running_with(marker: str) -> list[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.slow
 def test_typescript_sdk_2023_close_stops_a_server_started_through_a_launcher_and_its_children(monkeypatch):
     """Source: modelcontextprotocol/typescript-sdk #2023 "StdioClientTransport.close() does not kill the process
     tree, leaving orphan processes" (also anthropics/claude-code #76306, opencode PR #34525): with ``npx``/``sh``
@@ -149,6 +150,7 @@ def test_klaatcode_59_a_roots_list_request_from_the_server_is_answered_not_dropp
         client.close()
 
 
+@pytest.mark.slow
 def test_senpi_1260_image_data_sent_as_a_data_url_is_not_prefixed_twice_and_bad_images_are_left_out():
     """Source: code-yeongyu/senpi #1260 "Tool-result image data URLs are double-prefixed ... producing invalid
     image_url" (the provider rejected the whole request); also evenfire-ai/evenfire #688 (line-wrapped or
@@ -177,6 +179,7 @@ def test_a_bom_alone_is_a_blank_line_and_a_broken_bom_response_still_fails_its_r
     assert text_of(client.call_tool("echo", {"text": "ok"})) == "ok"
 
 
+@pytest.mark.slow
 def test_openai_agents_js_1934_tools_of_one_server_that_sanitise_alike_stay_distinct():
     """Source: openai/openai-agents-js #1934 "two tools on the same server that normalize to one function-tool
     name are both returned" (the model's call went to the wrong one); also openai/openai-agents-python PR

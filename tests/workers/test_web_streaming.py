@@ -194,6 +194,7 @@ def test_gunicorn_1801_a_sync_worker_with_a_timeout_shorter_than_the_run_is_kill
     assert entry is not None and entry.seq == 1  # in the inbox: not lost
 
 
+@pytest.mark.slow
 def test_flask_chat_under_gunicorn_gthread_a_cut_stream_answer_is_fetched_by_its_id(tmp_path: Any) -> None:
     """The guide's one-process command (``gunicorn -k gthread -w 1 ... flask_chat:from_env()``) against the
     scripted OpenAI-compatible server (a word every 0.05 s): the browser session's stream names its input
