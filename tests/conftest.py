@@ -31,7 +31,7 @@ Conversation stores (issue 10):
 
 Helpers as fixtures:
     free_port            a TCP port on 127.0.0.1 that nothing listens on (``helpers.free_port()``)
-    open_client          ``open_client(url, *, session=None, timeout_seconds=10, name=None) -> MCPClient`` over
+    open_client          ``open_client(url, *, session=None, timeout_seconds=30, name=None) -> MCPClient`` over
                          ``HTTPTransport`` (pass a ``helpers.RecordingSession`` to see the HTTP requests);
                          every client it made is closed at teardown
 
@@ -82,7 +82,7 @@ sys.path.append(str(Path(__file__).parent))
 
 EVERYTHING_JS = NODE_SERVERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
-_STARTUP_SECONDS = 20
+_STARTUP_SECONDS = 60
 _NPM_NOTES: list[str] = []
 
 
@@ -333,7 +333,7 @@ def open_client() -> Iterator[Callable[..., Any]]:
     clients: list[MCPClient] = []
 
     def make(
-        url: str, *, session: requests.Session | None = None, timeout_seconds: float = 10, name: str | None = None
+        url: str, *, session: requests.Session | None = None, timeout_seconds: float = 30, name: str | None = None
     ) -> MCPClient:
         transport = HTTPTransport(url, session=session, timeout_seconds=timeout_seconds, name=name or url)
         client = MCPClient(transport=transport, timeout_seconds=timeout_seconds, name=name)
@@ -369,7 +369,7 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 #
 #   everything_stdio     argv of npm server-everything over stdio: ``["node", <index.js>, "stdio"]``
 #   filesystem_stdio     argv of npm server-filesystem (append the allowed directories)
-#   stdio_client         ``stdio_client(argv, *, env=None, cwd=None, timeout_seconds=10, name=None) -> MCPClient``
+#   stdio_client         ``stdio_client(argv, *, env=None, cwd=None, timeout_seconds=30, name=None) -> MCPClient``
 #                        via ``MCPClient.stdio``; at teardown every client is closed and its process must be gone
 # (both argv fixtures skip when tests/node/servers/node_modules is missing)
 

@@ -56,6 +56,9 @@ SERVERS = TESTS / "servers"
 PYTHON = sys.executable
 
 _POLL_SECONDS = 0.02
+STARTUP_SECONDS = 60
+"""The least ``wait_for_port`` waits for a server to listen: a Python server importing the ``mcp`` SDK starts in
+~1 s, in tens of seconds on a loaded 2-core machine; one that exits fails at once whatever the bound."""
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -111,13 +114,17 @@ def process_output(process: subprocess.Popen[bytes], limit: int = 4000) -> str:
         return f.read().decode("utf-8", errors="replace")[-limit:]
 
 
-def wait_for_port(port: int, timeout_seconds: float = 10, process: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for_port(port: int, timeout_seconds: float = STARTUP_SECONDS,
+                  process: subprocess.Popen[bytes] | None = None) -> None:
     """Block until 127.0.0.1:``port`` accepts TCP connections.
+
+    The start of a server is never what a test tests: the bound is at least ``STARTUP_SECONDS``.
 
     Raises:
         RuntimeError: ``process`` exited first (its exit code and output are in the message).
         TimeoutError: nothing listened within ``timeout_seconds``.
     """
+    timeout_seconds = max(timeout_seconds, STARTUP_SECONDS)
     deadline = time.monotonic() + timeout_seconds
     while True:
         if process is not None and process.poll() is not None:
@@ -329,7 +336,7 @@ class PostgresServer:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def start_postgres(timeout_seconds: float = 60) -> PostgresServer:
+def start_postgres(timeout_seconds: float = 120) -> PostgresServer:
     """Start a fresh PostgreSQL on a free port of 127.0.0.1 (trust auth, socket in its own dir).
 
     As root the server runs as user ``postgres`` (``runuser -u postgres --``),
@@ -415,7 +422,7 @@ def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
 
 
 @contextlib.contextmanager
-def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 90) -> Iterator[str]:
+def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 180) -> Iterator[str]:
     """Run ``phoenix serve`` on loopback (a free HTTP port; gRPC on another); yield its base URL.
 
     Spans go to ``<url>/v1/traces`` (OTLP over HTTP, protobuf); ``GET <url>/v1/projects/<name>/spans``

@@ -29,6 +29,7 @@ def test_the_whole_reply_is_bounded_even_while_the_server_keeps_streaming_progre
     """
     http = RecordingSession()
     client = open_client(sdk_server, session=http)
+    client.connect()  # the handshake is not timed
     seen: list[dict] = []
     started = time.monotonic()
     with pytest.raises(MCPTimeoutError):
@@ -149,7 +150,7 @@ def test_a_stdio_call_past_its_timeout_is_cancelled_by_notification_in_both_eras
     from pathlib import Path
 
     server = Path(__file__).resolve().parents[1] / "servers" / "sdk_server.py"
-    client = MCPClient.stdio(sys.executable, [str(server), "--stdio"], timeout_seconds=20)
+    client = MCPClient.stdio(sys.executable, [str(server), "--stdio"], timeout_seconds=30)
     sent: list[dict] = []
     send = client.transport.send
 

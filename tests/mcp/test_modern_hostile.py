@@ -185,7 +185,7 @@ def test_typescript_sdk_2317_a_timed_out_probe_sends_no_cancellation_before_init
     import sys
 
     stdio = MCPClient.stdio(sys.executable, [str(SERVERS / "stdio_quirks.py"), "--silent-unknown", "--strict-start"])
-    client = MCPClient(transport=stdio.transport, probe_timeout_seconds=0.5, timeout_seconds=10)
+    client = MCPClient(transport=stdio.transport, probe_timeout_seconds=0.5, timeout_seconds=30)
     try:
         assert client.call_tool("echo", {"text": "after the probe"})["content"][0]["text"] == "after the probe"
         assert client.era == "legacy"

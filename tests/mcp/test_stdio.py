@@ -327,7 +327,7 @@ def test_transport_send_returns_none_for_a_notification_and_refuses_a_reused_id(
     """yiemagent-defined: a notification returns once written; an id still pending or abandoned is refused
     (spec: ids are unique per session), so a late response can never match a later request.
     """
-    with StdioTransport(QUIRKS[0], QUIRKS[1:], timeout_seconds=5) as transport:
+    with StdioTransport(QUIRKS[0], QUIRKS[1:], timeout_seconds=30) as transport:  # the first send waits for the start
         assert transport.send(make_request("ping", None, 1)) == {"jsonrpc": "2.0", "id": 1, "result": {}}
         assert transport.send(make_notification("notifications/initialized")) is None
         with pytest.raises(MCPTimeoutError):
