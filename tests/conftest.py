@@ -83,13 +83,10 @@ sys.path.append(str(Path(__file__).parent))
 EVERYTHING_JS = NODE_SERVERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 _STARTUP_SECONDS = 60
-_NPM_NOTES: list[str] = []
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Install the npm servers and the conformance suite when missing (``npm ci``; see helpers)."""
-    if not hasattr(config, "workerinput"):  # once, in the main process
-        _NPM_NOTES.extend(ensure_npm_packages())
+    """Ask ``uname -p`` before any test (``quick_tests_start_no_process``); installs wait for the collection."""
     import platform
 
     platform.processor()  # runs `uname -p` once (cached; the openai SDK asks) before any test's guard
@@ -140,9 +137,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Say what the npm step did, so a skip is never a surprise."""
-    return [f"npm: {note}" for note in _NPM_NOTES]
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Install what the selected tests need before the first starts, outside any test's time limit, and say
+    what was done (so a skip is never a surprise): the npm servers and conformance suites (``npm ci``) when
+    a ``slow`` test is selected, Phoenix's venv for ``phoenix``, the SmolLM2 file for ``model`` tests
+    (``helpers.prepare``). The quick lane needs none of them; ``--collect-only`` installs nothing.
+    """
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        return
+    from tests.helpers import prepare
+
+    lines = []
+    if any(item.get_closest_marker("slow") is not None for item in session.items):
+        lines += [f"npm: {note}" for note in ensure_npm_packages()]  # nothing to say when all are current
+    names = []
+    if any("phoenix" in getattr(item, "fixturenames", ()) for item in session.items):
+        names.append("phoenix")
+    if any(item.get_closest_marker("model") is not None for item in session.items):
+        names.append("smollm2")
+    lines += [f"{name}: {'ready' if ok else 'NOT INSTALLED'}: {note}" for name, ok, note in prepare(names)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
 
 
 # --------------------------------------------------------------------------- no network

@@ -384,6 +384,7 @@ def get_weather(city: str) -> str:
 
 PHOENIX_VERSION = "20.26.1"
 """``arize-phoenix``, the tracing UI the tracing tests send spans to (installed in a venv of its own)."""
+_PHOENIX_FAILED: list[str] = []
 
 
 def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
@@ -394,10 +395,13 @@ def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
     successful install marks it complete; an exclusive file lock makes parallel runs wait for one install.
 
     Returns:
-        The path of the command, or a str saying why it could not be installed (the test skips with it).
+        The path of the command, or a str saying why it could not be installed (the test skips with it; a
+        failure is kept, so one pytest process tries once).
     """
     import fcntl
 
+    if _PHOENIX_FAILED:
+        return _PHOENIX_FAILED[0]
     cache = Path(os.environ.get("YIEMAGENT_CACHE") or Path.home() / ".cache" / "yiemagent")
     venv = cache / f"phoenix-{PHOENIX_VERSION}"
     command, stamp = venv / "bin" / "phoenix", venv / ".yiemagent-complete"
@@ -414,9 +418,11 @@ def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
             done = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"arize-phoenix=={PHOENIX_VERSION}"],
                                   capture_output=True, text=True, timeout=timeout_seconds)
         except (subprocess.SubprocessError, OSError) as exc:
-            return f"the Phoenix venv could not be made: {exc}"
+            _PHOENIX_FAILED.append(f"the Phoenix venv could not be made: {exc}")
+            return _PHOENIX_FAILED[0]
         if done.returncode != 0 or not command.exists():
-            return f"pip install arize-phoenix=={PHOENIX_VERSION} failed: {done.stderr.strip()[-300:]}"
+            _PHOENIX_FAILED.append(f"pip install arize-phoenix=={PHOENIX_VERSION} failed: {done.stderr.strip()[-300:]}")
+            return _PHOENIX_FAILED[0]
         stamp.write_text(PHOENIX_VERSION)
         return command
 
@@ -451,3 +457,52 @@ def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 180
         yield url
     finally:
         stop_process(process, timeout_seconds=10)
+
+
+# --------------------------------------------------------------------------- installs before the tests (issue 25)
+
+COMPONENTS = ("npm", "phoenix", "smollm2")
+"""What slow tests use that is installed on first use: the npm servers and conformance suites
+(``ensure_npm_packages``), Phoenix's venv (``phoenix_executable``) and the SmolLM2 GGUF
+(``yiemagent.models.local.smollm2_path``). A test must never install them inside its time limit:
+``.ci/run`` runs ``python -m tests.helpers npm phoenix smollm2`` first, and tests/conftest.py's
+``pytest_collection_finish`` installs what the selected tests need before the first one starts."""
+
+
+def prepare(names: Sequence[str]) -> list[tuple[str, bool, str]]:
+    """Install the ``COMPONENTS`` named (each once; a done install is checked in milliseconds).
+
+    Returns:
+        ``(name, ok, note)`` per component: ok is False when it could not be installed (the tests
+        that need it skip with the reason).
+    """
+    done: list[tuple[str, bool, str]] = []
+    for name in names:
+        started = time.monotonic()
+        if name == "npm":
+            notes = ensure_npm_packages()
+            failed = [note for note in notes if not note.endswith("npm packages installed")]
+            done.append((name, not failed, "; ".join(notes) or "npm packages current"))
+        elif name == "phoenix":
+            found = phoenix_executable()
+            done.append((name, not isinstance(found, str), str(found)))
+        elif name == "smollm2":
+            from yiemagent.exceptions import ConfigError
+            from yiemagent.models.local import smollm2_path
+
+            try:
+                done.append((name, True, str(smollm2_path())))
+            except ConfigError as exc:
+                done.append((name, False, str(exc)))
+        else:
+            raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        name, ok, note = done[-1]
+        done[-1] = (name, ok, f"{note} ({time.monotonic() - started:.0f}s)")
+    return done
+
+
+if __name__ == "__main__":  # python -m tests.helpers npm phoenix smollm2 (.ci/run)
+    results = prepare(sys.argv[1:] or COMPONENTS)
+    for name, ok, note in results:
+        print(f"{name}: {'ready' if ok else 'NOT INSTALLED'}: {note}")
+    sys.exit(0 if all(ok for _, ok, _ in results) else 1)
