@@ -261,7 +261,7 @@ def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: 
     the tests that need the packages skip with a reason, as before.
 
     Returns:
-        One line per folder saying what happened (printed in the pytest header).
+        One line per folder saying what happened (printed after the collection).
     """
     import fcntl
     import shutil
