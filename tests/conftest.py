@@ -31,13 +31,21 @@ Conversation stores (issue 10):
 
 Helpers as fixtures:
     free_port            a TCP port on 127.0.0.1 that nothing listens on (``helpers.free_port()``)
-    open_client          ``open_client(url, *, session=None, timeout_seconds=10, name=None) -> MCPClient`` over
+    open_client          ``open_client(url, *, session=None, timeout_seconds=30, name=None) -> MCPClient`` over
                          ``HTTPTransport`` (pass a ``helpers.RecordingSession`` to see the HTTP requests);
                          every client it made is closed at teardown
 
 Servers are shared, so tests must not depend on server-side state they did not create: each test
 makes its own ``MCPClient`` (its own session), and the sdk servers' ``call_counts`` tool is read as a
 difference before/after.
+
+The quick lane (``python -m pytest -m "not slow"``, ~2 minutes; issue 25 point 6): ``pytest_collection_modifyitems``
+marks ``slow`` every test that uses a fixture of ``SLOW_FIXTURES`` (it starts a process: a server, PostgreSQL,
+Redis, the local model, a worker), takes ``store_factory``/``any_rig``/``module_rig`` with ``postgres`` or a
+parametrized fixture whose value names a fixture of the set, carries ``model``, ``node`` or ``browser``, or is
+in tests/property (hypothesis, hundreds of examples each).
+A test that starts a process itself, or takes seconds, says ``pytestmark = pytest.mark.slow`` /
+``@pytest.mark.slow``; ``quick_tests_start_no_process`` fails a test of the quick lane that starts one.
 """
 
 from __future__ import annotations
@@ -74,19 +82,84 @@ sys.path.append(str(Path(__file__).parent))
 
 EVERYTHING_JS = NODE_SERVERS / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
-_STARTUP_SECONDS = 20
-_NPM_NOTES: list[str] = []
+_STARTUP_SECONDS = 60
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Install the npm servers and the conformance suite when missing (``npm ci``; see helpers)."""
-    if not hasattr(config, "workerinput"):  # once, in the main process
-        _NPM_NOTES.extend(ensure_npm_packages())
+    """Ask ``uname -p`` before any test (``quick_tests_start_no_process``); installs wait for the collection."""
+    import platform
+
+    platform.processor()  # runs `uname -p` once (cached; the openai SDK asks) before any test's guard
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Say what the npm step did, so a skip is never a surprise."""
-    return [f"npm: {note}" for note in _NPM_NOTES]
+SLOW_FIXTURES = frozenset({
+    # conftest.py: servers in subprocesses, PostgreSQL, the local model, stdio servers
+    "sdk_server", "sdk_server_json", "sdk_server_stateless", "paging_server", "everything_server",
+    "weather_server", "fastmcp_server", "everything_stdio", "filesystem_stdio", "stdio_client", "local_model",
+    "postgres_dsn", "postgres_store_factory", "scripted_model",
+    # tests/mcp/conftest.py, tests/mcp/oauth_rig.py
+    "modern_only_server", "oauth_server",
+    # tests/workers/conftest.py: Redis and the rigs whose app processes the tests start
+    "redis_url", "rig", "sqlite_rig", "any_rig", "module_rig",
+    # module fixtures that start a server process (``servers``: tests/test_fallback.py)
+    "callbacks_server", "not_mcp", "sdk_stdio", "quirks", "probe_http", "event_stream_error_body",
+    "no_streaming", "json_error_body", "phoenix", "served_app", "scripted_app", "approval_app",
+    "weather_agent_parts", "crashed", "servers",
+})
+"""Fixtures that start a process: a test using one (directly or through another fixture) is ``slow``."""
+
+SLOW_MARKERS = ("model", "node", "browser")
+"""Markers whose tests are ``slow`` too (the local model, the npm servers, Chromium)."""
+
+SLOW_FOLDERS = ("property",)
+"""Folders of tests/ whose tests are all ``slow``: tests/property runs hypothesis, hundreds of examples a test."""
+
+
+def is_slow(item: pytest.Item) -> bool:
+    """True when ``item`` uses a fixture of ``SLOW_FIXTURES``, PostgreSQL through a parameter, or a slow marker."""
+    if any(item.get_closest_marker(name) is not None for name in ("slow", *SLOW_MARKERS)):
+        return True
+    if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    if item.path.parent.name in SLOW_FOLDERS and item.path.parent.parent == Path(__file__).parent:
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    return any(value == "postgres" or (isinstance(value, str) and value in SLOW_FIXTURES)
+               for value in params.values())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` the tests ``is_slow`` finds (``-m "not slow"`` is the quick lane)."""
+    for item in items:
+        if item.get_closest_marker("slow") is None and is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Install what the selected tests need before the first starts, outside any test's time limit, and say
+    what was done (so a skip is never a surprise): the npm servers and conformance suites (``npm ci``) when
+    a ``slow`` test is selected, Phoenix's venv for ``phoenix``, the SmolLM2 file for ``model`` tests
+    (``helpers.prepare``). The quick lane needs none of them; ``--collect-only`` installs nothing.
+    """
+    if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+        return
+    from tests.helpers import prepare
+
+    lines = []
+    if any(item.get_closest_marker("slow") is not None for item in session.items):
+        lines += [f"npm: {note}" for note in ensure_npm_packages()]  # nothing to say when all are current
+    names = []
+    if any("phoenix" in getattr(item, "fixturenames", ()) for item in session.items):
+        names.append("phoenix")
+    if any(item.get_closest_marker("model") is not None for item in session.items):
+        names.append("smollm2")
+    lines += [f"{name}: {'ready' if ok else 'NOT INSTALLED'}: {note}" for name, ok, note in prepare(names)]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
 
 
 # --------------------------------------------------------------------------- no network
@@ -174,6 +247,38 @@ def sigint_raises_keyboard_interrupt() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
+@pytest.fixture(autouse=True)
+def quick_tests_start_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test not marked ``slow`` that starts a process (``subprocess.Popen``, a ``multiprocessing`` process)
+    fails at teardown, naming what it started: the quick lane (``-m "not slow"``) starts none. Mark it
+    ``@pytest.mark.slow`` or give it a fixture of ``SLOW_FIXTURES``.
+    """
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    import multiprocessing.process
+
+    started: list[str] = []
+    real_init = subprocess.Popen.__init__
+    real_start = multiprocessing.process.BaseProcess.start
+
+    def init(self: subprocess.Popen[Any], args: Any, *more: Any, **kwargs: Any) -> None:
+        real_init(self, args, *more, **kwargs)
+        started.append(str(args if isinstance(args, (str, bytes)) else [str(a) for a in args])[:120])
+
+    def start(self: multiprocessing.process.BaseProcess) -> None:
+        real_start(self)
+        started.append(f"multiprocessing {type(self).__name__} {self.name}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    yield
+    if started:
+        pytest.fail(f"{request.node.nodeid} is in the quick lane but started {len(started)} process(es), "
+                    f"the first {started[0]}: mark it @pytest.mark.slow (tests/conftest.py SLOW_FIXTURES)",
+                    pytrace=False)
+
+
 # --------------------------------------------------------------------------- servers
 
 
@@ -245,7 +350,7 @@ def open_client() -> Iterator[Callable[..., Any]]:
     clients: list[MCPClient] = []
 
     def make(
-        url: str, *, session: requests.Session | None = None, timeout_seconds: float = 10, name: str | None = None
+        url: str, *, session: requests.Session | None = None, timeout_seconds: float = 30, name: str | None = None
     ) -> MCPClient:
         transport = HTTPTransport(url, session=session, timeout_seconds=timeout_seconds, name=name or url)
         client = MCPClient(transport=transport, timeout_seconds=timeout_seconds, name=name)
@@ -281,7 +386,7 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 #
 #   everything_stdio     argv of npm server-everything over stdio: ``["node", <index.js>, "stdio"]``
 #   filesystem_stdio     argv of npm server-filesystem (append the allowed directories)
-#   stdio_client         ``stdio_client(argv, *, env=None, cwd=None, timeout_seconds=10, name=None) -> MCPClient``
+#   stdio_client         ``stdio_client(argv, *, env=None, cwd=None, timeout_seconds=30, name=None) -> MCPClient``
 #                        via ``MCPClient.stdio``; at teardown every client is closed and its process must be gone
 # (both argv fixtures skip when tests/node/servers/node_modules is missing)
 

@@ -56,6 +56,9 @@ SERVERS = TESTS / "servers"
 PYTHON = sys.executable
 
 _POLL_SECONDS = 0.02
+STARTUP_SECONDS = 60
+"""The least ``wait_for_port`` waits for a server to listen: a Python server importing the ``mcp`` SDK starts in
+~1 s, in tens of seconds on a loaded 2-core machine; one that exits fails at once whatever the bound."""
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -111,13 +114,17 @@ def process_output(process: subprocess.Popen[bytes], limit: int = 4000) -> str:
         return f.read().decode("utf-8", errors="replace")[-limit:]
 
 
-def wait_for_port(port: int, timeout_seconds: float = 10, process: subprocess.Popen[bytes] | None = None) -> None:
+def wait_for_port(port: int, timeout_seconds: float = STARTUP_SECONDS,
+                  process: subprocess.Popen[bytes] | None = None) -> None:
     """Block until 127.0.0.1:``port`` accepts TCP connections.
+
+    The start of a server is never what a test tests: the bound is at least ``STARTUP_SECONDS``.
 
     Raises:
         RuntimeError: ``process`` exited first (its exit code and output are in the message).
         TimeoutError: nothing listened within ``timeout_seconds``.
     """
+    timeout_seconds = max(timeout_seconds, STARTUP_SECONDS)
     deadline = time.monotonic() + timeout_seconds
     while True:
         if process is not None and process.poll() is not None:
@@ -254,7 +261,7 @@ def ensure_npm_packages(folders: Sequence[Path] = NPM_FOLDERS, timeout_seconds: 
     the tests that need the packages skip with a reason, as before.
 
     Returns:
-        One line per folder saying what happened (printed in the pytest header).
+        One line per folder saying what happened (printed after the collection).
     """
     import fcntl
     import shutil
@@ -329,7 +336,7 @@ class PostgresServer:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
-def start_postgres(timeout_seconds: float = 60) -> PostgresServer:
+def start_postgres(timeout_seconds: float = 120) -> PostgresServer:
     """Start a fresh PostgreSQL on a free port of 127.0.0.1 (trust auth, socket in its own dir).
 
     As root the server runs as user ``postgres`` (``runuser -u postgres --``),
@@ -377,6 +384,7 @@ def get_weather(city: str) -> str:
 
 PHOENIX_VERSION = "20.26.1"
 """``arize-phoenix``, the tracing UI the tracing tests send spans to (installed in a venv of its own)."""
+_PHOENIX_FAILED: list[str] = []
 
 
 def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
@@ -387,10 +395,13 @@ def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
     successful install marks it complete; an exclusive file lock makes parallel runs wait for one install.
 
     Returns:
-        The path of the command, or a str saying why it could not be installed (the test skips with it).
+        The path of the command, or a str saying why it could not be installed (the test skips with it; a
+        failure is kept, so one pytest process tries once).
     """
     import fcntl
 
+    if _PHOENIX_FAILED:
+        return _PHOENIX_FAILED[0]
     cache = Path(os.environ.get("YIEMAGENT_CACHE") or Path.home() / ".cache" / "yiemagent")
     venv = cache / f"phoenix-{PHOENIX_VERSION}"
     command, stamp = venv / "bin" / "phoenix", venv / ".yiemagent-complete"
@@ -407,15 +418,17 @@ def phoenix_executable(timeout_seconds: float = 900) -> Path | str:
             done = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"arize-phoenix=={PHOENIX_VERSION}"],
                                   capture_output=True, text=True, timeout=timeout_seconds)
         except (subprocess.SubprocessError, OSError) as exc:
-            return f"the Phoenix venv could not be made: {exc}"
+            _PHOENIX_FAILED.append(f"the Phoenix venv could not be made: {exc}")
+            return _PHOENIX_FAILED[0]
         if done.returncode != 0 or not command.exists():
-            return f"pip install arize-phoenix=={PHOENIX_VERSION} failed: {done.stderr.strip()[-300:]}"
+            _PHOENIX_FAILED.append(f"pip install arize-phoenix=={PHOENIX_VERSION} failed: {done.stderr.strip()[-300:]}")
+            return _PHOENIX_FAILED[0]
         stamp.write_text(PHOENIX_VERSION)
         return command
 
 
 @contextlib.contextmanager
-def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 90) -> Iterator[str]:
+def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 180) -> Iterator[str]:
     """Run ``phoenix serve`` on loopback (a free HTTP port; gRPC on another); yield its base URL.
 
     Spans go to ``<url>/v1/traces`` (OTLP over HTTP, protobuf); ``GET <url>/v1/projects/<name>/spans``
@@ -444,3 +457,52 @@ def serve_phoenix(command: Path, working_dir: Path, timeout_seconds: float = 90)
         yield url
     finally:
         stop_process(process, timeout_seconds=10)
+
+
+# --------------------------------------------------------------------------- installs before the tests (issue 25)
+
+COMPONENTS = ("npm", "phoenix", "smollm2")
+"""What slow tests use that is installed on first use: the npm servers and conformance suites
+(``ensure_npm_packages``), Phoenix's venv (``phoenix_executable``) and the SmolLM2 GGUF
+(``yiemagent.models.local.smollm2_path``). A test must never install them inside its time limit:
+``.ci/run`` runs ``python -m tests.helpers npm phoenix smollm2`` first, and tests/conftest.py's
+``pytest_collection_finish`` installs what the selected tests need before the first one starts."""
+
+
+def prepare(names: Sequence[str]) -> list[tuple[str, bool, str]]:
+    """Install the ``COMPONENTS`` named (each once; a done install is checked in milliseconds).
+
+    Returns:
+        ``(name, ok, note)`` per component: ok is False when it could not be installed (the tests
+        that need it skip with the reason).
+    """
+    done: list[tuple[str, bool, str]] = []
+    for name in names:
+        started = time.monotonic()
+        if name == "npm":
+            notes = ensure_npm_packages()
+            failed = [note for note in notes if not note.endswith("npm packages installed")]
+            done.append((name, not failed, "; ".join(notes) or "npm packages current"))
+        elif name == "phoenix":
+            found = phoenix_executable()
+            done.append((name, not isinstance(found, str), str(found)))
+        elif name == "smollm2":
+            from yiemagent.exceptions import ConfigError
+            from yiemagent.models.local import smollm2_path
+
+            try:
+                done.append((name, True, str(smollm2_path())))
+            except ConfigError as exc:
+                done.append((name, False, str(exc)))
+        else:
+            raise ValueError(f"unknown component {name!r}; one of {', '.join(COMPONENTS)}")
+        name, ok, note = done[-1]
+        done[-1] = (name, ok, f"{note} ({time.monotonic() - started:.0f}s)")
+    return done
+
+
+if __name__ == "__main__":  # python -m tests.helpers npm phoenix smollm2 (.ci/run)
+    results = prepare(sys.argv[1:] or COMPONENTS)
+    for name, ok, note in results:
+        print(f"{name}: {'ready' if ok else 'NOT INSTALLED'}: {note}")
+    sys.exit(0 if all(ok for _, ok, _ in results) else 1)

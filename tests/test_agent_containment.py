@@ -235,6 +235,7 @@ def test_code_puppy_41_ctrl_c_during_ask_before_start_keeps_the_run_and_the_star
     agent.shutdown()
 
 
+@pytest.mark.slow
 def test_ctrl_c_tests_pass_when_the_test_run_inherits_sigint_ignored():
     """Issue 15: three Ctrl-C tests failed when pytest was started with SIGINT ignored (a CI wrapper,
     ``nohup``): ``_thread.interrupt_main()`` does nothing then. The conftest gives each test Python's own

@@ -15,7 +15,8 @@ import pytest
 from tests.helpers import PYTHON
 from tests.terminal import Terminal, have_tmux
 
-pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.slow,  # a real terminal: tmux
+              pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")]
 
 
 @pytest.mark.parametrize(("mode", "prompt"), [

@@ -21,7 +21,8 @@ import pytest
 from tests.helpers import PYTHON, SERVERS, TESTS
 from tests.terminal import Terminal, have_tmux
 
-pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.slow,  # a real terminal: tmux
+              pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")]
 
 PROMPT = r"^you>$"  # the screen's lines have their trailing spaces stripped
 

@@ -18,7 +18,8 @@ from tests.helpers import PYTHON, SERVERS
 from tests.terminal import have_tmux
 from tests.test_chat import PROMPT, chat_terminal
 
-pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")
+pytestmark = [pytest.mark.slow,  # a real terminal: tmux
+              pytest.mark.skipif(not have_tmux(), reason="tmux is not installed (.ci/run installs it)")]
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ def test_tools_with_stdio_prints_the_server_and_one_line_per_tool(everything_std
     assert any(re.fullmatch(r"  echo +Echoes back the input string", row) for row in rows)
 
 
+@pytest.mark.slow
 def test_call_with_a_stdio_command_line_prints_the_result_as_json():
     """``yiemagent call "<command>" <tool> '<json>'`` against PyPI mcp-server-time: exit 0, the result JSON."""
     done = run_cli("call", shlex.join([PYTHON, "-m", "mcp_server_time"]), "get_current_time",
@@ -155,6 +156,7 @@ PROBE_SERVER = {"command": PYTHON, "args": [str(TESTS / "servers" / "probe_serve
                 "env": {"PROBE_TOKEN": "${YIEMAGENT_TEST_TOKEN}"}}
 
 
+@pytest.mark.slow
 def test_tools_with_config_lists_every_server_of_the_file(tmp_path):
     """``tools --config FILE`` with Claude Desktop's format: one header and tool list per server, in order."""
     done = run_cli("tools", "--config", write_config(tmp_path, {"time": TIME_SERVER, "probe": PROBE_SERVER}),
@@ -165,6 +167,7 @@ def test_tools_with_config_lists_every_server_of_the_file(tmp_path):
     assert re.search(r"^  get_current_time ", done.stdout, re.M) and re.search(r"^  argv ", done.stdout, re.M)
 
 
+@pytest.mark.slow
 def test_call_with_config_finds_the_server_that_has_the_tool_or_takes_server_name(tmp_path):
     """``call --config FILE TOOL ARGS``: the one server with that tool runs it (``${VAR}`` expanded for it);
     ``--server NAME`` picks one directly; an unknown name is one line, exit 1.
@@ -180,6 +183,7 @@ def test_call_with_config_finds_the_server_that_has_the_tool_or_takes_server_nam
         "yiemagent call: no server named 'nope'; the config has 'time', 'probe'")
 
 
+@pytest.mark.slow
 def test_call_with_stdio_option_is_the_same_as_the_positional_command():
     """One syntax in every verb: ``call --stdio "CMD" TOOL ARGS`` (issue 11: ``call --stdio`` was refused)."""
     done = run_cli("call", "--stdio", shlex.join([PYTHON, "-m", "mcp_server_time"]), "get_current_time",

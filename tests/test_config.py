@@ -176,6 +176,7 @@ def test_claude_code_80197_an_unset_variable_is_an_error_not_a_literal_token():
         parse_mcp_servers({"servers": {"x": {"url": "http://a/mcp", "headers": {"k": "${input:pat}"}}}})
 
 
+@pytest.mark.slow
 def test_claude_code_80197_the_expanded_value_reaches_the_stdio_server(monkeypatch):
     """anthropics/claude-code#80197: the value of ``${VAR}`` in ``env``, not the placeholder, is what the
     server process sees (read back from a real server).
@@ -195,6 +196,7 @@ def test_claude_code_3239_header_variables_are_expanded_for_an_http_server(probe
     assert json.loads(call(entry, "headers"))["authorization"] == "Bearer ghp_abc"
 
 
+@pytest.mark.slow
 def test_claude_code_1254_an_env_block_adds_to_the_server_environment_it_does_not_replace_path():
     """anthropics/claude-code#1254: with an ``env`` block the server got *only* those variables (no PATH,
     APPDATA), so ``npx`` failed. Here ``env`` is added over the allow-list: PATH is still there.
@@ -209,6 +211,7 @@ def test_claude_code_1254_an_env_block_adds_to_the_server_environment_it_does_no
 # --------------------------------------------------------------------------- argv, paths, Windows
 
 
+@pytest.mark.slow
 def test_modelcontextprotocol_servers_447_an_argument_with_spaces_reaches_the_server_as_one(tmp_path):
     """modelcontextprotocol/servers#447 (anthropics/claude-ai-mcp#891, metatool-ai/mcp-server-metamcp#26):
     an allowed-directory path with a space was split into several arguments on the way to the server.
@@ -220,6 +223,7 @@ def test_modelcontextprotocol_servers_447_an_argument_with_spaces_reaches_the_se
     assert json.loads(call(entry, "argv")) == args
 
 
+@pytest.mark.slow
 def test_neon_add_mcp_29_a_command_path_with_spaces_is_kept_whole(tmp_path):
     """neon-solutions/add-mcp#29: ``/Applications/Hopper Disassembler.app/.../HopperMCPServer`` was split at the
     space into command and args. A command path with spaces is one program here; the real server starts.
@@ -305,6 +309,7 @@ def test_modelcontextprotocol_servers_2519_a_windows_path_with_single_backslashe
 # --------------------------------------------------------------------------- files
 
 
+@pytest.mark.slow
 def test_a_file_with_comments_and_trailing_commas_and_a_relative_cwd(tmp_path):
     """VS Code's mcp.json is JSONC; a relative ``cwd`` is relative to the file, ``~`` is the home directory."""
     (tmp_path / "work").mkdir()
@@ -339,6 +344,7 @@ def test_env_file_of_cursor_and_vscode_is_read_and_env_wins(tmp_path):
     assert entry.env == {"A": "1", "B": "two words", "C": "env wins"}
 
 
+@pytest.mark.slow
 def test_agent_runs_a_tool_of_a_server_given_as_data():
     """End to end: ``Agent(mcp_servers={"mcpServers": ...})`` lists the real tools and runs one."""
     llm = ScriptedLLM([tool_call_reply("get_current_time", {"timezone": "UTC"}), text_reply("done")])

@@ -65,6 +65,7 @@ def test_windsurf_a_non_empty_tool_filter_is_refused_with_the_hook_hint():
         parse_mcp_servers({"mcpServers": {"s": {"serverUrl": "http://127.0.0.1:1/mcp", "disabledTools": ["rm"]}}})
 
 
+@pytest.mark.slow
 def test_zed_context_servers_with_enabled_and_source_keys(tmp_path):
     """Zed's settings.json (zed.dev/docs/ai/mcp; fancier21/mcp-local-server's README): ``context_servers``
     with ``"source": "custom"`` and ``"enabled"``; a disabled one is left out.
@@ -82,6 +83,7 @@ def test_zed_context_servers_with_enabled_and_source_keys(tmp_path):
     assert json.loads(call(entry, "argv")) == ["a b"]
 
 
+@pytest.mark.slow
 def test_zed_old_form_command_path_args_env():
     """Zed's first context-server settings (2025): ``"command": {"path", "args", "env"}`` and ``"settings"``."""
     (entry,) = parse_mcp_servers({"context_servers": {"probe": {
@@ -89,6 +91,7 @@ def test_zed_old_form_command_path_args_env():
     assert call(entry, "env", {"name": "ZED_VAR"}) == "z"
 
 
+@pytest.mark.slow
 def test_goose_extensions_yaml_with_cmd_envs_and_builtins_left_out(tmp_path):
     """Goose's ``~/.config/goose/config.yaml`` (block.github.io/goose/docs/guides/config-files): ``extensions``
     with ``cmd``, ``args``, ``envs``, ``enabled``, ``timeout`` (seconds); built-in extensions
@@ -215,6 +218,7 @@ mcpServers:
     assert json.loads(call(remote, "headers"))["x-c"] == "c"
 
 
+@pytest.mark.slow
 def test_continue_old_config_json_transport_form():
     """Continue's old config.json: ``experimental.modelContextProtocolServers: [{"transport": {...}}]``."""
     (entry,) = parse_mcp_servers({"experimental": {"modelContextProtocolServers": [
@@ -285,6 +289,7 @@ def test_a_100000_deep_config_document_is_a_config_error_not_a_recursion_error(t
         load_mcp_config(path)
 
 
+@pytest.mark.slow
 def test_edison_watch_app_20_zed_assistant_mcp_servers_is_read_too():
     """Edison-Watch/app#20: Zed's settings.json keeps servers under ``context_servers`` or, in some versions,
     ``assistant.mcp_servers``; a reader of only one missed the other. Both are read.

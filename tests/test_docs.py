@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("sphinx", reason="the docs build needs Sphinx (the docs and test extras)")
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a Sphinx build: 40 s idle, minutes on a loaded machine
 def test_issue_20_the_docs_build_with_no_warning_and_the_api_reference_comes_from_the_docstrings(
         tmp_path: Path) -> None:
     out = tmp_path / "html"

@@ -160,6 +160,7 @@ def browser(tmp_path):
 
 
 @pytest.mark.browser
+@pytest.mark.timeout(300)  # Chromium and a server started
 def test_the_page_shows_the_answer_streaming_in_headless_chromium(served_app, browser, tmp_path):
     """Type a question, press Send: the tool line appears, the answer grows delta by delta (first delta
     and the end are apart in time, so the browser really got a stream) and ends as the final answer.
@@ -277,6 +278,7 @@ def test_approvals_through_the_test_client_refuse_a_made_up_call(approval_app):
 
 
 @pytest.mark.browser
+@pytest.mark.timeout(300)  # Chromium and a server started
 def test_the_page_shows_approve_and_reject_buttons_in_headless_chromium(approval_app, browser, tmp_path):
     """A run waiting for approval shows the call with Approve/Reject; Approve runs it once and the answer
     appears; on the next message Reject does not run it and the model is told why.

@@ -35,6 +35,7 @@ def test_objects_made_before_fork_work_in_the_child_or_refuse_at_once_and_the_pa
     assert parent == {"parent": {"started": "parent", "http": True, "stdio": True}}
 
 
+@pytest.mark.slow
 def test_gunicorn_preload_a_started_agent_refuses_at_once_and_a_cold_one_answers(tmp_path):
     """The reports' shape with real gunicorn ``--preload`` (2 sync workers): the agent started in the master
     answers every request at once with the reason and the fix (before: each request waited 20 s, then

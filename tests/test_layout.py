@@ -33,6 +33,7 @@ def _lint_imports(*args: str, cwd: Path = ROOT, pythonpath: Path = ROOT) -> subp
                           text=True, timeout=120)
 
 
+@pytest.mark.slow  # starts lint-imports
 def test_import_contracts_hold():
     """``lint-imports`` keeps every contract of setup.cfg (yiemagent-defined architecture)."""
     done = _lint_imports()
@@ -103,6 +104,7 @@ def test_every_top_level_entry_is_in_a_layer_and_there_are_at_most_20():
                 and not (path / "__init__.py").exists()], "a folder of the package without __init__.py"
 
 
+@pytest.mark.slow  # starts lint-imports
 def test_the_contracts_catch_a_layer_break_a_circle_and_a_private_name(tmp_path):
     """The same contract types refuse each kind of break in a small package made here."""
     pkg = tmp_path / "toypkg"

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "guides" / "local_models.rst"
 URL = "http://127.0.0.1:8765/mcp"
 NOW = "2026-12-01T16:30:00+00:00"
+pytestmark = pytest.mark.timeout(600)  # SmolLM2 and the demo server started: minutes on a loaded machine
 
 
 def python_blocks(path: Path) -> list[str]:

@@ -150,6 +150,7 @@ def _failing_stdio(token: str) -> str:
                  "${LEAKY_API_TOKEN}"]}}})
 
 
+@pytest.mark.slow
 def test_codex_5524_a_var_secret_in_a_stdio_command_is_hidden_from_mcp_status_events_and_logs(caplog):
     """openai/codex #5524: ``/mcp`` showed the API key that the config took from the environment. Here the
     secret goes into a stdio server's arguments and the failing server prints it on stderr. Before: it
@@ -238,6 +239,7 @@ def test_mcp_client_repr_never_names_a_registered_secret():
 EXC_SECRET = "sk-live-TRIALSECRET-abcdef123456"
 
 
+@pytest.mark.slow
 def test_matterbot_286_a_stdio_servers_stderr_echoing_its_env_token_is_scrubbed_from_the_one_line_error(
         monkeypatch):
     """uforia/MatterBot PR #286 (an exception's text carried the API key into a chat channel). Real

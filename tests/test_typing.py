@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_CODE = ROOT / "tests" / "typing" / "user_code.py"
 
 mypy_api = pytest.importorskip("mypy.api", reason="mypy is part of the test extra")
+pytestmark = pytest.mark.slow  # mypy on the package (seconds, minutes with a cold cache), a venv
 
 
 def _mypy(*args: str) -> tuple[str, int]:

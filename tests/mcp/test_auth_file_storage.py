@@ -135,6 +135,7 @@ def _refresh_many(path: str, rounds: int, out: Any) -> None:
     out.put(written)
 
 
+@pytest.mark.slow
 def test_opencode_49439_processes_sharing_one_file_lose_no_refresh(tmp_path: Path) -> None:
     """anomalyco/opencode#49439: processes sharing one mcp-auth.json refresh independently.
 
@@ -195,6 +196,7 @@ def _locked_worker(path: str, endpoint_path: str, out: Any) -> None:
     out.put("done")
 
 
+@pytest.mark.slow
 def test_opencode_49439_file_refresh_lock_means_no_refresh_token_is_used_twice(tmp_path: Path) -> None:
     """anomalyco/opencode#49439: "no cross-process single-flight for the refresh transaction" (its file
     lock covered read/write only); against a rotating server one overlap killed the login for 27 h.

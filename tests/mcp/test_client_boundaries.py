@@ -345,6 +345,7 @@ def test_adk_go_1401_a_latin1_text_blob_is_decoded_with_its_charset(sdk_server, 
 
 
 @pytest.mark.parametrize("version,era", [("2026-07-28", "modern"), ("2025-11-25", "legacy")])
+@pytest.mark.slow
 def test_stdio_takes_every_client_keyword_but_the_http_ones(version, era):
     """Before: ``MCPClient.stdio(..., probe_timeout_seconds=..., max_input_rounds=...)`` was a TypeError."""
     client = MCPClient.stdio(sys.executable, [str(SERVERS / "sdk_stdio_server.py")], protocol_version=version,

@@ -61,6 +61,7 @@ def test_unreachable_servers_are_named_on_the_answer_and_in_mcp_status(not_mcp):
         agent.shutdown()
 
 
+@pytest.mark.slow
 def test_the_key_is_absent_when_every_server_is_reachable():
     client = MCPClient.stdio(TIME_SERVER[0], TIME_SERVER[1:])
     with Agent(ScriptedLLM([text_reply("ok")]), mcp_servers=[client], close_mcp_clients=True) as agent:
@@ -86,6 +87,7 @@ def test_mcp_required_makes_an_unreachable_server_an_error_answer_without_callin
         agent.shutdown()
 
 
+@pytest.mark.slow
 def test_mcp_required_with_every_server_up_runs_normally():
     client = MCPClient.stdio(TIME_SERVER[0], TIME_SERVER[1:])
     with Agent(ScriptedLLM([text_reply("fine")]), mcp_servers=[client], mcp_required=True,
@@ -94,6 +96,7 @@ def test_mcp_required_with_every_server_up_runs_normally():
 
 
 @pytest.mark.parametrize("close_mcp_clients", [False, True])
+@pytest.mark.slow
 def test_a_given_stdio_client_is_closed_by_shutdown_only_when_the_agent_owns_it(close_mcp_clients):
     """Issue 9 point 5: stdio clients handed to an Agent outlived ``shutdown()`` and ``with Agent(...)`` with no
     way to hand them over. Default: they stay the caller's (still running after the agent); with
@@ -115,6 +118,7 @@ def test_a_given_stdio_client_is_closed_by_shutdown_only_when_the_agent_owns_it(
         client.close()
 
 
+@pytest.mark.slow
 def test_stdio_servers_are_named_after_server_info_not_their_command_line():
     """Issue 9 point 5: default names were the command line (``node__tmp_…_e2765ec3`` as a tool prefix). After
     the handshake an unnamed stdio client takes ``serverInfo.name``; a name given (or set) is kept.

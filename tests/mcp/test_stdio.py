@@ -322,11 +322,12 @@ def test_a_command_that_does_not_exist_fails_at_the_first_request(stdio_client):
     assert isinstance(caught.value.__cause__, FileNotFoundError)
 
 
+@pytest.mark.slow
 def test_transport_send_returns_none_for_a_notification_and_refuses_a_reused_id():
     """yiemagent-defined: a notification returns once written; an id still pending or abandoned is refused
     (spec: ids are unique per session), so a late response can never match a later request.
     """
-    with StdioTransport(QUIRKS[0], QUIRKS[1:], timeout_seconds=5) as transport:
+    with StdioTransport(QUIRKS[0], QUIRKS[1:], timeout_seconds=30) as transport:  # the first send waits for the start
         assert transport.send(make_request("ping", None, 1)) == {"jsonrpc": "2.0", "id": 1, "result": {}}
         assert transport.send(make_notification("notifications/initialized")) is None
         with pytest.raises(MCPTimeoutError):
@@ -349,6 +350,7 @@ def test_mcp_client_stdio_builds_an_unstarted_client_named_after_the_command():
     assert client.transport.process is None
 
 
+@pytest.mark.slow
 def test_invoke_351_a_command_that_exits_at_once_gives_one_clear_error_and_no_thread_traceback(monkeypatch):
     """pyinvoke/invoke #351 (a subprocess that exits before its stdin is written: a race between the IO
     threads). A real command that is not an MCP server and exits at once (``true``), 20 times. Before:

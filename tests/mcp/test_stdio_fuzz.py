@@ -23,6 +23,7 @@ from yiemagent.mcp.lines import LineReader, OversizedLine
 FUZZ_EXAMPLES = int(os.environ.get("YIEMAGENT_FUZZ_EXAMPLES", "1200"))
 """Examples against the transport (each a round trip to a subprocess: about 2 minutes on 2 busy cores)."""
 PURE_EXAMPLES = 3000
+pytestmark = pytest.mark.slow  # a subprocess peer, thousands of examples
 outcomes: collections.Counter[str] = collections.Counter()
 
 

@@ -294,6 +294,7 @@ def test_open_webui_24038_a_text_blob_resource_of_server_everything_is_read_not_
     assert "[resource link demo://resource/dynamic/blob/1 text/plain Blob Resource 1] Resource 1:" in links.text
 
 
+@pytest.mark.slow
 def test_resource_text_from_a_hostile_server_reaches_the_model_through_the_text_policy():
     """Issue 15's text policy holds for resources: the embedded resource and the link description of a
     real (fastmcp, stdio) server carry terminal escape sequences; in the model request body they are

@@ -344,6 +344,7 @@ class StoreContract:
 
     # ---------------------------------------------------------------- several processes
 
+    @pytest.mark.slow
     def test_processes_enqueueing_at_once_lose_and_duplicate_nothing(self, store_factory: Factory) -> None:
         out = _run_processes(_child_enqueue, [(store_factory, "c", f"p{i}", 25) for i in range(4)])
         store = store_factory()
@@ -355,6 +356,7 @@ class StoreContract:
             assert seqs == sorted(seqs)
             assert [entries[q - 1].input_id for q in seqs] == [f"{name}-{j}" for j in range(25)]
 
+    @pytest.mark.slow
     def test_processes_racing_on_one_step_all_see_the_first_write(self, store_factory: Factory) -> None:
         start_at = time.time() + 1.5
         out = _run_processes(_child_put_step, [(store_factory, "c", f"p{i}", start_at) for i in range(3)])
@@ -365,6 +367,7 @@ class StoreContract:
         for _, got in out:
             assert got == [stored[f"step-{i}"] for i in range(20)]
 
+    @pytest.mark.slow
     def test_processes_serving_one_conversation_take_turns_in_inbox_order(self, store_factory: Factory) -> None:
         store = store_factory()
         total = 30
@@ -387,6 +390,7 @@ class StoreContract:
         assert store.pending("c") == [] and store.steps("c", "seq-1") == {}
         store.close()
 
+    @pytest.mark.slow
     def test_a_store_object_inherited_over_fork_opens_its_own_connection(self, store_factory: Factory) -> None:
         store = store_factory()
         store.enqueue("c", "from the parent")  # the parent's connection is open now

@@ -357,6 +357,7 @@ def _child_local(factory: Factory, marks: str) -> None:
     time.sleep(300)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_tool_then_a_new_process_finishes_the_run_from_the_journal(
     store_factory: Factory, tmp_path: Path
 ) -> None:

@@ -29,6 +29,7 @@ def _key(write: tuple[int, str, str]) -> bool:
 
 
 @pytest.mark.parametrize("kinds", [("fail", "fail_after", "cut"), ("pause", "skew")], ids=["faults", "pauses"])
+@pytest.mark.slow
 def test_no_schedule_runs_a_call_twice_loses_an_input_or_hides_a_call(
     store_factory: Factory, tmp_path: Path, kinds: tuple[str, ...]
 ) -> None:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from yiemagent import SQLiteStore
 
 _PROCESSES = 8
@@ -41,6 +43,7 @@ def _child(path: str, start_at: float, out: Any) -> None:
     out.put(errors)
 
 
+@pytest.mark.slow
 def test_openai_agents_4987_many_processes_and_threads_opening_a_fresh_sqlite_store_at_once(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("fork")
     errors: list[str] = []

@@ -44,6 +44,7 @@ def _echo(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[s
     return text_reply("ok")
 
 
+@pytest.mark.slow  # hypothesis, 250 examples on a real store
 @settings(max_examples=250, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(column=st.sampled_from(_COLUMNS), value=_values)

@@ -70,6 +70,7 @@ def _refresh_many(factory: Callable[[], Any], rounds: int, out: Any) -> None:
     out.put(written)
 
 
+@pytest.mark.slow
 def test_refresh_race_between_processes_loses_no_write(store_factory: Callable[[], Any]) -> None:
     """4 processes read-modify-write one row 40 times each: the counter equals the writes that succeeded.
 
@@ -148,6 +149,7 @@ def _locked_worker(factory: Callable[[], Any], endpoint_path: str, out: Any) -> 
     out.put("done")
 
 
+@pytest.mark.slow
 def test_claude_code_91641_workers_refresh_one_at_a_time_against_a_rotating_server(
         store_factory: Callable[[], Any], tmp_path: Any) -> None:
     """anthropics/claude-code#91641 (and #84440): processes sharing one refresh token, against an IdP with

@@ -71,7 +71,7 @@ class Rig:
         env.update(extra)
         return env
 
-    def start(self, args: Sequence[str], *, ready_line: str | None = "ready", timeout_seconds: float = 30.0,
+    def start(self, args: Sequence[str], *, ready_line: str | None = "ready", timeout_seconds: float = 120.0,
               **extra_env: str) -> subprocess.Popen[bytes]:
         """Start an app process; wait until its log shows ``ready_line`` (None: do not wait)."""
         process = start_process(list(args), env=self.env(**extra_env))

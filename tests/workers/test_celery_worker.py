@@ -25,6 +25,7 @@ celery = pytest.importorskip("celery", reason="the Celery recipe needs celery[re
 
 CALM = 5
 MESSAGES = 3
+pytestmark = pytest.mark.timeout(600)  # Redis and Celery workers started, killed: minutes on a loaded machine
 
 
 def test_celery_workers_order_and_kill9_redelivery(rig: Any, redis_url: str) -> None:

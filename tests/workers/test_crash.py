@@ -41,6 +41,7 @@ from tests.helpers import PYTHON
 from tests.strict_openai import validate
 
 WORKER = [PYTHON, "-m", "tests.apps.poll_worker", "--concurrency", "2"]
+pytestmark = pytest.mark.timeout(600)  # the module fixture kills and restarts workers: minutes on a loaded machine
 SCENARIOS: dict[str, dict[str, Any]] = {
     "model-call": {"calls": [("record", "a")], "point": "model2-{label}"},
     "first-model-call": {"calls": [("record", "a")], "point": "model1-{label}"},

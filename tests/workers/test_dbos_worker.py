@@ -31,6 +31,7 @@ dbos = pytest.importorskip("dbos", reason="the DBOS recipe needs PyPI dbos (yiem
 
 CALM = 5
 MESSAGES = 3
+pytestmark = pytest.mark.timeout(600)  # DBOS workers started, killed, restarted: minutes on a loaded machine
 
 
 def _system_database_url(dsn: str, name: str) -> str:

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 
 from tests.apps import kit
@@ -49,6 +50,7 @@ def _logins(path: Path) -> list[int]:
     return [json.loads(line)["pid"] for line in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.timeout(600)  # an OAuth server and gunicorn workers twice; 11 s idle, minutes loaded
 def test_two_gunicorn_workers_share_one_login_and_survive_expiry(any_rig: Any, tmp_path: Path) -> None:
     """One login (in whichever worker served first); the other worker calls the protected tool with the
     stored token, no login of its own; after the 3 s token expired, 8 concurrent conversations on both

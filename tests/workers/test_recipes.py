@@ -12,6 +12,7 @@ import pytest
 from tests.apps import kit
 
 
+@pytest.mark.slow
 def test_workers_package_imports_no_engine() -> None:
     """``yiemagent.workers`` works without dbos or celery installed: it never imports them itself."""
     code = ("import sys, yiemagent.workers; "

@@ -437,7 +437,8 @@ def _args(value: Any, where: str, environ: Mapping[str, str] | None) -> list[str
             fix = ""
             if isinstance(item, (bool, int, float)):
                 fix = f"; write {json.dumps(str(item).lower() if isinstance(item, bool) else str(item))} in quotes"
-            raise ConfigError(f"{where}[{i}]: must be a string, not {type(item).__name__} {item!r:.40}{fix}")
+            shown = "" if isinstance(item, (list, dict)) else f" {item!r:.40}"  # a YAML alias bomb has no short repr
+            raise ConfigError(f"{where}[{i}]: must be a string, not {type(item).__name__}{shown}{fix}")
         args.append(_no_escapes(expand_variables(item, environ, where=f"{where}[{i}]"), f"{where}[{i}]"))
     return args
 
