@@ -81,7 +81,7 @@ class Terminal:
         """Only what is on the screen now (40 lines)."""
         return self._tmux("capture-pane", "-p", "-t", "t").rstrip("\n")
 
-    def wait_for(self, pattern: str, timeout_seconds: float = 30.0, *, count: int = 1) -> str:
+    def wait_for(self, pattern: str, timeout_seconds: float = 60.0, *, count: int = 1) -> str:
         """Wait until ``pattern`` (a regex, multiline) occurs ``count`` times on the screen; return the screen.
 
         Raises:

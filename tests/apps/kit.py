@@ -83,8 +83,11 @@ def release(kill_dir: Path, name: str) -> None:
 
 
 def wait_ready(kill_dir: Path, name: str, timeout_seconds: float = 30.0) -> int:
-    """Wait until a process reached kill point ``name``; return its pid (test side)."""
+    """Wait until a process reached kill point ``name``; return its pid (test side). At least 90 s: a worker
+    starts and gets there in seconds, in tens of seconds on a loaded 2-core machine.
+    """
     ready = kill_dir / f"ready-{name}"
+    timeout_seconds = max(timeout_seconds, 90)
     deadline = time.monotonic() + timeout_seconds
     while not ready.exists():
         if time.monotonic() > deadline:

@@ -25,6 +25,9 @@ from tests.apps import kit
 from tests.helpers import free_port, process_output, start_process, stop_process, wait_for_port
 
 _prefixes = iter(range(1, 1_000_000))
+WAIT_SECONDS = 90
+"""The least ``Rig.wait_answers``/``wait_journaled`` wait for app processes: they answer in a second or two, in
+tens of seconds on a loaded 2-core machine; how fast is never what these tests test."""
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +100,7 @@ class Rig:
 
     def wait_answers(self, conversation_id: str, count: int, timeout_seconds: float = 60.0) -> list[dict[str, Any]]:
         """Wait until inputs 1..count of a conversation are answered; return the answers."""
-        deadline = time.monotonic() + timeout_seconds
+        deadline = time.monotonic() + max(timeout_seconds, WAIT_SECONDS)
         answers = []
         for seq in range(1, count + 1):
             remaining = max(0.1, deadline - time.monotonic())
@@ -107,6 +110,7 @@ class Rig:
     def wait_journaled(self, conversation_id: str, call_ids: list[str], run_key: str = "seq-1",
                        timeout_seconds: float = 20.0) -> None:
         """Wait until the results of ``call_ids`` are in the journal of ``run_key``."""
+        timeout_seconds = max(timeout_seconds, WAIT_SECONDS)
         deadline = time.monotonic() + timeout_seconds
         while True:
             steps = self.store.steps(conversation_id, run_key)
