@@ -166,6 +166,7 @@ def _resolves(dotted: str) -> bool:
     return False
 
 
+@pytest.mark.slow  # imports every docs import: some library runs `file` (platform.architecture)
 def test_readme_imports_and_dotted_paths_resolve():
     """Every ``from yiemagent... import ...`` line of the README and the docs (examples, doctests) runs,
     and every ``yiemagent.x.y`` path they name exists, so a moved module fails here, not in a reader's
@@ -194,6 +195,7 @@ ROOT_LAYOUT = {".ci", ".git", ".gitignore", "CHANGELOG.rst", "README.rst", "docs
 """The repository root as ``docs/layout.rst`` documents it; what tests and tools write is in ``.gitignore``."""
 
 
+@pytest.mark.slow  # runs git check-ignore
 def test_nothing_outside_the_documented_layout_at_the_repository_root():
     """Every entry at the root is documented or ignored by ``.gitignore`` (a cookie jar or a scratch script
     left there fails here, issue 25 point 5); every documented entry exists.

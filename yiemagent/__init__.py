@@ -14,7 +14,7 @@
 """
 
 import logging
-from types import ModuleType
+from types import ModuleType as _ModuleType
 
 from .__version__ import __version__
 from .agent import SHUTDOWN, Agent
@@ -192,6 +192,6 @@ _moved.install()  # old import paths (yiemagent.compaction, ...) keep working wi
 _install_log_policy()  # every yiemagent log line: secrets ***, peer text's control characters escaped
 
 
-def __getattr__(name: str) -> ModuleType:
+def __getattr__(name: str) -> _ModuleType:
     """``yiemagent.compaction`` and the other moved modules, with a ``DeprecationWarning`` (PEP 562)."""
     return _moved.moved_attribute(name)

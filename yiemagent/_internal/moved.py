@@ -17,6 +17,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 import warnings
+from pathlib import Path
 from types import ModuleType
 
 __all__ = ["MOVED", "install", "moved_attribute"]
@@ -68,9 +69,19 @@ MOVED: dict[str, str] = {
 
 
 def _warn(old: str, new: str) -> None:
-    frame, level = sys._getframe(1), 1
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
-                                 or frame.f_code.co_filename == __file__):
+    """Warn at the line that named the old path: the first frame that is not the import machinery."""
+    importlib_init = importlib.__file__
+    package_init = str(Path(__file__).resolve().parents[1] / "__init__.py")
+    frame, level = sys._getframe(1), 2
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if "importlib" in filename and "_bootstrap" in filename:
+            frame = frame.f_back  # type: ignore[assignment]  # warnings.warn skips these frames itself
+            continue
+        ours = filename in (__file__, importlib_init) or (filename == package_init
+                                                          and frame.f_code.co_name == "__getattr__")
+        if not ours:
+            break
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     warnings.warn(f"{old} moved to {new}; import it from there (the old path goes in the release after next)",
                   DeprecationWarning, stacklevel=level)
@@ -82,10 +93,13 @@ class _Alias(importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         _warn(spec.name, self.new)
-        return importlib.import_module(self.new)  # the real module: one object under both names
+        module = importlib.import_module(self.new)  # the real module: one object under both names
+        self.real_spec = module.__spec__  # importlib sets __spec__ to the alias's spec; exec_module puts it back
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: ``create_module`` returned the imported module."""
+        """Nothing to run (``create_module`` returned the imported module): give it back its own ``__spec__``."""
+        module.__spec__ = self.real_spec
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

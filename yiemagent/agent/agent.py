@@ -55,7 +55,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar, cast
 
-from .._internal.checks import check_number
+from .._internal.checks import check_bool, check_callable, check_number
 from ..context.compaction import Compaction, compaction_setting
 from ..exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigError
 from ..loop import LLMCall, LoopConfig, UsageLimits
@@ -370,7 +370,7 @@ class Agent:
             entry.future = concurrent.futures.Future()
             stream.attach(entry.future)
             stream.seq = runs.inbox_seq(entry)  # with a store: in the inbox before the first event
-            threading.Thread(target=runs.serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-stream",
+            threading.Thread(target=runs.serve_quietly, args=(entry, self), name=f"yiemagent-{self.name}-stream",
                              daemon=True).start()
         else:
             stream.attach(self.submit(entry))
@@ -524,7 +524,7 @@ class Agent:
             AgentClosedError: the agent was shut down.
         """
         recover = self._runs.recover if self.conversation.durable else None
-        if self._lifecycle.start(self._runs.serve_queued, recover) and self.mcp.clients:
+        if self._lifecycle.start(self._runs.serve_queued, recover, keep=self) and self.mcp.clients:
             self.mcp.list_in_background(f"yiemagent-{self.name}-mcp")
         return self
 
@@ -573,6 +573,7 @@ class Agent:
 
     @event_sink.setter
     def event_sink(self, sink: ev.EventSink | None) -> None:
+        check_callable("event_sink", sink)  # ConfigError, as in Agent(event_sink=...)
         self._runs.event_sink = sink
 
     @property
@@ -582,6 +583,7 @@ class Agent:
 
     @emit_intermediate.setter
     def emit_intermediate(self, value: bool) -> None:
+        check_bool("emit_intermediate", value)
         self._runs.emit_intermediate = value
 
     def pending_approvals(self) -> list[dict[str, Any]]:
@@ -590,11 +592,11 @@ class Agent:
 
     def approve(self, tool_call_id: str, *, timeout_seconds: float | None = None) -> Answer:
         """Approve one waiting call; see ``decide``."""
-        return self._approvals.approve(tool_call_id, timeout_seconds=timeout_seconds)
+        return self.decide({tool_call_id: True}, timeout_seconds=timeout_seconds)
 
     def reject(self, tool_call_id: str, reason: str = "", *, timeout_seconds: float | None = None) -> Answer:
         """Reject one waiting call; the model gets an error result with ``reason``; see ``decide``."""
-        return self._approvals.reject(tool_call_id, reason, timeout_seconds=timeout_seconds)
+        return self.decide({tool_call_id: reason or False}, timeout_seconds=timeout_seconds)
 
     def decide(self, decisions: Mapping[str, bool | str], *, timeout_seconds: float | None = None) -> Answer:
         """Record decisions about waiting calls; resume the run once none is left undecided.

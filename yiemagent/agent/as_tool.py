@@ -348,8 +348,8 @@ class AgentAsTool:
         """
         if self._lifecycle.thread is None:
             entry.future = concurrent.futures.Future()
-            threading.Thread(target=self._runs.serve_quietly, args=(entry,), name=f"yiemagent-{self.name}-as-tool",
-                             daemon=True).start()
+            threading.Thread(target=self._runs.serve_quietly, args=(entry, self._agent),
+                             name=f"yiemagent-{self.name}-as-tool", daemon=True).start()
             return entry.future
         while True:  # a full input queue is waited for in steps that see the abort and the deadline
             try:

@@ -227,8 +227,11 @@ class Lifecycle:
         """True while the agent thread is alive."""
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self, serve: Callable[[Any], object], recover: Callable[[], object] | None) -> bool:
+    def start(self, serve: Callable[[Any], object], recover: Callable[[], object] | None, keep: object) -> bool:
         """Start the agent thread (once): ``recover()`` first, then ``serve(item)`` for each input taken.
+
+        ``keep``: held by the thread while it runs (the agent: a started agent nobody references goes on
+        serving its queues, and its pool is not finalized under it).
 
         Returns:
             True when this call started it.
@@ -240,12 +243,12 @@ class Lifecycle:
             raise AgentClosedError(f"{self.closed_reason}; make a new one")
         if self.thread is not None:
             return False
-        self.thread = threading.Thread(target=self._main, args=(serve, recover),
+        self.thread = threading.Thread(target=self._main, args=(serve, recover, keep),
                                        name=f"yiemagent-{self.name}-agent", daemon=True)
         self.thread.start()
         return True
 
-    def _main(self, serve: Callable[[Any], object], recover: Callable[[], object] | None) -> None:
+    def _main(self, serve: Callable[[Any], object], recover: Callable[[], object] | None, keep: object) -> None:
         logger.debug("agent thread started")
         if recover is not None:
             try:

@@ -312,8 +312,11 @@ class Runs:
                 self._deliver_current = False
                 self._run_owner = None
 
-    def serve_quietly(self, entry: Input) -> None:
-        """Serve ``entry`` on this thread (``stream`` before ``start``); the answer goes to its future."""
+    def serve_quietly(self, entry: Input, keep: object = None) -> None:
+        """Serve ``entry`` on this thread (``stream`` before ``start``); the answer goes to its future.
+
+        ``keep``: held while the run lasts (the agent: dropped by its caller, it must not be finalized mid-run).
+        """
         try:
             self.serve(entry, deliver=False)
         except BaseException as exc:  # serve does not raise; never leave the future unresolved
