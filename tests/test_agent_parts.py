@@ -101,3 +101,22 @@ def test_event_sink_and_emit_intermediate_set_later_are_checked_as_in_the_constr
     assert agent.ask("x", timeout_seconds=30)["content"] == "hi"
     assert any(event.type == "agent_end" for event in events)
     agent.shutdown()
+
+
+def test_an_agent_dropped_after_ask_ends_its_workers_without_waiting_for_the_cycle_collector():
+    """No part holds the agent (they hold one another and weak references to it), so ``del agent`` after
+    ``ask()`` runs the finalizer at once and the worker threads end; with the mixins a reference cycle
+    kept them until ``gc.collect()``.
+    """
+    gc.disable()
+    try:
+        agent = Agent(ScriptedLLM([text_reply("hi")]), name="dropped-parts")
+        assert agent.ask("x", timeout_seconds=30)["content"] == "hi"
+        workers = [t for t in threading.enumerate() if t.name.startswith("yiemagent-dropped-parts-worker")]
+        assert workers
+        del agent
+        for worker in workers:
+            worker.join(30)
+        assert not any(worker.is_alive() for worker in workers)
+    finally:
+        gc.enable()

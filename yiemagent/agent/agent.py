@@ -276,7 +276,7 @@ class Agent:
             self.conversation = Conversation(config, servers=servers, mcp_required=mcp_required, steering=steering)
         self._runs.conversation = self.conversation
         self._approvals = Approvals(weakref.proxy(self), self._lifecycle, self._runs)
-        self._as_tool = AgentAsTool(self, self._lifecycle, self._runs)
+        self._as_tool: AgentAsTool | None = None  # made by the first as_tool(): it holds the agent
 
     def __repr__(self) -> str:
         state = "closed" if self._lifecycle.closed else ("running" if self.is_running else "idle")
@@ -617,6 +617,8 @@ class Agent:
         Raises:
             ConfigError: a bad ``name``, ``description`` or ``timeout_seconds``.
         """
+        if self._as_tool is None:
+            self._as_tool = AgentAsTool(self, self._lifecycle, self._runs)
         return self._as_tool.tool(name, description, timeout_seconds=timeout_seconds)
 
     # ------------------------------------------------------------------ the conversation
