@@ -22,7 +22,8 @@ lemonade-sdk/lemonade#2826 forwarded from llama.cpp: a spec-compliant SSE parser
 ``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
 ``--model NAME`` sets the replies' ``model`` field.
 
-Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log:
+Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log (before
+the answer is sent, so a client that read it finds it there; a stream's after the stream, with ``cut``):
 ``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the
 client closed the connection before the reply was complete (what ``Agent.abort()`` must cause).
 """
@@ -80,6 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
             number = _count[0]
         pieces, calls, pause = _plan(body)
         last = (body.get("messages") or [{}])[-1].get("content")
+        streamed = bool(body.get("stream")) and not _ignore_stream[0] and not _status[0]
+        if not streamed:  # logged before the answer: a client that read it finds its request in the log
+            self._log(body, number, last, cut=False)
         cut = False
         try:
             if _status[0] and _status_in_stream[0] and body.get("stream"):
@@ -94,12 +98,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(_status[0], http_status=200, content_type=_status_body_as[0])
             elif _status[0]:
                 self._error(_status[0])
-            elif body.get("stream") and not _ignore_stream[0]:
+            elif streamed:
                 self._stream(pieces, calls, pause)
             else:
                 self._plain(pieces, calls)
         except (BrokenPipeError, ConnectionResetError):
             cut = True
+        if streamed:  # logged after the stream, with whether the client cut it
+            self._log(body, number, last, cut=cut)
+
+    def _log(self, body: dict, number: int, last: object, *, cut: bool) -> None:
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
             tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
             log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut,
