@@ -236,8 +236,8 @@ class Agent:
         # The parts, each with its own state (docs/layout.rst): the thread, queues and pool; the run in
         # progress (the conversation's RunHost); typed answers; approvals; agents as tools.
         self._lifecycle = Lifecycle(self.name, max_workers=max_parallel_tools + 1, own_clients=own_clients,
-                                    abort=_weak(self.abort), owner=self)
-        self._runs = Runs(self._lifecycle, self.abort_event, _weak(self.abort), event_sink, emit_intermediate)
+                                    abort=_weak(self.abort), abort_event=self.abort_event, owner=self)
+        self._runs = Runs(self._lifecycle, _weak(self.abort), event_sink, emit_intermediate)
         self._typed = TypedInputs(self._runs.wrap, output_type, output_mode, output_retries, output_validators)
         self.mcp = MCPToolset(clients, self.tools, on_change=self._runs.tools_changed, on_error=self._runs.mcp_error,
                               limits=mcp_limits)

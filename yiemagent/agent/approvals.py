@@ -1,4 +1,4 @@
-"""Approvals, a part of ``Agent``: ``pending_approvals``, ``approve``, ``reject``, ``decide``.
+"""Approvals, a part of ``Agent``: ``pending_approvals`` and ``decide`` (``approve``/``reject`` are ``decide``).
 
 ``Agent`` delegates these four methods to ``Approvals``. The rules are in
 ``yiemagent.tools.approvals``; the pending calls and decisions live in the
@@ -73,14 +73,6 @@ class Approvals:
             StoreError: the store failed.
         """
         return self.conversation.pending_approvals()
-
-    def approve(self, tool_call_id: str, *, timeout_seconds: float | None = None) -> Answer:
-        """Approve one waiting call; see ``decide``."""
-        return self.decide({tool_call_id: True}, timeout_seconds=timeout_seconds)
-
-    def reject(self, tool_call_id: str, reason: str = "", *, timeout_seconds: float | None = None) -> Answer:
-        """Reject one waiting call; the model gets an error result with ``reason``; see ``decide``."""
-        return self.decide({tool_call_id: reason or False}, timeout_seconds=timeout_seconds)
 
     def decide(self, decisions: Mapping[str, bool | str], *, timeout_seconds: float | None = None) -> Answer:
         """Record decisions about waiting calls; once the run has none left undecided, resume it.

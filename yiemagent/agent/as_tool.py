@@ -96,11 +96,6 @@ _waits: dict[int, Any] = {}
 """Threads waiting in a call of an agent's tool: thread ident -> the agent waited for (its turn or its answer)."""
 
 
-def _owns(agent: AgentAsTool, ident: int) -> bool:
-    """True when thread ``ident`` works for ``agent``: its thread, a worker of its pool, or its run's thread."""
-    return agent.works_for(ident)
-
-
 def _deadlock(target: Any, ident: int) -> list[str] | None:
     """The agents through which thread ``ident``, waiting for ``target``, would wait for itself; else None.
 
@@ -116,7 +111,7 @@ def _deadlock(target: Any, ident: int) -> list[str] | None:
     idents, between = [ident], []  # the ancestry, and the delegated agents along it (innermost first)
     while True:
         step = next(((agent, caller) for agent, caller in active
-                     if agent not in between and _owns(agent, idents[-1])), None)
+                     if agent not in between and agent.works_for(idents[-1])), None)
         if step is None:
             break
         between.append(step[0])
@@ -125,11 +120,11 @@ def _deadlock(target: Any, ident: int) -> list[str] | None:
     seen: list[Any] = [target]
     while paths:
         path = paths.pop(0)
-        owner = next((k for k, each in enumerate(idents) if _owns(path[-1], each)), None)
+        owner = next((k for k, each in enumerate(idents) if path[-1].works_for(each)), None)
         if owner is not None:  # outermost first: the agent in the ancestry -> ... -> this call -> ... -> it
             return [a.name for a in (path[-1], *reversed(between[:owner]), *path)]
         for waiting, waited in waits.items():
-            if waiting != ident and waited not in seen and _owns(path[-1], waiting):
+            if waiting != ident and waited not in seen and path[-1].works_for(waiting):
                 seen.append(waited)
                 paths.append([*path, waited])
     return None

@@ -96,14 +96,16 @@ class Lifecycle:
         max_workers: threads of the pool that runs model calls and tools.
         own_clients: MCP clients to close at shutdown (those the agent made or was handed).
         abort: aborts the current run (``Agent.abort``); called by ``shutdown`` past its deadline.
+        abort_event: the agent's ``abort_event``: an intermediate answer of an aborted run never waits for room.
         owner: the agent; when it is dropped without ``shutdown()`` the pool threads end (a finalizer).
 
     Every attribute below is read by the agent's other parts and written only here.
     """
 
     def __init__(self, name: str, max_workers: int, own_clients: list[MCPClient],
-                 abort: Callable[[], None], owner: object) -> None:
+                 abort: Callable[[], None], abort_event: threading.Event, owner: object) -> None:
         self.name = name
+        self.abort_event = abort_event
         self.wakeup = threading.Event()
         """Set by every put on an input queue and by ``shutdown``: the agent thread looks again."""
         self.input_queue = ClosableQueue(16, self.wakeup)
@@ -201,7 +203,7 @@ class Lifecycle:
         """``abort()``: a thread blocked putting an answer on a full output queue gives up (``undelivered``)."""
         self._abort_generation += 1
 
-    def deliver(self, answer: dict[str, Any], abort_event: threading.Event) -> None:
+    def deliver(self, answer: dict[str, Any]) -> None:
         """Put ``answer`` on ``output_queue``; never blocks for ever (see ``undelivered``).
 
         What an aborted run puts (its intermediate messages, its answer) never waits for room:
@@ -213,7 +215,7 @@ class Lifecycle:
         def give_up() -> bool:
             deadline = self._deliver_deadline
             return (aborted or self.stop_mode == "now" or self._abort_generation != generation
-                    or (answer.get("intermediate") is True and abort_event.is_set())
+                    or (answer.get("intermediate") is True and self.abort_event.is_set())
                     or (deadline is not None and time.monotonic() >= deadline))
 
         if not deliver(self.output_queue, answer, give_up):

@@ -38,7 +38,6 @@ class Runs:
     Args:
         lifecycle: the agent's queues and stop state: answers are delivered there, steering inputs taken
             from there, inputs taken at a ``shutdown("now")`` kept there.
-        abort_event: the agent's ``abort_event`` (cleared when a run starts).
         abort: aborts the current run (``Agent.abort``).
         event_sink: the user's sink (``yiemagent.loop.events``); ``emit_intermediate``: also deliver
             each assistant message with tool calls and each tool result (see ``Agent``).
@@ -50,10 +49,10 @@ class Runs:
     conversation: Conversation
     mcp: MCPToolset
 
-    def __init__(self, lifecycle: Lifecycle, abort_event: threading.Event, abort: Callable[[], None],
-                 event_sink: ev.EventSink | None, emit_intermediate: bool) -> None:
+    def __init__(self, lifecycle: Lifecycle, abort: Callable[[], None], event_sink: ev.EventSink | None,
+                 emit_intermediate: bool) -> None:
         self.lifecycle = lifecycle
-        self.abort_event = abort_event
+        self.abort_event = lifecycle.abort_event  # RunHost.abort_event: the agent's, owned by Lifecycle
         self._abort = abort
         self.event_sink = event_sink
         self.emit_intermediate = emit_intermediate
@@ -164,7 +163,7 @@ class Runs:
             ):
                 item = to_openai(message)
                 item.update(intermediate=True, input_ids=list(self._run_input_ids))
-                self.lifecycle.deliver(item, self.abort_event)
+                self.lifecycle.deliver(item)
         ev.emit(self.event_sink, event)
         self._to_listeners(event)
 
@@ -232,7 +231,7 @@ class Runs:
         if entry is not None and entry.future is not None:
             resolve(entry.future, answer)
         else:
-            self.lifecycle.deliver(answer, self.abort_event)
+            self.lifecycle.deliver(answer)
         return answer
 
     def deliver(self, answer: dict[str, Any], entries: list[Input], to_output: bool) -> None:
@@ -244,7 +243,7 @@ class Runs:
             else:
                 no_future = True
         if to_output and no_future:
-            self.lifecycle.deliver(answer, self.abort_event)
+            self.lifecycle.deliver(answer)
 
     # ------------------------------------------------------------------ runs
 
