@@ -44,7 +44,7 @@ def test_every_old_path_imports_the_new_module_and_warns_naming_it():
         assert MOVED[old] in caught[0][1] and old in caught[0][1]
 
 
-def test_each_way_of_naming_an_old_path_warns_at_the_callers_line_with_default_filters(tmp_path):
+def test_mosaico_741_sklearn_7963_an_old_path_warns_at_the_importing_line_under_default_filters(tmp_path):
     """``import``, ``from ... import``, ``from yiemagent import x``, ``yiemagent.x`` and ``import_module``: each
     warns once, at the user's own line, so Python's default filters show it for a script (a warning pointed
     at importlib or ``sys:1`` is hidden); found by a fresh user's trial of issue 25's move.
