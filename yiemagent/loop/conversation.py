@@ -85,10 +85,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..context.compaction import compacted_view
+from ..context.history_index import HistoryIndex
 from ..exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
 from ..messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
 from ..messages.formatting import OpenAIFormatter
 from ..messages.guard import RequestGuard
+from ..messages.history import History
 from ..output.typed_output import OutputSpec
 from ..output.typed_run import answer_output
 from ..textpolicy import boundary, json_text
@@ -268,8 +270,9 @@ class Conversation:
         self.config = config
         self.servers = servers
         self.mcp_required = mcp_required
-        self.history: list[Message] = []
-        """The conversation (yiemagent messages; no system prompt)."""
+        self.history = History()
+        self.index = HistoryIndex()
+        """What runs need of the history, read once per message (``yiemagent.context.history_index``)."""
         self.usage: dict[str, Any] = {}
         """Token counts summed over every run (from replies that report ``usage``)."""
         self._host: RunHost | None = None  # of the run in progress (steering polls go to it)
@@ -287,6 +290,21 @@ class Conversation:
     @config.setter
     def config(self, config: LoopConfig) -> None:
         self._config = dataclasses.replace(config, poll_steering=self._poll_steering) if self._steering else config
+
+    @property
+    def history(self) -> list[Message]:
+        """The conversation (yiemagent messages; no system prompt), a ``History``.
+
+        A list given here is copied into a ``History``
+        (``yiemagent.messages.history``), which counts its edits, so that each
+        run reads only the messages added since the last one; edit it in place
+        (``history[i] = m``, ``del history[i:]``) or give a new list.
+        """
+        return self._history
+
+    @history.setter
+    def history(self, messages: list[Message]) -> None:
+        self._history = messages if type(messages) is History else History(messages)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(self.history)} messages>"
@@ -336,11 +354,13 @@ class Conversation:
                     config = self.config if entry.output is None else dataclasses.replace(self.config,
                                                                                           output=entry.output)
                     result = run_turns(self.history, [entry.message], config, host.abort_event, host.emit,
-                                       run_id=run_id, input_ids=[entry.id], journal=journal or memory)
+                                       run_id=run_id, input_ids=[entry.id], journal=journal or memory,
+                                       index=self.index)
                     scope.result = result
                     waiting = result.status == "awaiting_approval"
                     if waiting:  # replayed when the run resumes: not in the history, not counted yet
                         del self.history[start:]
+                        self.index.rollback(self.history)
                     else:
                         add_usage(self.usage, result.usage)
                     if memory is not None:

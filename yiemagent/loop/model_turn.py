@@ -17,11 +17,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..context.compaction import compact, compacted_view, is_compaction, request_tokens
+from ..context.compaction import compact, is_compaction, request_tokens
+from ..context.history_index import HistoryIndex
 from ..context.overflow import is_context_overflow
 from ..exceptions import FormatError, LLMError, SimulatedCrash, YiemagentError
 from ..messages import AssistantMessage, UserMessage
 from ..messages.dicts import message_from_dict, message_to_dict
+from ..messages.formatting import OpenAIFormatter
+from ..messages.guard import RequestGuard
 from ..messages.tool_calls import parse_response
 from ..output.typed_run import TypedRun
 from . import events as ev
@@ -59,7 +62,7 @@ class ModelTurn(ToolBatch):
     turns: int
     usage: dict[str, Any]
     taken_ids: set[str]
-    has_excluded: bool
+    index: HistoryIndex
     start_len: int
     request_tokens: int | None
     system: dict[str, Any] | None
@@ -132,23 +135,40 @@ class ModelTurn(ToolBatch):
         The size is measured only with ``LoopConfig.compaction`` (else 0).
         """
         config = self.config
+        index = self.index
+        index.sync(self.history, owned=True)
         # what is sent: the latest summary and the messages after it, without failed runs' messages
-        history = compacted_view(self.history) if self.has_excluded else self.history
+        history = index.view(self.history)
         context = history if config.prepare_context is None else config.prepare_context(history)
-        messages = config.format_messages(context)
-        if self.system is not None:
-            messages = [self.system, *messages]
+        formatter = config.format_messages
+        # the default formatter's own list (no copy): extended in place while the view only grows
+        messages = formatter.formatted(context) if isinstance(formatter, OpenAIFormatter) else formatter(context)
         tools = config.tools.to_openai() if tools_enabled else []
         response_format = None
+        guard = config.request_guard
         if self.typed is not None:  # a typed answer: instruction, tools and response_format (typed_run)
+            if self.system is not None:
+                messages = [self.system, *messages]
             messages, tools, response_format = self.typed.shape_request(messages, tools)
-        messages, tools, repairs = config.request_guard(messages, tools)
+            messages, tools, repairs = guard(messages, tools)
+        elif isinstance(guard, RequestGuard):  # the system prompt joined to what it checked before
+            messages, tools, repairs = guard.check(messages, tools, head=self.system)
+        else:
+            messages, tools, repairs = guard([self.system, *messages] if self.system is not None else list(messages),
+                                             tools)
         if repairs:
             self.emit(ev.RequestRepairedEvent(turn=self.turns, repairs=repairs))
         size = 0
-        if config.compaction is not None:
-            size = request_tokens(self.history, messages, tools, config.compaction.counter,
-                                  calibrate=config.prepare_context is None)
+        compaction = config.compaction
+        if compaction is not None:
+            if config.prepare_context is None and self.typed is None:  # counted one message at a time, once
+                index.count_with(compaction.message_tokens)
+                whole, calibrated = index.tokens(self.history)
+                size = calibrated if calibrated is not None else whole + compaction.counter(
+                    [self.system] if self.system is not None else [], tools)
+            else:
+                size = request_tokens(self.history, messages, tools, compaction.counter,
+                                      calibrate=config.prepare_context is None)
         return messages, tools, response_format, size
 
     def compacted(self, reason: Literal["budget", "overflow"], request: _Request, tools_enabled: bool) -> _Request:
@@ -171,8 +191,7 @@ class ModelTurn(ToolBatch):
                         self.run_id, self.turns, request[3])
             return request
         assert done.message.compaction is not None
-        self.history.append(done.message)
-        self.has_excluded = True  # a summary is excluded: requests go through compacted_view
+        self.history.append(done.message)  # the index reads it: requests go through the view from now on
         rebuilt = self.build_request(tools_enabled)
         done.message.compaction.update(reason=reason, tokens_before=request[3], tokens_after=rebuilt[3])
         recorded = self.record_compaction(done.message)
@@ -216,8 +235,7 @@ class ModelTurn(ToolBatch):
             except FormatError:
                 continue
             if isinstance(message, UserMessage) and is_compaction(message):
-                self.history.append(message)
-                self.has_excluded = True  # a summary is excluded: requests go through compacted_view
+                self.history.append(message)  # the index reads it: requests go through the view
 
     def send(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
              response_format: dict[str, Any] | None) -> AssistantMessage:

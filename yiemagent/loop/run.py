@@ -74,6 +74,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..context.history_index import HistoryIndex
 from ..context.usage_limits import LimitReached, UsageGuard, UsageLimits
 from ..exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
@@ -116,6 +117,7 @@ class _Run(ModelTurn, ToolBatch):
         sink: ev.EventSink | None,
         run_id: str,
         journal: Journal | None = None,
+        index: HistoryIndex | None = None,
     ) -> None:
         self.history = history
         self.journal = journal
@@ -136,10 +138,11 @@ class _Run(ModelTurn, ToolBatch):
         self.repeated = False
         self.interrupted: KeyboardInterrupt | None = None
         """Ctrl-C in the thread running the loop (``ask()`` before ``start()``): the run ends as aborted."""
-        self.taken_ids = {
-            call.id for m in history if isinstance(m, AssistantMessage) for call in m.tool_calls
-        }
-        self.has_excluded = any(getattr(m, "excluded", None) for m in history)
+        self.index = index if index is not None else HistoryIndex()
+        """What the run needs of the history, read once per message (``yiemagent.context.history_index``)."""
+        self.index.sync(history)
+        self.index.checkpoint()
+        self.taken_ids = self.index.tool_call_ids  # grows with the ids of new replies
         self.request_tokens: int | None = None
         """With ``LoopConfig.compaction``: the size of the last request, in tokens."""
         self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
@@ -244,7 +247,8 @@ class _Run(ModelTurn, ToolBatch):
                 self.typed = TypedRun(self.config.output, self.config.llm_call, self.config.tools)
                 self.config = dataclasses.replace(self.config, tools=self.typed.tools)
             self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
-                                     self.history[:self.start_len], getattr(self.config.llm_call, "model", None))
+                                     self.history[:self.start_len] if self.config.conversation_usage_limits
+                                     else [], getattr(self.config.llm_call, "model", None))
             while True:
                 if self.abort_event.is_set():
                     raise Aborted()
@@ -374,6 +378,7 @@ class _Run(ModelTurn, ToolBatch):
             for added in self.history[self.start_len:]:
                 if hasattr(added, "excluded"):
                     added.excluded = reason
+            self.index.rollback(self.history)  # the run's messages are read again, now excluded
         self.emit(
             ev.AgentEndEvent(status=status, turns=self.turns, duration_seconds=time.monotonic() - started,
                              usage=dict(self.usage))
@@ -398,6 +403,7 @@ def run_turns(
     run_id: str | None = None,
     input_ids: list[str] | None = None,
     journal: Journal | None = None,
+    index: HistoryIndex | None = None,
 ) -> RunResult:
     """Run the agent on ``inputs`` until it answers; append everything to ``history``.
 
@@ -414,10 +420,15 @@ def run_turns(
         journal: records model replies and tool results and replays those
             recorded by an interrupted run (``yiemagent.store.journal.StoreJournal``);
             None: nothing is recorded.
+        index: what is known of ``history`` from earlier runs
+            (``yiemagent.context.history_index``; ``Conversation`` keeps one);
+            with a ``History`` (``yiemagent.messages.history``) each run reads
+            only the messages added since. None: the history is read in full.
 
     Returns:
         ``RunResult`` with the final ``answer``, the ``status`` and the new messages.
         It never raises for failures of the model, tools, hooks or sink.
     """
-    run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12], journal)
+    run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12], journal,
+               index)
     return run.run(inputs, list(input_ids or []))

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..formats.dialects import MESSAGE_FIELDS, TOOL_CALL_FIELDS
 from . import AssistantMessage, ImageContent, Message, ReasoningContent, ToolResultMessage, to_openai
+from .history import History, Mark, grew_from, mark
 
 __all__ = ["OpenAIFormatter"]
 
@@ -59,7 +60,8 @@ class OpenAIFormatter:
         self.send_extra = send_extra
         self.send_provider_fields = send_provider_fields
         self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
-        self._prev: tuple[list[Message], list[dict[str, Any]]] | None = None
+        self._prev: tuple[list[Message], list[dict[str, Any]]] | None = None  # a plain list read last
+        self._seen: tuple[Mark, History[dict[str, Any]]] | None = None  # a History read last, and its dicts
 
     def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -80,14 +82,31 @@ class OpenAIFormatter:
         When ``history`` only grew since the last call (every message of the
         previous call is the same object, or an equal one, at the same place),
         the formatted prefix is reused and only the new messages are looked at.
+        For a ``History`` (``yiemagent.messages.history``) that check is O(1).
         """
-        prev = self._prev
-        # list == compares by identity first (C speed); a message that is a new but equal object converts
-        # to the same dicts, so reusing them is right as well
-        if prev is not None and len(prev[0]) <= len(history) and prev[0] == history[:len(prev[0])]:
-            start, out = len(prev[0]), list(prev[1])
+        return list(self.formatted(history))
+
+    def formatted(self, history: list[Message]) -> list[dict[str, Any]]:
+        """``__call__`` without the copy: the formatter's own list, which later calls may extend.
+
+        For the loop (``yiemagent.loop.model_turn``): the caller must not change
+        it. While ``history`` is a ``History`` that only grows, the same list
+        object comes back, grown; so a reader of it can also tell in O(1).
+        """
+        seen = self._seen
+        grown = grew_from(history, seen[0]) if seen is not None else None
+        out: list[dict[str, Any]]
+        if seen is not None and grown is not None:
+            start, out = grown, seen[1]
         else:
-            start, out = 0, []
+            prev = self._prev
+            # list == compares by identity first (C speed); a message that is a new but equal object converts
+            # to the same dicts, so reusing them is right as well
+            if prev is not None and len(prev[0]) <= len(history) and prev[0] == history[:len(prev[0])]:
+                start, out = len(prev[0]), History(prev[1])
+            else:
+                start, out = 0, History()
+        self._seen = self._prev = None
         cache = self._cache
         with_images: list[ToolResultMessage] = []
         for message in history[start:] if start else history:
@@ -122,10 +141,14 @@ class OpenAIFormatter:
                 with_images.append(message)  # type: ignore[arg-type]
         if with_images:  # the images message ends the list: do not reuse this prefix next time
             out.append(self._images_message(with_images))
-            self._prev = None
-        else:
-            self._prev = (list(history), out) if history else None
+        elif history:
+            history_mark = mark(history)
+            if history_mark is not None:
+                assert isinstance(out, History)
+                self._seen = (history_mark, out)
+            else:
+                self._prev = (list(history), out)
         if len(cache) > 2 * len(history) + 64:  # history was replaced or trimmed
             live = {id(m) for m in history}
             self._cache = {k: v for k, v in cache.items() if k in live}
-        return list(out)
+        return out

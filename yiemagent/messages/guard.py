@@ -75,6 +75,7 @@ from typing import Any
 from ..exceptions import InvalidRequestError
 from ..formats.dialects import SIGNED_ID_MARKERS
 from ..formats.schema_repair import fix_schema
+from .history import History, Mark, grew_from, mark
 from .repair import NAME_PATTERN, _check_message, _Checked, _text, valid_name
 
 __all__ = ["NAME_PATTERN", "RequestGuard", "fix_schema", "valid_name"]
@@ -109,7 +110,10 @@ class RequestGuard:
     def __init__(self) -> None:
         self._checked: dict[int, tuple[Any, _Checked]] = {}
         self._tools: dict[int, tuple[Any, Any, list[str]]] = {}
-        self._prev: tuple[list[Any], list[dict[str, Any]], set[str], list[str]] | None = None
+        # what the last request ended with, when its end can be extended: (a copy of the messages, or the
+        # mark of a History; the dicts sent; the tool-call ids sent; the repairs)
+        self._prev: tuple[list[Any] | Mark, list[dict[str, Any]], set[str], list[str]] | None = None
+        self._joined: tuple[Any, Mark, History[Any]] | None = None  # (head, mark of the body, [head, *body])
 
     def _check(self, message: Any, index: int) -> _Checked:
         hit = self._checked.get(id(message))
@@ -193,15 +197,35 @@ class RequestGuard:
                 message that is not a dict or has an unknown role; an invalid
                 or duplicate tool name).
         """
+        return self.check(messages, tools)
+
+    def check(self, messages: Any, tools: Any = None, *, head: dict[str, Any] | None = None
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+        """``__call__`` for ``[head, *messages]`` (the loop's system prompt first), without copying ``messages``.
+
+        While ``messages`` is a ``History`` that only grows (the formatter's own
+        list) and ``head`` is the same object, only what was added is looked at
+        (O(1) to tell). Same returns and errors as ``__call__``.
+        """
         if not isinstance(messages, list):
             raise InvalidRequestError(f"messages must be a list, not {type(messages).__name__}")
+        if head is not None:
+            messages = self._join(head, messages)
         if not messages:
             raise InvalidRequestError("a request needs at least one message")
         fixed_tools, tool_repairs = self.check_tools(tools)
         prev = self._prev
         self._prev = None
-        if prev is not None and len(prev[0]) < len(messages) and prev[0] == messages[:len(prev[0])]:
-            start, out, seen, repairs = len(prev[0]), list(prev[1]), prev[2], list(prev[3])
+        start = None
+        if prev is not None:
+            if type(prev[0]) is tuple:  # the mark of a History
+                start = grew_from(messages, prev[0])
+                if start == len(messages):
+                    start = None  # not grown: read again, as for a plain list
+            elif len(prev[0]) < len(messages) and prev[0] == messages[:len(prev[0])]:
+                start = len(prev[0])
+        if prev is not None and start is not None:
+            out, seen, repairs = prev[1], prev[2], list(prev[3])  # out and seen are the guard's own: extended
         else:
             start, out, seen, repairs = 0, [], set(), []
         clean_end = self._order(messages, start, out, seen, repairs)
@@ -211,11 +235,27 @@ class RequestGuard:
             live = {id(m) for m in messages}
             self._checked = {k: v for k, v in self._checked.items() if k in live}
         if clean_end:
-            self._prev = (list(messages), out, seen, list(repairs))
+            self._prev = (mark(messages) or list(messages), out, seen, list(repairs))
         if repairs or tool_repairs:
             logger.info("request repaired: %s", "; ".join([*repairs, *tool_repairs]))
         return list(out), fixed_tools, [*repairs, *tool_repairs]
 
+    def _join(self, head: dict[str, Any], body: list[Any]) -> list[Any]:
+        """``[head, *body]``, extended in place while ``body`` only grows (a ``History``: O(1) to tell)."""
+        joined = self._joined
+        if joined is not None and joined[0] is head:
+            grown = grew_from(body, joined[1])
+            if grown is not None:
+                joined[2].extend(body[grown:])
+                self._joined = (head, mark(body) or joined[1], joined[2])
+                return joined[2]
+        body_mark = mark(body)
+        if body_mark is None:  # a plain list: the request is compared with the last one (C speed)
+            self._joined = None
+            return [head, *body]
+        whole: History[Any] = History([head, *body])
+        self._joined = (head, body_mark, whole)
+        return whole
     def _order(self, messages: list[Any], start: int, out: list[dict[str, Any]], seen: set[str],
                repairs: list[str]) -> bool:
         """Append the messages from ``start`` to ``out`` in a valid order; True if the end can be extended."""
