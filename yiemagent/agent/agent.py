@@ -113,6 +113,10 @@ class Agent:
         event_sink: ``sink(event)``, see ``yiemagent.loop.events``.
         max_turns: model calls per input, at most; the last is made without tools.
         tool_execution: ``"parallel"`` (a thread pool) or ``"sequential"``.
+        inline: call ``llm_call`` and every tool on the agent's own thread, with
+            no hand-off to a worker (``LoopConfig.inline``): the fastest loop, for
+            models and tools that return at once; an abort is seen only when a
+            call returns. One tool alone: ``@tool(inline=True)``.
         prepare_context: ``prepare_context(history) -> history`` before each model call.
         format_messages: ``format_messages(history) -> [OpenAI dict]``; default OpenAI format.
         builtin_list_tools: add the ``list_tools`` tool when there are MCP servers.
@@ -197,6 +201,7 @@ class Agent:
         event_sink: ev.EventSink | None = None,
         max_turns: int = 10,
         tool_execution: Literal["parallel", "sequential"] = "parallel",
+        inline: bool = False,
         prepare_context: Callable[[list[Message]], list[Message]] | None = None,
         format_messages: Callable[[list[Message]], list[dict[str, Any]]] | None = None,
         builtin_list_tools: bool = True,
@@ -252,7 +257,7 @@ class Agent:
             max_turns=max_turns,
             before_tool_call=before_tool_call, after_tool_call=after_tool_call,
             prepare_context=prepare_context, format_messages=format_messages or OpenAIFormatter(),
-            tool_execution=tool_execution,
+            tool_execution=tool_execution, inline=inline,
             before_model_call=self._runs.refresh_tools if clients else None,
             max_repeated_calls=max_repeated_calls,
             final_turn_without_tools=final_turn_without_tools,

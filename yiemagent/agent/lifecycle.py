@@ -74,7 +74,7 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
         raise ConfigError(f"store must be a ConversationStore such as yiemagent.store.SQLiteStore({store!r:.60}), "
                           f"not {type(store).__name__} {store!r:.60}")
     check_str("conversation_id", args.get("conversation_id"), optional=True, empty=False)
-    for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools"):
+    for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools", "inline"):
         check_bool(flag, args[flag])
     tools = args["tools"]
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):

@@ -63,6 +63,10 @@ class LoopConfig:
     """Returns ``[(message, input_id)]`` that arrived during the run; called after each tool batch."""
     executor: concurrent.futures.Executor | None = None
     """Worker threads for model calls and tools; None makes a pool per run."""
+    inline: bool = False
+    """Call ``llm_call`` and every tool on the loop's own thread: no hand-off to a worker (the fastest
+    loop), but an abort is seen only when the call returns. For models and tools that return at once
+    (scripted models, pure functions); one tool alone: ``AgentTool(inline=True)``."""
     _streaming: tuple[Any, bool, bool] | None = field(default=None, init=False, repr=False, compare=False)
     """Cache: (llm_call, whether it takes ``on_delta``, ``abort_event``): the signature is read once per callable."""
 

@@ -250,9 +250,11 @@ class ModelTurn(ToolBatch):
             llm_call = functools.partial(llm_call, abort_event=self.abort_event)
         if response_format is not None:
             llm_call = functools.partial(llm_call, response_format=response_format)
-        future = self.submit(_contained, self.updates.put, llm_call, messages, tools)
         try:
-            response = self.wait(future)
+            if config.inline:  # on this thread: no hand-off (LoopConfig.inline)
+                response = self.here(_contained, self.updates.put, llm_call, messages, tools)
+            else:
+                response = self.wait(self.submit(_contained, self.updates.put, llm_call, messages, tools))
         except Aborted:
             raise
         except Exception as exc:

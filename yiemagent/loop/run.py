@@ -190,6 +190,23 @@ class _Run(ModelTurn, ToolBatch):
                 future.cancel()
                 raise Aborted()
 
+    def here(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on this thread (``LoopConfig.inline``, ``AgentTool.inline``); its updates emitted after.
+
+        Raises ``Aborted`` when the abort event is set before it starts; what
+        ``fn`` raises goes up as ``wait`` would raise it.
+        """
+        if self.abort_event.is_set():
+            raise Aborted()
+        try:
+            return fn(*args)
+        except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: an abort
+            self.interrupted = exc
+            self.abort_event.set()
+            raise Aborted() from exc
+        finally:
+            self.flush_updates()
+
     def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         if self.executor is None:
             self.own_executor = concurrent.futures.ThreadPoolExecutor(

@@ -74,6 +74,10 @@ class ToolBatch:
         """Run ``fn(*args)`` on a worker thread."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
+    def here(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on this thread (an inline call); raise ``Aborted`` if the abort event is set first."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
     def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
         """Count identical calls in a row; refuse the one that reaches the limit."""
         limit = self.config.max_repeated_calls
@@ -206,6 +210,12 @@ class ToolBatch:
                 started, refusal, ran = self.start(call)
                 if refusal is not None:
                     results[i] = self.finish(call, refusal, started, ran=ran)
+                    continue
+                if self.config.inline or getattr(self.config.tools.get(call.name), "inline", False):
+                    result, late = self.here(self.execute, call)  # on this thread: no hand-off
+                    if late:
+                        raise Aborted()
+                    results[i] = self.finish(call, result, started, ran=True)
                     continue
                 future = self.submit(self.execute, call)
                 pending[future] = (i, started)

@@ -29,6 +29,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from ..exceptions import ConfigError, ToolArgumentsError
+from .quick_schema import quick_check
 from .schema_checks import foreign_failure, pattern_budget, safe_validator_class
 
 __all__ = ["AgentTool", "Execute"]
@@ -73,6 +74,9 @@ class AgentTool:
     """A display name for people (MCP ``title``), or None."""
     icons: list[dict[str, Any]] | None = field(default=None, compare=False)
     """MCP ``icons`` (``[{"src", "mimeType"?, "sizes"?, "theme"?}]``) for UIs, or None."""
+    inline: bool = field(default=False, compare=False)
+    """True when the tool returns at once (a pure function, a lookup in memory): it runs on the loop's
+    own thread, without a hand-off to a worker, and an abort is seen when it returns."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VALID_NAME.match(self.name):
@@ -88,6 +92,7 @@ class AgentTool:
             cls = safe_validator_class(self.input_schema)
             cls.check_schema(self.input_schema)
             self._validator = cls(self.input_schema)
+            self._quick = quick_check(self.input_schema)  # plainly valid arguments skip jsonschema
         except jsonschema.exceptions.SchemaError as exc:
             raise ConfigError(f"tool {self.name!r}: invalid input_schema: {exc.message}") from exc
         except BaseException as exc:  # a dependency's RecursionError, referencing error or Rust panic
@@ -106,6 +111,9 @@ class AgentTool:
         Raises:
             ToolArgumentsError: with ``.errors`` = ``["<json path>: <message>", ...]``.
         """
+        quick = self._quick
+        if quick is not None and quick(arguments):
+            return
         try:
             with pattern_budget():
                 errors = sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))

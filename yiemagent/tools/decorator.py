@@ -124,20 +124,21 @@ class FunctionTool(AgentTool, Generic[_P, _R]):
 @overload
 def tool(
     fn: Callable[_P, _R], *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False, needs_approval: bool = False,
+    idempotent: bool = False, needs_approval: bool = False, inline: bool = False,
 ) -> FunctionTool[_P, _R]: ...
 
 
 @overload
 def tool(
     fn: None = None, *, name: str | None = None, description: str | None = None, sequential: bool = False,
-    idempotent: bool = False, needs_approval: bool = False,
+    idempotent: bool = False, needs_approval: bool = False, inline: bool = False,
 ) -> Callable[[Callable[_P, _R]], FunctionTool[_P, _R]]: ...
 
 
 def tool(
     fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None,
     sequential: bool = False, idempotent: bool = False, needs_approval: bool = False,
+    inline: bool = False,
 ) -> Any:
     """Turn a typed, documented function into an ``AgentTool`` (a ``FunctionTool``).
 
@@ -153,7 +154,9 @@ def tool(
     ``idempotent=True`` marks a tool safe to run again after a crash interrupted
     it (see ``AgentTool.idempotent``); ``sequential=True`` one that runs alone;
     ``needs_approval=True`` one that runs only once a person approved the call
-    (the run stops with status ``awaiting_approval``: ``yiemagent.tools.approvals``).
+    (the run stops with status ``awaiting_approval``: ``yiemagent.tools.approvals``);
+    ``inline=True`` one that returns at once and runs on the loop's own thread
+    (``AgentTool.inline``: no hand-off; an abort is seen when it returns).
 
     Raises:
         ConfigError: an annotation has no JSON Schema equivalent.
@@ -205,6 +208,7 @@ def tool(
             sequential=sequential,
             idempotent=idempotent,
             needs_approval=needs_approval,
+            inline=inline,
         )
         made.fn = func
         return made
