@@ -14,7 +14,7 @@
 """
 
 import logging
-from typing import TYPE_CHECKING
+import typing as _typing
 
 from .__version__ import __version__
 from ._internal.lazy import lazy_exports as _lazy_exports
@@ -51,7 +51,7 @@ from .exceptions import (
     YiemagentWarning,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:  # the names for type checkers; at run time each loads on first use (below)
     from .agent import SHUTDOWN, Agent
     from .agent.streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
     from .context.usage_limits import UsageLimits
