@@ -14,12 +14,10 @@
 """
 
 import logging
-from types import ModuleType as _ModuleType
+import typing as _typing
 
 from .__version__ import __version__
-from .agent import SHUTDOWN, Agent
-from .agent.streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
-from .context.usage_limits import UsageLimits
+from ._internal.lazy import lazy_exports as _lazy_exports
 from .exceptions import (
     AgentBusyError,
     AgentClosedError,
@@ -52,47 +50,114 @@ from .exceptions import (
     YiemagentError,
     YiemagentWarning,
 )
-from .loop import LoopConfig, RunResult, run_turns
-from .loop.events import Event, MessageUpdateEvent
-from .loop.journal import current_idempotency_key
-from .mcp import MCPClient
-from .mcp.config import MCPServerConfig, load_mcp_config
-from .messages import (
-    AssistantMessage,
-    ImageContent,
-    ReasoningContent,
-    SystemMessage,
-    TextContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-    from_openai,
-    to_openai,
-)
-from .messages.guard import RequestGuard
-from .messages.tool_calls import extract_tool_calls, parse_response
-from .models.adapters import litellm_chat, openai_client_chat
-from .models.constrained import ConstrainedToolCalls
-from .models.fallback import FallbackLLM, fallback_llm
-from .models.openai_chat import openai_chat
-from .output.answers import Answer, AnswerStatus
-from .output.typed_output import OutputSpec, output_spec
-from .store.base import ConversationStore
-from .store.postgres import PostgresStore
-from .store.sqlite import SQLiteStore
-from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
-from .tools.approvals import unless_read_only
-from .tools.hooks import (
-    AfterToolCallResult,
-    BeforeToolCallResult,
-    ToolCallContext,
-    approve_destructive_tools,
-    ask_user,
-    is_destructive,
-)
-from .tools.registry import FunctionTool
 
-from_openai_response = parse_response
+if _typing.TYPE_CHECKING:  # the names for type checkers; at run time each loads on first use (below)
+    from .agent import SHUTDOWN, Agent
+    from .agent.streaming import SSE_HEADERS, AgentStream, event_to_dict, sse_events
+    from .context.usage_limits import UsageLimits
+    from .loop import LoopConfig, RunResult, run_turns
+    from .loop.events import Event, MessageUpdateEvent
+    from .loop.journal import current_idempotency_key
+    from .mcp import MCPClient
+    from .mcp.config import MCPServerConfig, load_mcp_config
+    from .messages import (
+        AssistantMessage,
+        ImageContent,
+        ReasoningContent,
+        SystemMessage,
+        TextContent,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+        from_openai,
+        to_openai,
+    )
+    from .messages.guard import RequestGuard
+    from .messages.tool_calls import extract_tool_calls, parse_response
+    from .models.adapters import litellm_chat, openai_client_chat
+    from .models.constrained import ConstrainedToolCalls
+    from .models.fallback import FallbackLLM, fallback_llm
+    from .models.openai_chat import openai_chat
+    from .output.answers import Answer, AnswerStatus
+    from .output.typed_output import OutputSpec, output_spec
+    from .store.base import ConversationStore
+    from .store.postgres import PostgresStore
+    from .store.sqlite import SQLiteStore
+    from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
+    from .tools.approvals import unless_read_only
+    from .tools.hooks import (
+        AfterToolCallResult,
+        BeforeToolCallResult,
+        ToolCallContext,
+        approve_destructive_tools,
+        ask_user,
+        is_destructive,
+    )
+    from .tools.registry import FunctionTool
+
+    from_openai_response = parse_response
+
+_EXPORTS = {
+    "SHUTDOWN": ".agent.inbox",
+    "Agent": ".agent.agent",
+    "SSE_HEADERS": ".agent.streaming",
+    "AgentStream": ".agent.streaming",
+    "event_to_dict": ".agent.streaming",
+    "sse_events": ".agent.streaming",
+    "UsageLimits": ".context.usage_limits",
+    "LoopConfig": ".loop.config",
+    "RunResult": ".loop.config",
+    "run_turns": ".loop.run",
+    "Event": ".loop.events",
+    "MessageUpdateEvent": ".loop.events",
+    "current_idempotency_key": ".loop.journal",
+    "MCPClient": ".mcp.client",
+    "MCPServerConfig": ".mcp.config",
+    "load_mcp_config": ".mcp.config",
+    "AssistantMessage": ".messages.types",
+    "ImageContent": ".messages.types",
+    "ReasoningContent": ".messages.types",
+    "SystemMessage": ".messages.types",
+    "TextContent": ".messages.types",
+    "ToolCall": ".messages.types",
+    "ToolResultMessage": ".messages.types",
+    "UserMessage": ".messages.types",
+    "from_openai": ".messages.openai",
+    "to_openai": ".messages.openai",
+    "RequestGuard": ".messages.guard",
+    "extract_tool_calls": ".messages.tool_calls",
+    "parse_response": ".messages.tool_calls",
+    "from_openai_response": ".messages.tool_calls:parse_response",
+    "litellm_chat": ".models.adapters",
+    "openai_client_chat": ".models.adapters",
+    "ConstrainedToolCalls": ".models.constrained",
+    "FallbackLLM": ".models.fallback",
+    "fallback_llm": ".models.fallback",
+    "openai_chat": ".models.openai_chat",
+    "Answer": ".output.answers",
+    "AnswerStatus": ".output.answers",
+    "OutputSpec": ".output.typed_output",
+    "output_spec": ".output.typed_output",
+    "ConversationStore": ".store.base",
+    "PostgresStore": ".store.postgres",
+    "SQLiteStore": ".store.sqlite",
+    "AgentTool": ".tools.agent_tool",
+    "AgentToolResult": ".tools.results",
+    "ToolRegistry": ".tools.registry",
+    "tool": ".tools.decorator",
+    "FunctionTool": ".tools.decorator",
+    "unless_read_only": ".tools.approvals",
+    "AfterToolCallResult": ".tools.hooks",
+    "BeforeToolCallResult": ".tools.hooks",
+    "ToolCallContext": ".tools.hooks",
+    "approve_destructive_tools": ".tools.hooks",
+    "ask_user": ".tools.hooks",
+    "is_destructive": ".tools.hooks",
+}
+"""Public name -> the module that defines it (``".module:name"`` for another name there): each is imported
+on first use (PEP 562), so ``import yiemagent`` loads neither the stores, the MCP client, OAuth nor the loop
+until they are used. Type checkers read the imports above."""
+
 
 __all__ = [
     "SHUTDOWN",
@@ -186,12 +251,11 @@ __all__ = [
 logging.getLogger("yiemagent").addHandler(logging.NullHandler())
 
 from ._internal import moved as _moved  # noqa: E402
-from .textpolicy import install_log_policy as _install_log_policy  # noqa: E402  (after every module made its logger)
+from .textpolicy import install_log_policy as _install_log_policy  # noqa: E402
 
 _moved.install()  # old import paths (yiemagent.compaction, ...) keep working with a DeprecationWarning
-_install_log_policy()  # every yiemagent log line: secrets ***, peer text's control characters escaped
+_install_log_policy()  # every yiemagent log line, of modules loaded now or later: secrets ***, control chars escaped
 
-
-def __getattr__(name: str) -> _ModuleType:
-    """``yiemagent.compaction`` and the other moved modules, with a ``DeprecationWarning`` (PEP 562)."""
-    return _moved.moved_attribute(name)
+# ``yiemagent.Agent`` and the other names above on first use; ``yiemagent.compaction`` and the other moved
+# modules with a ``DeprecationWarning``; ``yiemagent.mcp`` and the other subpackages as attributes.
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, fallback=_moved.moved_attribute)

@@ -72,13 +72,14 @@ def _warn(old: str, new: str) -> None:
     """Warn at the line that named the old path: the first frame that is not the import machinery."""
     importlib_init = importlib.__file__
     package_init = str(Path(__file__).resolve().parents[1] / "__init__.py")
+    lazy = str(Path(__file__).with_name("lazy.py"))  # the package's PEP 562 ``__getattr__`` (lazy_exports)
     frame, level = sys._getframe(1), 2
     while frame is not None:
         filename = frame.f_code.co_filename
         if "importlib" in filename and "_bootstrap" in filename:
             frame = frame.f_back  # type: ignore[assignment]  # warnings.warn skips these frames itself
             continue
-        ours = filename in (__file__, importlib_init) or (filename == package_init
+        ours = filename in (__file__, importlib_init, lazy) or (filename == package_init
                                                           and frame.f_code.co_name == "__getattr__")
         if not ours:
             break

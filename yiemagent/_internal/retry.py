@@ -12,11 +12,13 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
-import tenacity
 import urllib3.exceptions
+
+if TYPE_CHECKING:
+    import tenacity
 
 __all__ = ["RETRY_STATUS", "make_retrying", "never_sent", "retry_after_seconds"]
 
@@ -86,6 +88,8 @@ def make_retrying(
     attribute (seconds) of the exception when it has one, capped at
     ``max_wait_seconds``. The last exception is re-raised as it was.
     """
+    import tenacity  # here: ``import yiemagent`` and an MCP client that never retries do without it
+
     backoff = tenacity.wait_exponential(multiplier=0.1, max=2)
 
     def wait(state: tenacity.RetryCallState) -> float:

@@ -50,10 +50,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from ..exceptions import SimulatedCrash
-from ..messages import Message, ToolCall
+
+if TYPE_CHECKING:  # annotations only: the events (and tracing, which MCP requests use) load without the messages
+    from ..messages import Message, ToolCall
 
 __all__ = [
     "AbortedEvent",

@@ -48,14 +48,15 @@ import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..__version__ import __version__
 from .._internal.checks import install_hint
 from ..exceptions import ConfigError
-from ..messages import AssistantMessage
 from ..textpolicy import boundary, display_text, json_text
-from . import events as ev
+
+if TYPE_CHECKING:  # the events load with instrument(): an MCP request reads trace_meta without them
+    from . import events as ev
 
 __all__ = ["TRACE_KEY", "inbox_fields", "instrument", "is_instrumented", "note_input", "tool_scope", "trace_meta",
            "uninstrument"]
@@ -126,6 +127,8 @@ class _Tracer:
                                event.timestamp, attributes)
 
     def on_message_end(self, event: ev.MessageEndEvent) -> None:
+        from ..messages.types import AssistantMessage  # here: an MCP client reads trace_meta without the messages
+
         run = self.runs.get(event.run_id)
         message = event.message
         if run is None or run.chat is None or not isinstance(message, AssistantMessage):
@@ -240,6 +243,8 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
     Raises:
         ConfigError: ``opentelemetry-api`` is not installed (``pip install -e ".[otel]"``).
     """
+    from . import events as ev
+
     global _active
     try:
         tracer = _Tracer(tracer_provider, bool(capture_content))
@@ -256,6 +261,8 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
 
 def uninstrument() -> None:
     """Stop tracing (spans of runs in flight end with them, unrecorded); safe when not instrumented."""
+    from . import events as ev
+
     global _active
     with _active_lock:
         if _active is not None:

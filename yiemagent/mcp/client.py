@@ -33,14 +33,12 @@ import inspect
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.checks import check_callable, check_str
 from ..exceptions import ConfigError
 from ..textpolicy import display_text
-from .auth import OAuth
 from .callbacks import ClientCallbacks
 from .client_arguments import HTTP_ONLY_KEYWORDS, check_call_arguments, check_client_arguments
 from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, Eras
@@ -53,6 +51,9 @@ from .server_messages import ProgressCallback
 from .server_names import default_server_name, server_info_name
 from .tool_listing import list_all_tools
 from .transport import Transport
+
+if TYPE_CHECKING:  # OAuth (and requests-based flows) load only for a client given auth=
+    from .auth import OAuth
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -414,6 +415,8 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         token = None
         if progress_callback is not None:
+            import uuid  # here: a client that never asks for progress does without it (and platform)
+
             token = uuid.uuid4().hex
             self._progress[token] = progress_callback
             params["_meta"] = {"progressToken": token}

@@ -44,8 +44,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-
 from .server_messages import RequestRefused, call_with_abort
 
 __all__ = [
@@ -164,6 +162,8 @@ def elicitation_errors(schema: dict[str, Any], content: dict[str, Any]) -> list[
     Uses ``jsonschema`` with the schema's own draft (2020-12 when it names
     none) and its format checker (``email``, ``uri``, ``date``, ``date-time``).
     """
+    import jsonschema  # here, not at import: most clients never answer an elicitation
+
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)

@@ -46,8 +46,8 @@ from .._internal.deadlines import PausableClock
 from .._internal.http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._internal.secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import MCPError, MCPProtocolError, MCPTimeoutError, MCPTransportError
+from . import auth as _auth  # the package only: the OAuth flow loads when a caller makes an OAuth
 from . import jsonrpc
-from .auth import OAuth
 from .auth.hook import reauthorize
 from .http_body import (
     Cancelled,
@@ -125,7 +125,7 @@ class HTTPTransport(StreamResumption, Transport):
         max_body_bytes: int = MAX_BODY_BYTES,
         max_event_bytes: int = MAX_EVENT_BYTES,
         max_messages: int = MAX_MESSAGES,
-        auth: OAuth | None = None,
+        auth: _auth.OAuth | None = None,
     ) -> None:
         self.url = url
         self.auth = auth

@@ -20,14 +20,15 @@ Spec: MCP 2025-11-25, "Server Features" / "Prompts" (``prompts/list``,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.checks import check_str
 from ..exceptions import ConfigError, MCPProtocolError
-from ..messages import AssistantMessage, ImageContent, TextContent, UserMessage
 from .client_arguments import string_arguments
-from .results import content_part
 from .tool_listing import Listing, list_all
+
+if TYPE_CHECKING:
+    from ..messages import AssistantMessage, ImageContent, TextContent, UserMessage
 
 __all__ = ["PromptsMixin", "prompt_messages"]
 
@@ -169,6 +170,9 @@ def prompt_messages(result: Mapping[str, Any]) -> list[UserMessage | AssistantMe
 
     Spec: MCP 2025-11-25, "Prompts" (PromptMessage).
     """
+    from ..messages import AssistantMessage, TextContent, UserMessage  # here: listing tools needs no messages
+    from .results import content_part
+
     out: list[UserMessage | AssistantMessage] = []
     for message in result.get("messages") or []:
         if not isinstance(message, dict):

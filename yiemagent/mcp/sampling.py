@@ -63,9 +63,6 @@ from typing import Any
 
 from ..exceptions import ToolCallFormatError
 from ..formats.llm import accepts_keyword
-from ..messages.tool_calls import parse_response
-from ..messages.types import is_model_image_type
-from .results import header_field
 from .server_messages import RequestRefused, call_with_abort
 
 __all__ = [
@@ -98,6 +95,9 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def _part(block: dict[str, Any]) -> dict[str, Any]:
+    from ..messages.types import is_model_image_type  # here: the message types load with the first request
+    from .results import header_field
+
     kind = block.get("type")
     if kind == "text":
         return {"type": "text", "text": str(block.get("text", ""))}
@@ -203,6 +203,8 @@ def sampling_result_from_reply(reply: Any, default_model: str = "unknown") -> di
     Raises:
         ToolCallFormatError: the reply is not a shape ``parse_response`` reads.
     """
+    from ..messages.tool_calls import parse_response  # here: the reply parser loads with the first request
+
     message = parse_response(reply)
     text = message.text
     uses = [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}

@@ -14,20 +14,45 @@ DeepSeek, vLLM and llama.cpp.
 
 from __future__ import annotations
 
-from .dicts import message_from_dict, message_to_dict, messages_from_dicts
-from .openai import from_openai, messages_from_openai, messages_to_openai, to_openai
-from .types import (
-    AssistantMessage,
-    Content,
-    ImageContent,
-    Message,
-    ReasoningContent,
-    SystemMessage,
-    TextContent,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
-)
+from typing import TYPE_CHECKING
+
+from .._internal.lazy import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from .dicts import message_from_dict, message_to_dict, messages_from_dicts
+    from .openai import from_openai, messages_from_openai, messages_to_openai, to_openai
+    from .types import (
+        AssistantMessage,
+        Content,
+        ImageContent,
+        Message,
+        ReasoningContent,
+        SystemMessage,
+        TextContent,
+        ToolCall,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+_EXPORTS = {
+    "message_from_dict": ".dicts",
+    "message_to_dict": ".dicts",
+    "messages_from_dicts": ".dicts",
+    "from_openai": ".openai",
+    "messages_from_openai": ".openai",
+    "messages_to_openai": ".openai",
+    "to_openai": ".openai",
+    "AssistantMessage": ".types",
+    "Content": ".types",
+    "ImageContent": ".types",
+    "Message": ".types",
+    "ReasoningContent": ".types",
+    "SystemMessage": ".types",
+    "TextContent": ".types",
+    "ToolCall": ".types",
+    "ToolResultMessage": ".types",
+    "UserMessage": ".types",
+}
 
 __all__ = [
     "AssistantMessage",
@@ -48,3 +73,5 @@ __all__ = [
     "messages_to_openai",
     "to_openai",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)  # each name on first use (PEP 562)

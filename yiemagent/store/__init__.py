@@ -15,24 +15,49 @@ The contract of a store is in ``base.py``; ``yiemagent.loop.conversation`` gives
 the contract of a conversation, which ``DurableConversation`` implements.
 """
 
-from ..exceptions import StaleStateError, StoreError
-from .base import (
-    MAX_LEASE_SECONDS,
-    ConversationRecord,
-    ConversationStore,
-    CorruptRowError,
-    InboxEntry,
-    Lease,
-    ReplyTo,
-    ServedInput,
-    StoreBase,
-    idempotency_key,
-    normalize_input,
-    run_key,
-)
-from .postgres import PostgresStore
-from .sqlite import SQLiteStore
-from .tokens import StoreTokenStorage
+from typing import TYPE_CHECKING
+
+from .._internal.lazy import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from ..exceptions import StaleStateError, StoreError
+    from .base import (
+        MAX_LEASE_SECONDS,
+        ConversationRecord,
+        ConversationStore,
+        CorruptRowError,
+        InboxEntry,
+        Lease,
+        ReplyTo,
+        ServedInput,
+        StoreBase,
+        idempotency_key,
+        normalize_input,
+        run_key,
+    )
+    from .postgres import PostgresStore
+    from .sqlite import SQLiteStore
+    from .tokens import StoreTokenStorage
+
+_EXPORTS = {
+    "StaleStateError": "..exceptions",
+    "StoreError": "..exceptions",
+    "MAX_LEASE_SECONDS": ".base",
+    "ConversationRecord": ".base",
+    "ConversationStore": ".base",
+    "CorruptRowError": ".base",
+    "InboxEntry": ".base",
+    "Lease": ".base",
+    "ReplyTo": ".base",
+    "ServedInput": ".base",
+    "StoreBase": ".base",
+    "idempotency_key": ".base",
+    "normalize_input": ".base",
+    "run_key": ".base",
+    "PostgresStore": ".postgres",
+    "SQLiteStore": ".sqlite",
+    "StoreTokenStorage": ".tokens",
+}
 
 __all__ = [
     "MAX_LEASE_SECONDS",
@@ -53,3 +78,5 @@ __all__ = [
     "normalize_input",
     "run_key",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)  # each name on first use (PEP 562)

@@ -8,12 +8,31 @@ time (``schema_checks``), the JSON Schema of a Python type (``type_schema``), th
 Spec: OpenAI function tools (``{"type": "function", "function": {...}}``); JSON Schema 2020-12.
 """
 
-from .agent_tool import AgentTool, Execute
-from .decorator import FunctionTool, tool
-from .registry import ToolRegistry, report_progress
-from .results import AgentToolResult, cap_result, to_result
+from typing import TYPE_CHECKING
+
+from .._internal.lazy import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from .agent_tool import AgentTool, Execute
+    from .decorator import FunctionTool, tool
+    from .registry import ToolRegistry, report_progress
+    from .results import AgentToolResult, cap_result, to_result
+
+_EXPORTS = {
+    "AgentTool": ".agent_tool",
+    "Execute": ".agent_tool",
+    "FunctionTool": ".decorator",
+    "tool": ".decorator",
+    "ToolRegistry": ".registry",
+    "report_progress": ".registry",
+    "AgentToolResult": ".results",
+    "cap_result": ".results",
+    "to_result": ".results",
+}
 
 __all__ = [
     "AgentTool", "AgentToolResult", "Execute", "FunctionTool", "ToolRegistry", "cap_result", "report_progress",
     "to_result", "tool",
 ]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)  # each name on first use (PEP 562)

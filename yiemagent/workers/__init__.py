@@ -9,6 +9,20 @@
   (``pip install -e ".[celery]"``); import it yourself, it imports ``celery``.
 """
 
-from .drain import AgentFactory, AgentPool, PollingWorker, serve_input
+from typing import TYPE_CHECKING
+
+from .._internal.lazy import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from .drain import AgentFactory, AgentPool, PollingWorker, serve_input
+
+_EXPORTS = {
+    "AgentFactory": ".drain",
+    "AgentPool": ".drain",
+    "PollingWorker": ".drain",
+    "serve_input": ".drain",
+}
 
 __all__ = ["AgentFactory", "AgentPool", "PollingWorker", "serve_input"]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)  # each name on first use (PEP 562)

@@ -21,8 +21,23 @@ Package layout: ``oauth`` (the ``OAuth`` class: the flow), ``challenge``,
 
 from __future__ import annotations
 
-from .headless import HeadlessRedirectHandler
-from .oauth import OAuth
-from .storage import MemoryTokenStorage, RedirectHandler, TokenStorage
+from typing import TYPE_CHECKING
+
+from ..._internal.lazy import lazy_exports as _lazy_exports
+
+if TYPE_CHECKING:
+    from .headless import HeadlessRedirectHandler
+    from .oauth import OAuth
+    from .storage import MemoryTokenStorage, RedirectHandler, TokenStorage
+
+_EXPORTS = {
+    "HeadlessRedirectHandler": ".headless",
+    "OAuth": ".oauth",
+    "MemoryTokenStorage": ".storage",
+    "RedirectHandler": ".storage",
+    "TokenStorage": ".storage",
+}
 
 __all__ = ["HeadlessRedirectHandler", "MemoryTokenStorage", "OAuth", "RedirectHandler", "TokenStorage"]
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS)  # each name on first use (PEP 562)
