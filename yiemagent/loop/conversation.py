@@ -99,17 +99,8 @@ from . import LoopConfig, RunResult, add_usage, run_turns
 from . import events as ev
 from .journal import Journal
 
-__all__ = [
-    "Conversation",
-    "Input",
-    "RunHost",
-    "RunScope",
-    "StopMode",
-    "ToolServers",
-    "describe",
-    "parse_state",
-    "user_message",
-]
+__all__ = ["Conversation", "Input", "RunHost", "RunScope", "StopMode", "ToolServers", "describe", "parse_state",
+           "user_message"]
 
 logger = logging.getLogger("yiemagent.loop.conversation")
 
@@ -293,13 +284,7 @@ class Conversation:
 
     @property
     def history(self) -> list[Message]:
-        """The conversation (yiemagent messages; no system prompt), a ``History``.
-
-        A list given here is copied into a ``History``
-        (``yiemagent.messages.history``), which counts its edits, so that each
-        run reads only the messages added since the last one; edit it in place
-        (``history[i] = m``, ``del history[i:]``) or give a new list.
-        """
+        """The conversation (no system prompt): a ``History`` (``yiemagent.messages.history``); a list set is copied."""
         return self._history
 
     @history.setter
