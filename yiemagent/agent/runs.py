@@ -154,6 +154,12 @@ class Runs:
                 except BaseException:
                     logger.exception("stream listener raised on %s; ignored", event.type)
 
+    def listening(self) -> bool:
+        """``RunHost.listening``: whether ``emit`` hands events to anyone (a sink, a stream, intermediate output)."""
+        if self.event_sink is not None or (self.emit_intermediate and self._deliver_current):
+            return True
+        return any(entry is not None and entry.listener is not None for entry in (self._current_entry, *self._steered))
+
     def emit(self, event: ev.Event) -> None:
         """``RunHost.emit``, the sink handed to the loop: intermediate output, then the user's sink."""
         if self.emit_intermediate and self._deliver_current and isinstance(event, ev.MessageEndEvent):

@@ -156,6 +156,10 @@ class RunHost(Protocol):
         """The sink of a run's events."""
         ...
 
+    def listening(self) -> bool:
+        """Whether ``emit`` hands events to anyone now (False: the loop need not make them)."""
+        ...
+
     def take_steering(self) -> list[Input]:
         """Inputs queued during the run, to join it after a tool batch (``steering``)."""
         ...
@@ -334,13 +338,13 @@ class Conversation:
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
                 else:
-                    start, memory = len(self.history), self.parking.journal_for(entry.id) if journal is None else None
+                    start, memory = len(self.history), self._memory_journal(entry) if journal is None else None
                     self._memory = memory
                     config = self.config if entry.output is None else dataclasses.replace(self.config,
                                                                                           output=entry.output)
                     result = run_turns(self.history, [entry.message], config, host.abort_event, host.emit,
                                        run_id=run_id, input_ids=[entry.id], journal=journal or memory,
-                                       index=self.index)
+                                       index=self.index, listening=getattr(host, "listening", None))
                     scope.result = result
                     waiting = result.status == "awaiting_approval"
                     if waiting:  # replayed when the run resumes: not in the history, not counted yet
@@ -350,6 +354,7 @@ class Conversation:
                         add_usage(self.usage, result.usage)
                     if memory is not None:
                         self.parking.after_run(entry, memory, waiting)
+                    self._memory = None  # nothing of a finished run is kept but its messages
                     answer = self.answer(result)
             except SimulatedCrash:
                 raise
@@ -361,6 +366,14 @@ class Conversation:
             finally:
                 steered, self._host, self._steered = self._steered, None, []
         return answer, steered
+
+    def _memory_journal(self, entry: Input) -> MemoryJournal | None:
+        """The in-memory journal a run may stop and resume by (approvals), or None when none can wait."""
+        config = self.config
+        if self.parking.parked is None and config.approval_policy is None \
+                and not any(tool.needs_approval for tool in config.tools):
+            return None
+        return self.parking.journal_for(entry.id)
 
     def pending_approvals(self) -> list[dict[str, Any]]:
         """The calls waiting for approval ``[{"tool_call_id", "name", "arguments", "input_id"}]`` (``approvals``)."""

@@ -47,8 +47,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
@@ -82,6 +81,7 @@ __all__ = [
     "add_observer",
     "emit",
     "observe",
+    "observed",
     "remove_observer",
     "report",
     "reporter",
@@ -408,6 +408,11 @@ def remove_observer(observer: EventSink) -> None:
         _observers = tuple(o for o in _observers if o is not observer)
 
 
+def observed() -> bool:
+    """True when a process-wide observer is added (``add_observer``): events must be made even without a sink."""
+    return bool(_observers)
+
+
 def observe(event: Event) -> None:
     """Hand ``event`` to the process-wide observers (none: one tuple read, nothing else)."""
     for observer in _observers:
@@ -417,15 +422,21 @@ def observe(event: Event) -> None:
 _reporting = threading.local()
 
 
-@contextmanager
-def reporting(put: Callable[[Event], object]) -> Iterator[None]:
+class reporting:
     """While the block runs on this thread, ``report(event)`` calls ``put(event)`` (the loop sets it)."""
-    previous = getattr(_reporting, "put", None)
-    _reporting.put = put
-    try:
-        yield
-    finally:
-        _reporting.put = previous
+
+    __slots__ = ("previous", "put")
+
+    def __init__(self, put: Callable[[Event], object]) -> None:
+        self.put = put
+        self.previous: Callable[[Event], object] | None = None
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_reporting, "put", None)
+        _reporting.put = self.put
+
+    def __exit__(self, *exc: object) -> None:
+        _reporting.put = self.previous
 
 
 def reporter() -> Callable[[Event], object] | None:

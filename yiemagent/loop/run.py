@@ -118,8 +118,10 @@ class _Run(ModelTurn, ToolBatch):
         run_id: str,
         journal: Journal | None = None,
         index: HistoryIndex | None = None,
+        listening: Callable[[], bool] | None = None,
     ) -> None:
         self.history = history
+        self.listening = listening
         self.journal = journal
         self.config = config
         self.abort_event = abort_event
@@ -149,6 +151,10 @@ class _Run(ModelTurn, ToolBatch):
         self.reached: LimitReached | None = None
         self.typed: TypedRun | None = None
         self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.tools.approvals)
+
+    def heard(self) -> bool:
+        """Whether an event made now reaches anyone (the sink listens, or an observer): else it is not made."""
+        return (self.sink is not None and (self.listening is None or self.listening())) or ev.observed()
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -216,9 +222,12 @@ class _Run(ModelTurn, ToolBatch):
         return self.executor.submit(fn, *args)
 
     def add(self, message: Message) -> None:
-        self.emit(ev.MessageStartEvent(role=message.role))
+        heard = self.heard()
+        if heard:
+            self.emit(ev.MessageStartEvent(role=message.role))
         self.history.append(message)
-        self.emit(ev.MessageEndEvent(message=message))
+        if heard:
+            self.emit(ev.MessageEndEvent(message=message))
 
     def error(self, where: str, exc: BaseException) -> None:
         logger.warning("%s failed in run %s: %s", where, self.run_id, exc)
@@ -281,16 +290,18 @@ class _Run(ModelTurn, ToolBatch):
                     self.error("max_turns", error)
                 turn_started = time.monotonic()
                 model = getattr(self.config.llm_call, "model", None)
-                self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,
-                                            model=model if isinstance(model, str) else None))
-                self.emit(ev.MessageStartEvent(role="assistant"))
+                if self.heard():  # events are made only when someone gets them
+                    self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,
+                                                model=model if isinstance(model, str) else None))
+                    self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 answer = reply
                 self.limits.count_reply(self.usage, reply.usage, reply.model)
                 if self.abort_event.is_set():
                     raise Aborted()
-                self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started,
-                                             request_tokens=self.request_tokens))
+                if self.heard():
+                    self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started,
+                                                 request_tokens=self.request_tokens))
                 if not reply.tool_calls:
                     self.history.append(reply)
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
@@ -333,8 +344,9 @@ class _Run(ModelTurn, ToolBatch):
                     for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
                         add_usage(self.usage, spent)
                 self.answer_calls(reply, results)
-                self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
-                                          tool_calls=len(reply.tool_calls)))
+                if self.heard():
+                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
+                                              tool_calls=len(reply.tool_calls)))
                 if aborted:
                     raise Aborted()
                 if self.typed is not None and self.typed.after_batch(
@@ -421,6 +433,7 @@ def run_turns(
     input_ids: list[str] | None = None,
     journal: Journal | None = None,
     index: HistoryIndex | None = None,
+    listening: Callable[[], bool] | None = None,
 ) -> RunResult:
     """Run the agent on ``inputs`` until it answers; append everything to ``history``.
 
@@ -441,11 +454,14 @@ def run_turns(
             (``yiemagent.context.history_index``; ``Conversation`` keeps one);
             with a ``History`` (``yiemagent.messages.history``) each run reads
             only the messages added since. None: the history is read in full.
+        listening: whether ``emit`` hands events to anyone now; while it
+            answers False (and no observer is added) the loop's frequent
+            events are not made at all. None: ``emit`` always listens.
 
     Returns:
         ``RunResult`` with the final ``answer``, the ``status`` and the new messages.
         It never raises for failures of the model, tools, hooks or sink.
     """
     run = _Run(history, config, abort_event or threading.Event(), emit, run_id or uuid.uuid4().hex[:12], journal,
-               index)
+               index, listening)
     return run.run(inputs, list(input_ids or []))

@@ -29,8 +29,8 @@ from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
 from .config import LoopConfig
-from .journal import Journal, idempotency_context
-from .tracing import tool_scope
+from .journal import Journal, current_idempotency_key, idempotency_context
+from .tracing import instrumented, tool_scope
 
 __all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
 
@@ -62,6 +62,10 @@ class ToolBatch:
         """Send ``event`` to the run's sink (with the run id)."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
+    def heard(self) -> bool:
+        """Whether an event made now reaches anyone."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
     def flush_updates(self) -> None:
         """Emit what worker threads queued (tool progress)."""
         raise NotImplementedError  # pragma: no cover - the run defines it
@@ -81,6 +85,8 @@ class ToolBatch:
     def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
         """Count identical calls in a row; refuse the one that reaches the limit."""
         limit = self.config.max_repeated_calls
+        if limit is None:  # nothing to count
+            return None
         key = (call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=str))
         self.streak_count = self.streak_count + 1 if key == self.streak else 1
         self.streak = key
@@ -125,10 +131,15 @@ class ToolBatch:
         report = progress_reporter(
             lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
+        key = self.key(call)
         try:
-            with report, idempotency_context(self.key(call)), ev.reporting(self.updates.put), tool_scope(call.id):
-                result = cap_result(to_result(found.execute(call.id, call.arguments, self.abort_event)),
-                                    self.config.max_result_chars)
+            with report, ev.reporting(self.updates.put):
+                if key is None and current_idempotency_key() is None and not instrumented():
+                    outcome = found.execute(call.id, call.arguments, self.abort_event)  # nothing else to set
+                else:
+                    with idempotency_context(key), tool_scope(call.id):
+                        outcome = found.execute(call.id, call.arguments, self.abort_event)
+                result = cap_result(to_result(outcome), self.config.max_result_chars)
         except SimulatedCrash:
             raise
         except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
@@ -151,12 +162,10 @@ class ToolBatch:
         hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
         if isinstance(hook_error, BaseException):
             self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))
-        self.emit(
-            ev.ToolExecutionEndEvent(
-                tool_call=call, result=result, is_error=result.is_error,
-                duration_seconds=time.monotonic() - started, annotations=self.annotations(call),
-            )
-        )
+        if self.heard():
+            self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=result.is_error,
+                                               duration_seconds=time.monotonic() - started,
+                                               annotations=self.annotations(call)))
         return result
 
     def annotations(self, call: ToolCall) -> dict[str, Any] | None:
@@ -175,7 +184,8 @@ class ToolBatch:
         None, whether that result comes from a run of the tool).
         """
         started = time.monotonic()
-        self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
+        if self.heard():
+            self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
         if self.journal is not None:
             recorded = self.journal.recorded_result(call)
             if recorded is not None:  # ran before an interruption: not run again

@@ -275,6 +275,11 @@ def is_instrumented() -> bool:
     return _active is not None
 
 
+def instrumented() -> bool:
+    """True while ``instrument()`` is in force (spans are made)."""
+    return _active is not None
+
+
 @contextlib.contextmanager
 def tool_scope(tool_call_id: str) -> Iterator[None]:
     """Make the span of tool call ``tool_call_id`` current in this thread (no-op when not instrumented).
