@@ -46,6 +46,7 @@ class HistoryIndex:
     """
 
     def __init__(self) -> None:
+        self._system: dict[str, Any] | None = None
         self.reads = 0
         self.tokens_counted = 0
         self._reset()
@@ -178,6 +179,18 @@ class HistoryIndex:
             self._seen = (history, history.edits, done, history[done - 1] if done else None)
 
     # ------------------------------------------------------------------ what is sent
+
+    def system_message(self, prompt: str | None) -> dict[str, Any] | None:
+        """``{"role": "system", "content": prompt}``: the same dict while the prompt is the same.
+
+        So the request guard and the formatter see an unchanged start of the
+        request from one run to the next (and check only what was added).
+        """
+        if not prompt:
+            return None
+        if self._system is None or self._system["content"] != prompt:
+            self._system = {"role": "system", "content": prompt}
+        return self._system
 
     def view(self, history: list[Message]) -> list[Message]:
         """What is sent of ``history`` (``compaction.compacted_view``): the same list object while it only grows."""

@@ -147,7 +147,7 @@ class _Run(ModelTurn, ToolBatch):
         self.taken_ids = self.index.tool_call_ids  # grows with the ids of new replies
         self.request_tokens: int | None = None
         """With ``LoopConfig.compaction``: the size of the last request, in tokens."""
-        self.system = {"role": "system", "content": config.system_prompt} if config.system_prompt else None
+        self.system = self.index.system_message(config.system_prompt)
         self.reached: LimitReached | None = None
         self.typed: TypedRun | None = None
         self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.tools.approvals)

@@ -62,6 +62,8 @@ class OpenAIFormatter:
         self._cache: dict[int, tuple[Message, dict[str, Any], bool]] = {}
         self._prev: tuple[list[Message], list[dict[str, Any]]] | None = None  # a plain list read last
         self._seen: tuple[Mark, History[dict[str, Any]]] | None = None  # a History read last, and its dicts
+        self.visited = 0
+        """Messages looked at so far (each call: those after the reused prefix), for complexity tests."""
 
     def _images_message(self, results: list[ToolResultMessage]) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
@@ -108,6 +110,7 @@ class OpenAIFormatter:
                 start, out = 0, History()
         self._seen = self._prev = None
         cache = self._cache
+        self.visited += len(history) - start
         with_images: list[ToolResultMessage] = []
         for message in history[start:] if start else history:
             if with_images and not isinstance(message, ToolResultMessage):

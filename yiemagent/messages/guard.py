@@ -114,6 +114,8 @@ class RequestGuard:
         # mark of a History; the dicts sent; the tool-call ids sent; the repairs)
         self._prev: tuple[list[Any] | Mark, list[dict[str, Any]], set[str], list[str]] | None = None
         self._joined: tuple[Any, Mark, History[Any]] | None = None  # (head, mark of the body, [head, *body])
+        self.visited = 0
+        """Message dicts looked at so far (each request: those after the reused prefix), for complexity tests."""
 
     def _check(self, message: Any, index: int) -> _Checked:
         hit = self._checked.get(id(message))
@@ -228,6 +230,7 @@ class RequestGuard:
             out, seen, repairs = prev[1], prev[2], list(prev[3])  # out and seen are the guard's own: extended
         else:
             start, out, seen, repairs = 0, [], set(), []
+        self.visited += len(messages) - start
         clean_end = self._order(messages, start, out, seen, repairs)
         if not out:
             raise InvalidRequestError("no message is left to send: " + "; ".join(repairs))
