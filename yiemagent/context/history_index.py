@@ -26,6 +26,7 @@ the history (except by the run that added it, before its end).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..messages import AssistantMessage, Message, UserMessage
 from ..messages.history import History, Mark, grew_from, mark
