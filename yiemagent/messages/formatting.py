@@ -98,8 +98,10 @@ class OpenAIFormatter:
         seen = self._seen
         grown = grew_from(history, seen[0]) if seen is not None else None
         out: list[dict[str, Any]]
-        if seen is not None and grown is not None:
+        if seen is not None and grown is not None:  # kept: the dicts of the messages no edit touched
             start, out = grown, seen[1]
+            if len(out) > grown:
+                del out[grown:]
         else:
             prev = self._prev
             # list == compares by identity first (C speed); a message that is a new but equal object converts
@@ -110,6 +112,7 @@ class OpenAIFormatter:
                 start, out = 0, History()
         self._seen = self._prev = None
         cache = self._cache
+        keep = type(history) is not History  # a History's dicts are kept in ``out``: no cache entry per message
         self.visited += len(history) - start
         with_images: list[ToolResultMessage] = []
         for message in history[start:] if start else history:
@@ -138,7 +141,8 @@ class OpenAIFormatter:
                             if isinstance(part, ReasoningContent):
                                 converted.pop(part.field, None)
                 hit = (message, converted, has_images)
-                cache[id(message)] = hit
+                if keep:
+                    cache[id(message)] = hit
             out.append(hit[1])
             if hit[2] and self.tool_images == "user_message":
                 with_images.append(message)  # type: ignore[arg-type]

@@ -108,7 +108,7 @@ class RequestGuard:
     """
 
     def __init__(self) -> None:
-        self._checked: dict[int, tuple[Any, _Checked]] = {}
+        self._checked: dict[int, Any] = {}  # id -> the message (valid as it was) or (message, its check)
         self._tools: dict[int, tuple[Any, Any, list[str]]] = {}
         # what the last request ended with, when its end can be extended: (a copy of the messages, or the
         # mark of a History; the dicts sent; the tool-call ids sent; the repairs)
@@ -119,13 +119,15 @@ class RequestGuard:
 
     def _check(self, message: Any, index: int) -> _Checked:
         hit = self._checked.get(id(message))
-        if hit is not None and hit[0] is message:
-            if hit[1].repairs:
-                # repairs name their position: redo them so the event says where they are now
-                return _check_message(message, index)
-            return hit[1]
+        if hit is message:  # checked before and valid as it was
+            return _Checked(message, [], {})
+        if type(hit) is tuple and hit[0] is message:
+            # repairs name their position: redo them so the event says where they are now
+            return _check_message(message, index)
         checked = _check_message(message, index)
-        self._checked[id(message)] = (message, checked)
+        # a valid message is remembered as itself (small); one that needed repairs with its check
+        self._checked[id(message)] = message if checked.message is message and not checked.repairs \
+            and not checked.renamed else (message, checked)
         return checked
 
     def check_tools(self, tools: Any) -> tuple[list[dict[str, Any]], list[str]]:
@@ -222,8 +224,8 @@ class RequestGuard:
         if prev is not None:
             if type(prev[0]) is tuple:  # the mark of a History
                 start = grew_from(messages, prev[0])
-                if start == len(messages):
-                    start = None  # not grown: read again, as for a plain list
+                if start != prev[0][2] or start == len(messages):
+                    start = None  # edited (the dicts sent need not match one to one), or not grown: read again
             elif len(prev[0]) < len(messages) and prev[0] == messages[:len(prev[0])]:
                 start = len(prev[0])
         if prev is not None and start is not None:
@@ -249,6 +251,8 @@ class RequestGuard:
         if joined is not None and joined[0] is head:
             grown = grew_from(body, joined[1])
             if grown is not None:
+                if len(joined[2]) > grown + 1:
+                    del joined[2][grown + 1:]
                 joined[2].extend(body[grown:])
                 self._joined = (head, mark(body) or joined[1], joined[2])
                 return joined[2]
