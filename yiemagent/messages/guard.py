@@ -120,7 +120,7 @@ class RequestGuard:
     def _check(self, message: Any, index: int) -> _Checked:
         hit = self._checked.get(id(message))
         if hit is message:  # checked before and valid as it was
-            return _Checked(message, [], {})
+            return _Checked(hit, [], {})
         if type(hit) is tuple and hit[0] is message:
             # repairs name their position: redo them so the event says where they are now
             return _check_message(message, index)
