@@ -48,6 +48,7 @@ class HistoryIndex:
 
     def __init__(self) -> None:
         self._system: dict[str, Any] | None = None
+        self._framing: tuple[tuple[Any, ...], int, int] | None = None
         self.reads = 0
         self.tokens_counted = 0
         self._reset()
@@ -180,6 +181,16 @@ class HistoryIndex:
             self._seen = (history, history.edits, done, history[done - 1] if done else None)
 
     # ------------------------------------------------------------------ what is sent
+
+    def framing_tokens(self, counter: Callable[[Any, Any], int], system: dict[str, Any] | None,
+                       tools: list[dict[str, Any]]) -> int:
+        """``counter([system], tools)``: counted again only when the counter, the prompt or the tools list change."""
+        key = (counter, system, tools)
+        cached = self._framing
+        if cached is None or cached[1] != len(tools) or any(a is not b for a, b in zip(cached[0], key, strict=True)):
+            cached = (key, len(tools), counter([system] if system is not None else [], tools))
+            self._framing = cached
+        return cached[2]
 
     def system_message(self, prompt: str | None) -> dict[str, Any] | None:
         """``{"role": "system", "content": prompt}``: the same dict while the prompt is the same.

@@ -144,6 +144,7 @@ class ModelTurn(ToolBatch):
         # the default formatter's own list (no copy): extended in place while the view only grows
         messages = formatter.formatted(context) if isinstance(formatter, OpenAIFormatter) else formatter(context)
         tools = config.tools.to_openai() if tools_enabled else []
+        offered = tools  # the registry's own list: the same object while the tools are the same
         response_format = None
         guard = config.request_guard
         if self.typed is not None:  # a typed answer: instruction, tools and response_format (typed_run)
@@ -164,8 +165,8 @@ class ModelTurn(ToolBatch):
             if config.prepare_context is None and self.typed is None:  # counted one message at a time, once
                 index.count_with(compaction.message_tokens)
                 whole, calibrated = index.tokens(self.history)
-                size = calibrated if calibrated is not None else whole + compaction.counter(
-                    [self.system] if self.system is not None else [], tools)
+                size = calibrated if calibrated is not None else whole + index.framing_tokens(
+                    compaction.counter, self.system, offered)
             else:
                 size = request_tokens(self.history, messages, tools, compaction.counter,
                                       calibrate=config.prepare_context is None)

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import operator
 from typing import Any
 
 from ..exceptions import InvalidRequestError
@@ -110,6 +111,7 @@ class RequestGuard:
     def __init__(self) -> None:
         self._checked: dict[int, Any] = {}  # id -> the message (valid as it was) or (message, its check)
         self._tools: dict[int, tuple[Any, Any, list[str]]] = {}
+        self._last_tools: tuple[list[Any], int, tuple[Any, ...], list[dict[str, Any]], list[str]] | None = None
         # what the last request ended with, when its end can be extended: (a copy of the messages, or the
         # mark of a History; the dicts sent; the tool-call ids sent; the repairs)
         self._prev: tuple[list[Any] | Mark, list[dict[str, Any]], set[str], list[str]] | None = None
@@ -141,6 +143,10 @@ class RequestGuard:
             return [], []
         if not isinstance(tools, list):
             raise InvalidRequestError(f"tools must be a list, not {type(tools).__name__}")
+        last = self._last_tools
+        if last is not None and last[0] is tools and len(tools) == last[1] \
+                and all(map(operator.is_, tools, last[2])):  # the registry's own list again, unchanged
+            return list(last[3]), list(last[4])
         out: list[dict[str, Any]] = []
         repairs: list[str] = []
         names: set[str] = set()
@@ -180,7 +186,8 @@ class RequestGuard:
                 out.append({"type": "function", "function": new_fn})
             else:
                 out.append(spec)
-        return out, repairs
+        self._last_tools = (tools, len(tools), tuple(tools), out, repairs)
+        return list(out), list(repairs)
 
     def __call__(self, messages: Any, tools: Any = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
                                                                   list[str]]:

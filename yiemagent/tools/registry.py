@@ -81,6 +81,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[AgentTool] = ()) -> None:
         self._tools: dict[str, AgentTool] = {}
         self._lock = threading.Lock()
+        self._openai: tuple[tuple[AgentTool, ...], list[dict[str, Any]]] | None = None  # to_openai, by tools
         for t in tools:
             self.add(t)
 
@@ -123,8 +124,18 @@ class ToolRegistry:
         return name in self._tools
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """All tools in OpenAI function-tool format."""
-        return [t.to_openai() for t in self]
+        """All tools in OpenAI function-tool format.
+
+        The same list object while the same tools are registered (made once, so
+        that each request does not rebuild it; the request guard then checks it
+        once): callers must not change it, nor the tools' fields in place.
+        """
+        tools = tuple(self)
+        made = self._openai
+        if made is None or made[0] != tools:
+            made = (tools, [t.to_openai() for t in tools])
+            self._openai = made
+        return made[1]
 
     def call(
         self,
