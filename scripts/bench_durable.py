@@ -101,18 +101,51 @@ def bench_put_step(store: Any, steps: int) -> tuple[float, float, float]:
     return statistics.median(times), percentile(times, 0.99), statistics.fmean(times)
 
 
-def run_ms(calls: int, store: Any | None) -> float:
+def run_times(calls: int, store: Any | None) -> tuple[float, float]:
+    """One run of ``calls`` sequential no-op tool calls: (wall ms, process CPU ms)."""
     kwargs: dict[str, Any] = {}
     if store is not None:
         kwargs = {"store": store, "conversation_id": f"bench-{uuid.uuid4().hex[:8]}"}
     agent = Agent(make_model(calls), tools=[NOOP], max_turns=calls + 2, tool_execution="sequential",
                   max_repeated_calls=None, **kwargs)
+    cpu = time.process_time()
     started = time.perf_counter()
     answer = agent.ask("go")
     elapsed = (time.perf_counter() - started) * 1000
+    cpu = (time.process_time() - cpu) * 1000
     assert answer["status"] == "completed", answer
     agent.shutdown()
-    return elapsed
+    return elapsed, cpu
+
+
+def run_ms(calls: int, store: Any | None) -> float:
+    return run_times(calls, store)[0]
+
+
+def per_call_ms(store: Any, *, calls: int = 200, repeat: int = 7) -> dict[str, float]:
+    """What ``store`` adds per tool call to a run, in ms: for a combined benchmark to import.
+
+    The same agent (instant scripted model, a no-op tool, ``calls`` sequential calls in one run)
+    with the store and without, runs interleaved, best of ``repeat`` each (other load on the host
+    only ever inflates a run). Each call journals a model reply, a "started" marker and a result;
+    the run's fixed store work (enqueue, lease, commit) is spread over its calls.
+
+    Returns:
+        ``{"none": ms per call without a store, "store": with it, "added": store - none,
+        "none_cpu": ..., "store_cpu": ..., "added_cpu": ...}`` (``*_cpu``: the process's CPU
+        time, all threads, which load elsewhere on the host inflates much less than wall time).
+    """
+    run_times(calls, store)  # warm-up: tables, statement caches, imports
+    run_times(calls, None)
+    with_store: list[tuple[float, float]] = []
+    without: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        with_store.append(run_times(calls, store))
+        without.append(run_times(calls, None))
+    none, none_cpu = (min(t[k] for t in without) / calls for k in (0, 1))
+    wall, cpu = (min(t[k] for t in with_store) / calls for k in (0, 1))
+    return {"none": none, "store": wall, "added": wall - none,
+            "none_cpu": none_cpu, "store_cpu": cpu, "added_cpu": cpu - none_cpu}
 
 
 def bench_loop(store: Any, calls: int, repeat: int = 5) -> float:
