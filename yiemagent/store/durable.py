@@ -367,7 +367,10 @@ class DurableConversation(Conversation):
         return self._deliver(host, inbox, answer)
 
     def _flush(self, journal: StoreJournal) -> None:
-        """Journal a model reply still held back by ``journal`` (none of its calls started); a failure is in ``failed``."""
+        """Journal a model reply still held back by ``journal`` (none of its calls started).
+
+        A failure is kept in ``journal.failed``: the run is not committed.
+        """
         try:
             journal.flush()
         except StoreError as exc:

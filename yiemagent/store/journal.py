@@ -7,6 +7,14 @@ inbox seqs a steering poll took), ``approval/<turn>`` (the calls of that turn wa
 and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.tools.approvals``). The first write of a key wins
 (``ConversationStore.put_step``); the loop goes on with the winner.
 
+Writes per tool call: a model reply asking for tools is held back and
+written with the ``started/<id>`` marker of its first call, in one
+transaction (``store.put_steps``), before that call runs (a crash before it
+only means the model is asked that turn again; any other write, and
+``flush()`` at the end of the run, writes a held reply first); then
+``tool/<id>`` the moment the result exists. Two commits per call, not three.
+Stores without ``put_steps``, and unfenced journals, write each step at once.
+
 Given the run's ``lease``, every write is fenced by it (as ``commit`` is): a
 holder whose lease was taken writes nothing. A ``started/<id>`` marker that is
 not the one this journal wrote means the call was started elsewhere: it is
@@ -137,7 +145,7 @@ class StoreJournal:
         try:
             stored = self._put_steps(self.conversation_id, self.run, steps, lease=self.lease)
             self._held.clear()
-            for (key, mine), theirs in zip(held, stored):
+            for (key, mine), theirs in zip(held, stored[:len(held)], strict=True):
                 if not _same(mine, theirs):  # only a writer holding this run's lease could: it is not ours
                     raise StaleStateError(f"journal step {self.run}/{key} of {self.conversation_id!r} was recorded "
                                           "by another writer; the calls of this reply are not run",
