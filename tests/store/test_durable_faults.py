@@ -183,7 +183,8 @@ def test_a_store_failure_after_a_tool_ran_keeps_the_call_in_the_committed_histor
     """The write of the tool's result fails (disk full; a real connection cut on PostgreSQL): before,
     the run ended "error", its answer was committed and the call dropped from what the model sees.
     """
-    faulty = FaultyStore(store_factory(), Fault(5, kind))  # type: ignore[arg-type]  # 5: tool/call_1
+    # write 4: tool/call_1 (3 wrote model/1 and started/call_1 in one transaction)
+    faulty = FaultyStore(store_factory(), Fault(4, kind))  # type: ignore[arg-type]
     charges = Charges()
     answer = agent_on(faulty, charges).ask("pay 5")
     assert [w[2] for w in faulty.injected] == ["tool/call_1"], faulty.writes

@@ -130,7 +130,8 @@ def test_a_drain_whose_result_write_failed_records_it_on_the_next_drain_not_inte
 
     store = SQLiteStore(str(tmp_path / "c.db"))
     store.enqueue("c", "pay 5")
-    faulty = FaultyStore(SQLiteStore(store.path), Fault(4, "fail"))  # acquire, model/1, started, tool/: 4
+    # acquire, model/1 + started/call_1 (one put_steps), tool/: 3
+    faulty = FaultyStore(SQLiteStore(store.path), Fault(3, "fail"))
     pool = AgentPool(lambda cid: Agent(llm, tools=[charge], store=faulty, conversation_id=cid))
     with pytest.raises(StoreError):
         pool.drain("c")

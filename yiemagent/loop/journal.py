@@ -5,7 +5,11 @@ The loop (``run_turns(..., journal=...)``) calls, in this order:
 * ``replay_model(turn)`` before a model call: a recorded reply is used and the
   model is not asked again; else, after the call, ``record_model(turn,
   reply)``, whose return value the loop goes on with (first write wins: a
-  reply recorded meanwhile by another process is the one used);
+  reply recorded meanwhile by another process is the one used). A journal
+  may hold a reply asking for tools back and write it with its next write
+  (``StoreJournal``: with the first call's ``started/<id>``, one transaction);
+  it is then written before any tool of it runs, and a write finding another
+  reply recorded for that turn fails (the call does not run);
 * per tool call: ``recorded_result(call)`` (a result recorded before: the tool
   is not run again), then ``interrupted_result(call, tool)`` (the call was
   started but its result never recorded: an error result "interrupted, effect

@@ -345,7 +345,10 @@ class DurableConversation(Conversation):
         self._journal, self._run_seqs, self._polls = journal, [inbox.seq], 0
         steered: list[InboxEntry] = []
         try:
-            answer, _ = self.run(entry, host, deliver=deliver, journal=journal)
+            try:
+                answer, _ = self.run(entry, host, deliver=deliver, journal=journal)
+            finally:
+                self._flush(journal)
             if isinstance(journal.failed, CorruptRowError):
                 self.version = -1
                 return self._quarantine(host, inbox, lease, run, journal.failed)
@@ -362,6 +365,16 @@ class DurableConversation(Conversation):
         for each in steered:
             self._deliver(host, each, answer)
         return self._deliver(host, inbox, answer)
+
+    def _flush(self, journal: StoreJournal) -> None:
+        """Journal a model reply still held back by ``journal`` (none of its calls started).
+
+        A failure is kept in ``journal.failed``: the run is not committed.
+        """
+        try:
+            journal.flush()
+        except StoreError as exc:
+            logger.warning("%r: journaling the last model reply of %s failed: %s", self, journal.run, exc)
 
     def _park(self, host: RunHost, inbox: InboxEntry, answer: dict[str, Any], seqs: list[int]) -> dict[str, Any]:
         """A run waiting for approval: not committed; its answer reaches its input and those steered into it."""

@@ -7,7 +7,7 @@ put a fault at every write of a durable run and check the promises of
 
 ``FaultyStore(store, fault=Fault(at=5, kind="fail"))`` forwards every call to
 ``store`` and counts the *writes* (``enqueue``, ``acquire``, ``put_step``,
-``commit``, ``release``; ``renew`` is not counted, as heartbeats come at times
+``put_steps``, ``commit``, ``release``; ``renew`` is not counted, as heartbeats come at times
 that vary from run to run). At the write numbered ``at`` (1-based) it injects:
 
 * ``"fail"``: ``StoreError`` before the write (nothing written: disk full, a
@@ -22,7 +22,7 @@ that vary from run to run). At the write numbered ``at`` (1-based) it injects:
   its own process SIGSTOP there, and a parent SIGCONT later).
 
 ``writes`` lists every counted write as ``(number, method, detail)`` (detail:
-the step key for ``put_step``), so a first run without a fault tells a test
+the step key for ``put_step``, the keys for ``put_steps``), so a first run without a fault tells a test
 how many schedules there are.
 """
 
@@ -43,7 +43,7 @@ logger = logging.getLogger("yiemagent.store.faults")
 
 FaultKind = Literal["fail", "fail_after", "cut", "pause"]
 
-_WRITES = ("enqueue", "acquire", "put_step", "commit", "release")
+_WRITES = ("enqueue", "acquire", "put_step", "put_steps", "commit", "release")
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,8 @@ class FaultyStore:
 
         def write(*args: Any, **kwargs: Any) -> Any:
             detail = str(args[2]) if name == "put_step" and len(args) > 2 else ""
+            if name == "put_steps" and len(args) > 2:
+                detail = " ".join(str(step) for step, _ in args[2])
             with self._lock:
                 number = len(self.writes) + 1
                 self.writes.append((number, name, detail))

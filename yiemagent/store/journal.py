@@ -7,6 +7,14 @@ inbox seqs a steering poll took), ``approval/<turn>`` (the calls of that turn wa
 and ``decision/<tool_call_id>`` (a person's decision; ``yiemagent.tools.approvals``). The first write of a key wins
 (``ConversationStore.put_step``); the loop goes on with the winner.
 
+Writes per tool call: a model reply asking for tools is held back and
+written with the ``started/<id>`` marker of its first call, in one
+transaction (``store.put_steps``), before that call runs (a crash before it
+only means the model is asked that turn again; any other write, and
+``flush()`` at the end of the run, writes a held reply first); then
+``tool/<id>`` the moment the result exists. Two commits per call, not three.
+Stores without ``put_steps``, and unfenced journals, write each step at once.
+
 Given the run's ``lease``, every write is fenced by it (as ``commit`` is): a
 holder whose lease was taken writes nothing. A ``started/<id>`` marker that is
 not the one this journal wrote means the call was started elsewhere: it is
@@ -20,6 +28,7 @@ ran is found in the journal, or reported "interrupted", by the next run).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import MutableMapping
@@ -61,7 +70,7 @@ def result_from_dict(data: dict[str, Any]) -> AgentToolResult:
 
 def _same(value: Any, stored: Any) -> bool:
     """True when ``stored`` is what we wrote (JSON values compare equal); else another writer was first."""
-    return bool(value == stored)
+    return stored is value or bool(value == stored)
 
 
 class StoreJournal:
@@ -99,14 +108,26 @@ class StoreJournal:
         self.failed: StoreError | None = None
         """The first store failure of a write: the run's answer must not be committed."""
         self._rerun: set[str] = set()  # interrupted idempotent calls allowed to run again
+        # a model reply with tool calls, held back to be written in one transaction with the next
+        # write (its first call's "started" marker): written before any tool of it starts
+        self._held: list[tuple[str, Any]] = []
+        self._held_lock = threading.Lock()  # held while the held reply is written: no write overtakes it
+        self._put_steps = getattr(store, "put_steps", None) if lease is not None else None
 
     def put(self, step: str, value: Any) -> Any:
         """``store.put_step`` fenced by the lease; return the stored value.
 
+        A model reply held back (``record_model``) is written first, in the same transaction.
+
         Raises:
             StoreError: the write failed or was refused (``StaleStateError``: the lease was
-                lost); kept in ``failed`` too.
+                lost; or the held reply's turn was recorded with another reply: ``"started"``);
+                kept in ``failed`` too.
         """
+        if self._held:
+            with self._held_lock:
+                if self._held:
+                    return self._put_with_held(step, value)
         try:
             if self.lease is None:
                 return self.store.put_step(self.conversation_id, self.run, step, value)
@@ -115,6 +136,37 @@ class StoreJournal:
             if self.failed is None:
                 self.failed = exc
             raise
+
+    def _put_with_held(self, step: str | None, value: Any) -> Any:
+        """Write the held replies and (unless None) ``step`` in one transaction; ``step``'s stored value."""
+        assert self._put_steps is not None
+        held = list(self._held)
+        steps = held if step is None else [*held, (step, value)]
+        try:
+            stored = self._put_steps(self.conversation_id, self.run, steps, lease=self.lease)
+            self._held.clear()
+            for (key, mine), theirs in zip(held, stored[:len(held)], strict=True):
+                if not _same(mine, theirs):  # only a writer holding this run's lease could: it is not ours
+                    raise StaleStateError(f"journal step {self.run}/{key} of {self.conversation_id!r} was recorded "
+                                          "by another writer; the calls of this reply are not run",
+                                          conversation_id=self.conversation_id, reason="started")
+        except StoreError as exc:
+            self._held.clear()  # not written (or not ours): no tool of that reply runs; a replay asks again
+            if self.failed is None:
+                self.failed = exc
+            raise
+        return None if step is None else stored[-1]
+
+    def flush(self) -> None:
+        """Write a model reply still held back (its calls never started: the run ended first).
+
+        Raises:
+            StoreError: the write failed (kept in ``failed``).
+        """
+        if self._held:
+            with self._held_lock:
+                if self._held:
+                    self._put_with_held(None, None)
 
     def __repr__(self) -> str:
         return f"StoreJournal({self.conversation_id!r}, {self.run!r}, {len(self.recorded)} steps recorded)"
@@ -145,6 +197,12 @@ class StoreJournal:
                 recorded reply is corrupt (``CorruptRowError``).
         """
         value = message_to_dict(reply)
+        if reply.tool_calls and self._put_steps is not None:
+            # held back until the next write, the first call's "started" marker: one transaction for both,
+            # still before any tool of this reply runs (a crash before it only means asking the model again)
+            with self._held_lock:
+                self._held.append((f"model/{turn}", value))
+            return reply
         stored = self.put(f"model/{turn}", value)
         if _same(value, stored):
             return reply

@@ -61,6 +61,7 @@ class PostgresStore(SQLStoreBase):
     """
 
     _for_update = " FOR UPDATE"
+    _share_lock = " FOR SHARE"
 
     def __init__(
         self,

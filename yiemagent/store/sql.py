@@ -70,6 +70,8 @@ class SQLStoreBase(StoreBase):
     _for_update = ""
     """Suffix that locks the selected conversation row inside a write transaction."""
     _async_steps = False
+    _share_lock = ""
+    """Suffix that share-locks the lease row read by a fenced journal insert (blocks a concurrent ``acquire``)."""
     """True when journal steps other than ``started/`` markers are committed without waiting for the disk."""
 
     def __init__(self, table_prefix: str) -> None:
@@ -83,6 +85,16 @@ class SQLStoreBase(StoreBase):
         self._conn: Any = None
         self._pid = os.getpid()
         self._forked: list[Any] = []  # connections inherited over fork: never used or closed here
+        j, c = self.journal_table, self.conversations_table
+        self._put_sql = self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
+                                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
+        self._put_fenced_sql = self._sql(
+            f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) SELECT ?, ?, ?, ?, ? "
+            f"WHERE EXISTS (SELECT 1 FROM {c} WHERE conversation_id = ? AND lease_owner = ? AND lease_token = ?"
+            f"{self._share_lock}) ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
+        self._put_many: dict[int, str] = {}
+        self._get_step_sql = self._sql(f"SELECT value FROM {j} WHERE conversation_id = ? AND run_key = ? "
+                                       "AND step_key = ?")
 
     # ------------------------------------------------------------------ dialect (subclasses)
 
@@ -303,30 +315,118 @@ class SQLStoreBase(StoreBase):
     # ------------------------------------------------------------------ journal
 
     def put_step(self, conversation_id: str, run: str, step: str, value: Any, *, lease: Lease | None = None) -> Any:
-        """Record a step unless present; return the stored value (first write wins); fenced by ``lease``."""
+        """Record a step unless present; return the stored value (first write wins); fenced by ``lease``.
+
+        The usual case (the lease holds, the key is new) is ONE statement: an ``INSERT ... SELECT
+        ... WHERE`` the lease row still names ``lease`` (``_fenced_insert``). On SQLite an
+        autocommit write statement takes the write lock before it reads, so the check and the
+        insert are one atomic transaction, as ``BEGIN IMMEDIATE`` + check + insert + ``COMMIT``
+        were; PostgreSQL share-locks the lease row (``FOR SHARE``), so a concurrent ``acquire``
+        waits for it and a stale lease inserts nothing. When nothing was inserted (lease lost, key
+        present, run committed) the full transaction below tells which.
+        """
         text = self._dumps(value)
-        j = self.journal_table
         # a "started" marker must be on disk before the tool runs: it is what keeps a call from running twice
         sync = not self._async_steps or step.startswith("started/")
+        now = time.time()
         with self._use() as conn:
-            fenced = lease is not None
-            with self._transaction(conn, sync=sync) if fenced or (sync and self._async_steps) else \
-                    self._cursor(conn) as cur:
-                if lease is not None:
-                    self._check_lease(cur, lease)
-                cur.execute(self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
-                                      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) "
-                                      "DO NOTHING"), (conversation_id, run, step, text, time.time()))
-                if cur.rowcount != 1:
-                    cur.execute(self._sql(f"SELECT value FROM {j} WHERE conversation_id = ? AND run_key = ? "
-                                          "AND step_key = ?"), (conversation_id, run, step))
-                    row = cur.fetchone()
-                    if row is None:  # deleted by a commit in between: the run is over
-                        raise StaleStateError(
-                            f"run {run!r} of {conversation_id!r} was committed meanwhile",
-                            conversation_id=conversation_id, reason="version")
-                    return _loads(row[0], f"journal step {run}/{step}", conversation_id)
+            if lease is not None and not (sync and self._async_steps):
+                cur = conn.cursor()
+                try:
+                    cur.execute(self._put_fenced_sql, (conversation_id, run, step, text, now, lease.conversation_id,
+                                                      lease.owner, lease.token))
+                    if cur.rowcount == 1:
+                        return value  # ours was the first write, under our lease
+                finally:
+                    cur.close()
+            elif lease is not None:  # a synchronous write on an asynchronous session: one transaction
+                with self._transaction(conn, sync=True) as cur:
+                    cur.execute(self._put_fenced_sql, (conversation_id, run, step, text, now, lease.conversation_id,
+                                                      lease.owner, lease.token))
+                    if cur.rowcount == 1:
+                        return value
+            return self._put_slow(conn, conversation_id, run, step, value, text, now, lease, sync)
+
+    def _put_slow(self, conn: Any, conversation_id: str, run: str, step: str, value: Any, text: str, now: float,
+                  lease: Lease | None, sync: bool) -> Any:
+        """``put_step`` as one transaction: lease check, insert, read back the winner when present."""
+        fenced = lease is not None
+        with self._transaction(conn, sync=sync) if fenced or (sync and self._async_steps) else \
+                self._cursor(conn) as cur:
+            if lease is not None:
+                self._check_lease(cur, lease)
+            cur.execute(self._put_sql, (conversation_id, run, step, text, now))
+            if cur.rowcount != 1:
+                cur.execute(self._get_step_sql, (conversation_id, run, step))
+                row = cur.fetchone()
+                if row is None:  # deleted by a commit in between: the run is over
+                    raise StaleStateError(
+                        f"run {run!r} of {conversation_id!r} was committed meanwhile",
+                        conversation_id=conversation_id, reason="version")
+                return _loads(row[0], f"journal step {run}/{step}", conversation_id)
         return value  # ours was the first write
+
+    def put_steps(self, conversation_id: str, run: str, steps: Sequence[tuple[str, Any]], *,
+                  lease: Lease | None = None) -> list[Any]:
+        """``put_step`` for several steps in ONE transaction, fenced by ``lease``; the stored values, in order.
+
+        Each key keeps its first write (a key present keeps its value, returned). What
+        ``StoreJournal`` writes a model reply with, together with the "started" marker of its
+        first call: one commit instead of two, both before the tool runs. Synchronous when a
+        ``started/`` step is among them (as ``put_step``); a lost lease writes none of them.
+
+        Raises:
+            StaleStateError: ``lease`` is no longer current (nothing written), or the run was committed meanwhile.
+            CorruptRowError: a stored value is not JSON.
+        """
+        rows = [(step, value, self._dumps(value)) for step, value in steps]
+        sync = not self._async_steps or any(step.startswith("started/") for step, _, _ in rows)
+        now = time.time()
+        with self._use() as conn:
+            if lease is not None and rows:  # the usual case in one statement: all new, under our lease
+                params: list[Any] = []
+                for step, _, text in rows:
+                    params += (conversation_id, run, step, text, now)
+                params += (lease.conversation_id, lease.owner, lease.token)
+                with self._transaction(conn, sync=True) if sync and self._async_steps else \
+                        self._cursor(conn) as cur:
+                    cur.execute(self._put_many_sql(len(rows)), params)
+                    if cur.rowcount == len(rows):
+                        return [value for _, value, _ in rows]
+            return self._put_steps_slow(conn, conversation_id, run, rows, now, lease, sync)
+
+    def _put_many_sql(self, n: int) -> str:
+        """The fenced insert of ``n`` journal rows in one statement (see ``put_step``)."""
+        statement = self._put_many.get(n)
+        if statement is None:
+            j, c = self.journal_table, self.conversations_table
+            values = ", ".join(["(?, ?, ?, ?, ?)"] * n)
+            statement = self._put_many[n] = self._sql(
+                f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) SELECT * FROM "
+                f"(VALUES {values}) AS v WHERE EXISTS (SELECT 1 FROM {c} WHERE conversation_id = ? AND "
+                f"lease_owner = ? AND lease_token = ?{self._share_lock}) "
+                "ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
+        return statement
+
+    def _put_steps_slow(self, conn: Any, conversation_id: str, run: str, rows: list[tuple[str, Any, str]],
+                        now: float, lease: Lease | None, sync: bool) -> list[Any]:
+        """``put_steps`` as one transaction: lease check, then each insert, reading back a winner present."""
+        stored: list[Any] = []
+        with self._transaction(conn, sync=sync) as cur:
+            if lease is not None:
+                self._check_lease(cur, lease)
+            for step, value, text in rows:
+                cur.execute(self._put_sql, (conversation_id, run, step, text, now))
+                if cur.rowcount == 1:
+                    stored.append(value)
+                    continue
+                cur.execute(self._get_step_sql, (conversation_id, run, step))
+                row = cur.fetchone()
+                if row is None:  # deleted by a commit in between: the run is over
+                    raise StaleStateError(f"run {run!r} of {conversation_id!r} was committed meanwhile",
+                                          conversation_id=conversation_id, reason="version")
+                stored.append(_loads(row[0], f"journal step {run}/{step}", conversation_id))
+        return stored
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
         """Every step of ``run``: ``{step key: value}``."""
