@@ -83,6 +83,7 @@ __all__ = [
     "Boundary",
     "BoundaryKind",
     "boundary",
+    "decode_strict",
     "display_text",
     "dumps_strict",
     "install_log_policy",
@@ -104,6 +105,8 @@ MAX_DEPTH = 64
 
 def is_clean_text(text: str) -> bool:
     """True when ``text`` encodes as UTF-8 (no lone surrogates)."""
+    if text.isascii():  # O(1) in CPython: the string knows it
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -173,6 +176,16 @@ def _no_constant(name: str) -> Any:
 
 
 _STRICT = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def decode_strict(text: str, start: int = 0) -> tuple[Any, int]:
+    """``json.JSONDecoder.raw_decode`` refusing ``NaN``/``Infinity``: the value at ``start`` and where it ends.
+
+    Raises:
+        ValueError: no RFC 8259 JSON value starts there.
+        RecursionError: nesting too deep for the parser.
+    """
+    return _STRICT.raw_decode(text, start)
 
 
 def loads_strict(text: str) -> Any:

@@ -1,15 +1,21 @@
-"""The quick argument check never says "valid" where jsonschema says "invalid" (issue 26).
+"""Quick verdicts never differ from the full checks they skip (issue 26).
+
+The quick argument check never says "valid" where jsonschema says "invalid"; the guard's quick verdict on a
+plain message is the full checks' verdict.
 
 ``yiemagent.tools.quick_schema.quick_check`` lets plainly valid arguments skip jsonschema; this draws plain
 schemas (and some that are not plain) and JSON-like arguments, and compares with jsonschema's own verdict.
 """
 
 import jsonschema
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from yiemagent import AgentTool, ToolArgumentsError
+from yiemagent.messages import repair
 from yiemagent.tools.quick_schema import quick_check
+
+from .wild import raw_message_dicts
 
 TYPES = ["string", "integer", "number", "boolean", "null"]
 NAMES = st.sampled_from(["a", "b", "city", "n", "x"])
@@ -61,3 +67,22 @@ def test_schemas_outside_the_plain_kind_get_no_quick_check_and_errors_still_name
         assert exc.errors == ["$.n: 'one' is not of type 'integer'"]
     else:
         raise AssertionError("invalid arguments passed")
+
+
+@example({"role": "user", "content": "hi"})
+@example({"role": "tool", "tool_call_id": "c1", "content": "ok"})
+@example({"role": "assistant", "content": None, "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "noop", "arguments": '{"i": 1}'}}]})
+@example({"role": "assistant", "content": "", "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "bad.name", "arguments": "{}"}}]})
+@example({"role": "assistant", "content": "x", "tool_calls": [
+    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[1]"}}]})
+@example({"role": "user", "content": "\ud800"})
+@given(raw_message_dicts)
+def test_the_guards_quick_verdict_on_a_plain_message_is_the_full_checks_verdict(message):
+    """``repair._plain`` lets a message the formatter made skip the full checks: it must pass them unchanged."""
+    if not isinstance(message, dict) or message.get("role") not in repair._ROLES or not repair._plain(
+            message, message["role"]):
+        return
+    full = repair._check_full(message, 0)
+    assert full.message is message and full.repairs == [] and full.renamed == {}

@@ -126,6 +126,8 @@ class _Run(ModelTurn, ToolBatch):
         self.config = config
         self.abort_event = abort_event
         self.sink = sink
+        self.hearing = True
+        self.listen()
         self.run_id = run_id
         self.usage: dict[str, Any] = {}
         self.start_len = len(history)
@@ -153,8 +155,16 @@ class _Run(ModelTurn, ToolBatch):
         self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.tools.approvals)
 
     def heard(self) -> bool:
-        """Whether an event made now reaches anyone (the sink listens, or an observer): else it is not made."""
-        return (self.sink is not None and (self.listening is None or self.listening())) or ev.observed()
+        """Whether an event made now reaches anyone (the sink listens, or an observer): else it is not made.
+
+        Asked of the sink at the start of the run and of each turn (``listen``): a
+        stream attached to an input is attached before its run or joins at a turn's start.
+        """
+        return self.hearing
+
+    def listen(self) -> None:
+        """Ask the sink again whether it listens (the run's and each turn's start, after steering)."""
+        self.hearing = (self.sink is not None and (self.listening is None or self.listening())) or ev.observed()
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -248,7 +258,10 @@ class _Run(ModelTurn, ToolBatch):
         """Add inputs that arrived during the run (steering) after the tool batch."""
         if self.config.poll_steering is None:
             return
-        for message, input_id in self.config.poll_steering():
+        steered = self.config.poll_steering()
+        if steered:
+            self.listen()  # a steered input may bring a stream
+        for message, input_id in steered:
             self.input_ids.append(input_id)
             logger.debug("run %s: steering input %s added", self.run_id, input_id)
             self.add(message)
@@ -289,6 +302,7 @@ class _Run(ModelTurn, ToolBatch):
                     error = MaxTurnsExceeded(self.config.max_turns)
                     self.error("max_turns", error)
                 turn_started = time.monotonic()
+                self.listen()
                 model = getattr(self.config.llm_call, "model", None)
                 if self.heard():  # events are made only when someone gets them
                     self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,

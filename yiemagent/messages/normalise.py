@@ -60,6 +60,8 @@ def _strict(value: Any, depth: int = 0) -> bool:
 
 def _clean(value: Any) -> Any:
     """``value`` unchanged when it is strict JSON (``_strict``), else made so by ``json_safe``."""
+    if value is None or (type(value) is str and value.isascii()):  # most fields: no walk needed
+        return value
     return value if _strict(value) else json_safe(value)
 
 

@@ -181,7 +181,58 @@ class _Checked:
         """Call index -> original name, for calls whose name was replaced."""
 
 
+def _plain_text(value: Any) -> bool:
+    return type(value) is str and is_clean_text(value)
+
+
+def _plain_call(call: Any) -> bool:
+    """``{"id", "type": "function", "function": {"name", "arguments"}}`` exactly, every value valid."""
+    if type(call) is not dict or len(call) != 3 or call.get("type") != "function":
+        return False
+    call_id, fn = call.get("id"), call.get("function")
+    if type(call_id) is not str or not call_id or not is_clean_text(call_id) or type(fn) is not dict or len(fn) != 2:
+        return False
+    name, arguments = fn.get("name"), fn.get("arguments")
+    if type(name) is not str or not NAME_PATTERN.match(name) or type(arguments) is not str \
+            or not is_clean_text(arguments):
+        return False
+    try:
+        return type(loads_strict(arguments)) is dict
+    except ValueError:
+        return False
+
+
+def _plain(message: dict[str, Any], role: str) -> bool:
+    """True for the shapes a formatter makes (and most histories hold) when nothing in them needs repair.
+
+    The same verdict as the full checks below, reached with a few lookups: such
+    a message goes out as the same dict, with no repair.
+    """
+    size = len(message)
+    if role in ("user", "system", "developer", "tool"):
+        if role == "tool":
+            return size == 3 and type(message.get("tool_call_id")) is str and _plain_text(message.get("content"))
+        return size == 2 and _plain_text(message.get("content"))
+    if role != "assistant" or "content" not in message:
+        return False
+    content = message["content"]
+    if size == 2:
+        return _plain_text(content)
+    calls = message.get("tool_calls")
+    return size == 3 and type(calls) is list and bool(calls) and (content is None or _plain_text(content)) \
+        and all(_plain_call(call) for call in calls)
+
+
 def _check_message(message: Any, index: int) -> _Checked:
+    """The checks of one message: plain ones (``_plain``) at once, any other through ``_check_full``."""
+    if type(message) is dict:
+        role = message.get("role")
+        if role in _ROLES and _plain(message, role):
+            return _Checked(message, [], {})
+    return _check_full(message, index)
+
+
+def _check_full(message: Any, index: int) -> _Checked:
     where = f"messages[{index}]"
     if not isinstance(message, dict):
         raise InvalidRequestError(f"{where}: a message must be a dict, not {type(message).__name__}")

@@ -62,22 +62,25 @@ from ..exceptions import ToolCallFormatError
 from ..formats.arguments import parse_arguments, parse_arguments_noted
 from ..formats.harmony import clean_tool_name, split_harmony
 from ..formats.text_tool_calls import TextCall, find_text_calls, split_reasoning
+from ..textpolicy import decode_strict
 from . import AssistantMessage, ReasoningContent, TextContent, ToolCall
 from .normalise import finish_reason_text, storable_reply
 
 __all__ = ["extract_tool_calls", "parse_arguments", "parse_arguments_noted", "parse_response"]
 
-_decoder = json.JSONDecoder()
 
 
 def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
-    """``'{"a":1}{"a":2}'`` -> two objects, only if the whole text is such objects."""
+    """The objects ``raw`` is made of (``'{"a":1}{"a":2}'`` -> two), only if the whole text is such objects.
+
+    One object: the arguments already parsed (strict JSON), so they are not parsed again.
+    """
     if not isinstance(raw, str) or "}" not in raw:
         return None
     text, pos, parts = raw.strip(), 0, []
     while pos < len(text):
         try:
-            value, pos = _decoder.raw_decode(text, pos)
+            value, pos = decode_strict(text, pos)
         except (ValueError, RecursionError):
             return None
         if not isinstance(value, dict):
@@ -85,7 +88,7 @@ def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
         parts.append(value)
         while pos < len(text) and text[pos].isspace():
             pos += 1
-    return parts if len(parts) > 1 else None
+    return parts or None
 
 
 # --------------------------------------------------------------------------- shapes
@@ -323,11 +326,13 @@ def _to_tool_calls(calls: list[TextCall], truncated: bool, taken: set[str],
         if renamed:
             call.note = "; ".join(n for n in (call.note, renamed) if n)
         glued = None if call.error else _split_glued(call.arguments)
+        parsed = glued[0] if glued is not None and len(glued) == 1 else None  # one object, parsed already
         pieces = [TextCall(call.name, part, call.id, note="; ".join(
             n for n in (call.note, "split glued JSON objects into separate calls") if n), extra=call.extra)
-                  for part in glued] if glued else [call]
+                  for part in glued] if glued is not None and len(glued) > 1 else [call]
         for piece in pieces:
-            arguments, error, note = parse_arguments_noted(piece.arguments, repair=not truncated)
+            arguments, error, note = parse_arguments_noted(parsed if parsed is not None else piece.arguments,
+                                                           repair=not truncated)
             error = piece.error or error
             if not error and not piece.name:
                 error = "the tool call has no function name"
