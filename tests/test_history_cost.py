@@ -144,3 +144,48 @@ def test_an_edited_history_is_read_again_and_the_edit_is_sent(monkeypatch):
     agent.ask("after the edit")
     assert sent[0][0]["content"] == "edited first question"
     assert agent.conversation.index.reads - reads >= 1_000  # read again in full, once
+
+
+def test_a_model_that_keeps_or_changes_the_request_list_it_got_never_sees_it_change_or_corrupts_the_next():
+    """The guard lends its own request list to llm_call (no copy of a long request): a list kept by the model
+    is never changed afterwards, and a list the model changed (against the contract) is not sent again.
+    """
+    kept: list[list[dict[str, Any]]] = []
+    snapshots: list[list[dict[str, Any]]] = []
+
+    def keeping(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        kept.append(messages)
+        snapshots.append(list(messages))
+        if len(kept) == 2:
+            messages.append({"role": "user", "content": "junk the model added"})
+            messages[0] = {"role": "user", "content": "junk in place"}
+        return text_reply("ok")
+
+    agent = Agent(keeping, system_prompt="Be brief.")
+    agent.history = history(200)
+    for text in ("one", "two", "three", "four"):
+        assert agent.ask(text)["status"] == "completed"
+    assert [m for m in kept[0]] == snapshots[0]  # the first list is as the model got it, three inputs later
+    assert kept[2] is not kept[1] and kept[3] is not kept[2]
+    for request in kept[2:]:
+        assert request[0] == {"role": "system", "content": "Be brief."}
+        assert all("junk" not in str(m.get("content")) for m in request)
+    assert [m["content"] for m in kept[3][-3:]] == ["three", "ok", "four"]
+
+
+@pytest.mark.skipif(not __import__("yiemagent.loop.model_turn", fromlist=["HAND_OVER"]).HAND_OVER,
+                    reason="the hand-over needs CPython's reference counts")
+def test_a_model_that_does_not_keep_the_list_gets_the_same_list_grown_no_copy(monkeypatch):
+    seen: list[tuple[int, int]] = []
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        seen.append((id(messages), len(messages)))
+        return text_reply("ok")
+
+    agent = Agent(model)
+    agent.history = history(10_000)
+    for text in ("one", "two", "three"):
+        agent.ask(text)
+    guard = agent.conversation.config.request_guard
+    assert guard._prev is not None and id(guard._prev[1]) == seen[-1][0]  # what the model got is the guard's own
+    assert [n for _, n in seen] == [10_001, 10_003, 10_005]

@@ -28,14 +28,12 @@ The contract of a conversation:
   True when the input came off a queue (an answer without a future goes to
   the output queue), False when the caller takes the returned answer itself
   (``ask`` before ``start``). Never raises for a failure of the model, a tool,
-  a hook or the event sink (the answer says ``status: "error"``). Here, inputs
-  the host hands over from ``take_steering()`` during the run join it and get
-  the same answer in the same ``deliver`` call. Durable: it may first serve
-  older inputs of the inbox, each as its own run; steering reads the inbox
-  (``take_steering`` is not called: steered inputs must have been
-  ``accept``-ed), and a steered input's answer is committed with the run and
-  delivered when the driver ``serve``-s that input (it finds it answered).
-  May raise ``StoreError``.
+  a hook or the event sink (``status: "error"``). Here, inputs from
+  ``take_steering()`` join the run and get its answer in the same ``deliver``.
+  Durable: it may first serve older inputs of the inbox, each as its own run;
+  steering reads the inbox (steered inputs were ``accept``-ed), and a steered
+  input's answer is committed with the run and delivered when the driver
+  ``serve``-s that input. May raise ``StoreError``.
 * ``recover(host)`` (at thread start: interrupted runs and inputs left
   pending, while ``host.stop_mode`` is None) and ``drain(host)`` (for
   workers): serve the inputs left pending; return their answers. Here: ``[]``.
@@ -62,7 +60,8 @@ this package), all called on the thread that called ``serve`` unless said:
   ``scope.error``) before the block ends, so the driver learns how the run
   ended (``Agent`` re-raises a Ctrl-C that ended an ``ask`` run);
 * ``emit(event)``: the run's events (also from the loop's worker threads'
-  updates, emitted on this thread);
+  updates, emitted on this thread); ``listening()``: whether ``emit`` hands
+  them to anyone now (else the loop makes none);
 * ``take_steering()``: inputs that arrived during a run (called after a tool
   batch, with ``steering``);
 * ``deliver(answer, entries, to_output)``: resolve the futures of
@@ -76,7 +75,6 @@ import concurrent.futures
 import contextlib
 import copy
 import dataclasses
-import json
 import logging
 import threading
 import uuid
@@ -87,17 +85,17 @@ from typing import Any, Literal, Protocol
 from ..context.compaction import compacted_view
 from ..context.history_index import HistoryIndex
 from ..exceptions import FormatError, InvalidRequestError, MCPError, SimulatedCrash
-from ..messages import Message, UserMessage, from_openai, message_to_dict, messages_from_dicts, to_openai
+from ..messages import Message, UserMessage, from_openai, message_to_dict, to_openai
 from ..messages.formatting import OpenAIFormatter
 from ..messages.guard import RequestGuard
 from ..messages.history import History
 from ..output.typed_output import OutputSpec
 from ..output.typed_run import answer_output
-from ..textpolicy import boundary, json_text
 from ..tools.approvals import MemoryJournal, Parking
 from . import LoopConfig, RunResult, add_usage, run_turns
 from . import events as ev
 from .journal import Journal
+from .state import parse_state, saved_state_text
 
 __all__ = ["Conversation", "Input", "RunHost", "RunScope", "StopMode", "ToolServers", "describe", "parse_state",
            "user_message"]
@@ -157,7 +155,7 @@ class RunHost(Protocol):
         ...
 
     def listening(self) -> bool:
-        """Whether ``emit`` hands events to anyone now (False: the loop need not make them)."""
+        """Whether ``emit`` hands events to anyone now."""
         ...
 
     def take_steering(self) -> list[Input]:
@@ -209,38 +207,6 @@ def describe(error: BaseException | None) -> str:
         return "unknown error"
     text = str(error)
     return f"{type(error).__name__}: {text}" if not isinstance(error, Exception) or not text else text
-
-
-def parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
-    """``(history, usage, system_prompt)`` of ``state_to_json()`` text.
-
-    Raises:
-        FormatError: ``state`` is not a saved state (also a tampered message); the
-            only exception, for any input (a property test checks it).
-    """
-    try:
-        return _parse_state(state)
-    except FormatError:
-        raise
-    except (RecursionError, MemoryError) as exc:  # nesting a message's repr cannot follow
-        raise FormatError(f"not a saved agent state: nested too deeply ({type(exc).__name__})") from None
-    except Exception as exc:  # a shape no check above expects: still not a saved state
-        raise FormatError(f"not a saved agent state: {type(exc).__name__}: {exc}") from exc
-
-
-def _parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
-    try:
-        data = json.loads(state)
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
-    if not isinstance(data, dict) or "history" not in data:
-        raise FormatError("not a saved agent state: no history", raw=state)
-    history = messages_from_dicts(data["history"])  # FormatError for anything tampered
-    usage = data.get("usage") or {}
-    system_prompt = data.get("system_prompt")
-    if not isinstance(usage, dict) or not isinstance(system_prompt, (str, type(None))):
-        raise FormatError("not a saved agent state: usage must be an object, system_prompt a string", raw=state)
-    return history, dict(usage), system_prompt
 
 
 class Conversation:
@@ -369,11 +335,8 @@ class Conversation:
 
     def _memory_journal(self, entry: Input) -> MemoryJournal | None:
         """The in-memory journal a run may stop and resume by (approvals), or None when none can wait."""
-        config = self.config
-        if self.parking.parked is None and config.approval_policy is None \
-                and not any(tool.needs_approval for tool in config.tools):
-            return None
-        return self.parking.journal_for(entry.id)
+        waits = self.parking.parked or self.config.approval_policy or any(t.needs_approval for t in self.config.tools)
+        return self.parking.journal_for(entry.id) if waits else None
 
     def pending_approvals(self) -> list[dict[str, Any]]:
         """The calls waiting for approval ``[{"tool_call_id", "name", "arguments", "input_id"}]`` (``approvals``)."""
@@ -499,15 +462,3 @@ class Conversation:
             self.history, self.usage = [], {}
         else:
             self.history, self.usage, _ = parse_state(state)
-
-
-@boundary("saved_state", "json")
-def saved_state_text(state: dict[str, Any]) -> str:
-    """The text of a saved state (``state_to_json``: ``/save``, the durable store's commit).
-
-    The outbound text policy's ``json`` rule (``yiemagent.textpolicy``): a
-    lone surrogate in a tool result becomes U+FFFD, NaN null, C1 controls are
-    escaped, known secrets ``***``; never raises.
-    """
-    return json_text(state)
-

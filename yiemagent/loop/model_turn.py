@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -37,6 +38,16 @@ logger = logging.getLogger("yiemagent.loop")
 
 _Request = tuple[list[dict[str, Any]], list[dict[str, Any]], "dict[str, Any] | None", int]
 """``(messages, tools, response_format, size in tokens)`` of one request."""
+
+
+HAND_OVER = sys.implementation.name == "cpython" and getattr(sys, "_is_gil_enabled", lambda: True)()
+"""Lend the guard's own request list to ``llm_call`` (no copy of a long request): CPython with the GIL,
+where ``sys.getrefcount`` tells whether ``llm_call`` kept it (then the guard never touches it again)."""
+
+
+def _unboxed(llm_call: Callable[..., Any], box: list[Any], tools: list[dict[str, Any]]) -> Any:
+    """``llm_call(messages, tools)`` with the messages taken out of ``box``: no one else holds them for the call."""
+    return llm_call(box.pop(), tools)
 
 
 def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any) -> Any:
@@ -153,7 +164,7 @@ class ModelTurn(ToolBatch):
             messages, tools, response_format = self.typed.shape_request(messages, tools)
             messages, tools, repairs = guard(messages, tools)
         elif isinstance(guard, RequestGuard):  # the system prompt joined to what it checked before
-            messages, tools, repairs = guard.check(messages, tools, head=self.system)
+            messages, tools, repairs = guard.check(messages, tools, head=self.system, lend=HAND_OVER)
         else:
             messages, tools, repairs = guard([self.system, *messages] if self.system is not None else list(messages),
                                              tools)
@@ -251,11 +262,15 @@ class ModelTurn(ToolBatch):
             llm_call = functools.partial(llm_call, abort_event=self.abort_event)
         if response_format is not None:
             llm_call = functools.partial(llm_call, response_format=response_format)
+        guard = config.request_guard
+        lent = isinstance(guard, RequestGuard) and guard.lent(messages)  # the guard's own list, not a copy
+        before = sys.getrefcount(messages)
+        box = [messages]  # emptied by the call: only llm_call itself can keep the list
         try:
             if config.inline:  # on this thread: no hand-off (LoopConfig.inline)
-                response = self.here(_contained, self.updates.put, llm_call, messages, tools)
+                response = self.here(_contained, self.updates.put, _unboxed, llm_call, box, tools)
             else:
-                response = self.wait(self.submit(_contained, self.updates.put, llm_call, messages, tools))
+                response = self.wait(self.submit(_contained, self.updates.put, _unboxed, llm_call, box, tools))
         except Aborted:
             raise
         except Exception as exc:
@@ -264,6 +279,11 @@ class ModelTurn(ToolBatch):
             if isinstance(exc, LLMError):
                 raise
             raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            if lent:  # kept by llm_call (or a call still running): the guard makes itself a new list
+                assert isinstance(guard, RequestGuard)
+                kept = box != [] or sys.getrefcount(messages) > before  # before the call below adds its own
+                guard.returned(messages, kept=kept)
         try:
             reply = parse_response(response, taken_ids=self.taken_ids, tool_names=config.tools.names())
         except YiemagentError as exc:

@@ -46,7 +46,7 @@ import collections
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,7 @@ class _RunSpans:
     span: Any
     chat: Any = None
     tools: dict[str, Any] = field(default_factory=dict)
+    context: Any = None  # the context whose current span is ``span`` (made once, the parent of every child)
 
 
 def _ns(timestamp: float) -> int:
@@ -90,9 +91,12 @@ class _Tracer:
         self.inputs: collections.OrderedDict[str, dict[str, str]] = collections.OrderedDict()
         """``input_id -> trace context`` where each input was queued (``note_input``); the oldest go first."""
         self.lock = threading.Lock()
+        self.handlers: dict[str, Callable[[Any], None]] = {
+            name[3:]: getattr(self, name) for name in dir(self) if name.startswith("on_")}
+        """``event.type -> on_<type>``: events without a handler cost one lookup."""
 
     def __call__(self, event: ev.Event) -> None:
-        handler = getattr(self, f"on_{event.type}", None)
+        handler = self.handlers.get(event.type)
         if handler is not None:
             with self.lock:
                 handler(event)
@@ -112,7 +116,9 @@ class _Tracer:
         self.runs[event.run_id] = _RunSpans(span)
 
     def _child(self, run: _RunSpans, name: str, kind: Any, timestamp: float, attributes: dict[str, Any]) -> Any:
-        parent = self.trace.set_span_in_context(run.span)
+        parent = run.context
+        if parent is None:
+            parent = run.context = self.trace.set_span_in_context(run.span)
         return self.tracer.start_span(name, context=parent, kind=kind, start_time=_ns(timestamp),
                                       attributes=attributes)
 

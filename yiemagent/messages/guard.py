@@ -116,6 +116,7 @@ class RequestGuard:
         # mark of a History; the dicts sent; the tool-call ids sent; the repairs)
         self._prev: tuple[list[Any] | Mark, list[dict[str, Any]], set[str], list[str]] | None = None
         self._joined: tuple[Any, Mark, History[Any]] | None = None  # (head, mark of the body, [head, *body])
+        self._lent: Mark | None = None  # the mark of the list lent by check(lend=True), until it is returned
         self.visited = 0
         """Message dicts looked at so far (each request: those after the reused prefix), for complexity tests."""
 
@@ -210,13 +211,17 @@ class RequestGuard:
         """
         return self.check(messages, tools)
 
-    def check(self, messages: Any, tools: Any = None, *, head: dict[str, Any] | None = None
+    def check(self, messages: Any, tools: Any = None, *, head: dict[str, Any] | None = None, lend: bool = False
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
         """``__call__`` for ``[head, *messages]`` (the loop's system prompt first), without copying ``messages``.
 
         While ``messages`` is a ``History`` that only grows (the formatter's own
         list) and ``head`` is the same object, only what was added is looked at
         (O(1) to tell). Same returns and errors as ``__call__``.
+
+        ``lend=True``: the messages returned may be the guard's own list (no
+        copy); the caller hands it back with ``returned`` once the request was
+        sent, saying whether anyone kept it.
         """
         if not isinstance(messages, list):
             raise InvalidRequestError(f"messages must be a list, not {type(messages).__name__}")
@@ -225,6 +230,8 @@ class RequestGuard:
         if not messages:
             raise InvalidRequestError("a request needs at least one message")
         fixed_tools, tool_repairs = self.check_tools(tools)
+        if self._lent is not None:  # lent and never returned: as if kept
+            self.returned(self._lent[0], kept=True)
         prev = self._prev
         self._prev = None
         start = None
@@ -238,7 +245,7 @@ class RequestGuard:
         if prev is not None and start is not None:
             out, seen, repairs = prev[1], prev[2], list(prev[3])  # out and seen are the guard's own: extended
         else:
-            start, out, seen, repairs = 0, [], set(), []
+            start, out, seen, repairs = 0, History(), set(), []
         self.visited += len(messages) - start
         clean_end = self._order(messages, start, out, seen, repairs)
         if not out:
@@ -250,7 +257,30 @@ class RequestGuard:
             self._prev = (mark(messages) or list(messages), out, seen, list(repairs))
         if repairs or tool_repairs:
             logger.info("request repaired: %s", "; ".join([*repairs, *tool_repairs]))
+        if lend and clean_end:
+            self._lent = mark(out)
+            return out, fixed_tools, [*repairs, *tool_repairs]
         return list(out), fixed_tools, [*repairs, *tool_repairs]
+
+    def lent(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` is the list ``check(lend=True)`` lent (and not yet returned)."""
+        return self._lent is not None and self._lent[0] is messages
+
+    def returned(self, messages: list[dict[str, Any]], kept: bool) -> None:
+        """The list ``check(lend=True)`` gave is back: ``kept``, someone holds it still (it is theirs now).
+
+        A list kept is replaced by a copy, so the guard never changes it again;
+        a list changed (the contract says it must not be) is forgotten, and the
+        next request is checked in full.
+        """
+        lent, self._lent = self._lent, None
+        prev = self._prev
+        if lent is None or prev is None or prev[1] is not messages or lent[0] is not messages:
+            return
+        if grew_from(messages, lent) != lent[2] or len(messages) != lent[2]:
+            self._prev = None  # changed by its borrower: nothing of it is trusted
+        elif kept:
+            self._prev = (prev[0], History(messages), prev[2], prev[3])
 
     def _join(self, head: dict[str, Any], body: list[Any]) -> list[Any]:
         """``[head, *body]``, extended in place while ``body`` only grows (a ``History``: O(1) to tell)."""
