@@ -388,8 +388,7 @@ def table_import(runs: int) -> Table:
                   ["import", "ms", "p10", "p90", "vs deps", "target"])
     values = interleaved({"yiemagent": lambda: child_seconds(IMPORT_CODE.format("yiemagent")) * 1000,
                           "requests, jsonschema, tenacity, dataclasses_json": lambda: child_seconds(
-                              IMPORT_CODE.format("requests, jsonschema, tenacity, dataclasses_json")) * 1000,
-                          "(nothing: interpreter only)": lambda: child_seconds(IMPORT_CODE.format("sys")) * 1000},
+                              IMPORT_CODE.format("requests, jsonschema, tenacity, dataclasses_json")) * 1000},
                          runs, warmup=False)
     deps = statistics.median(values["requests, jsonschema, tenacity, dataclasses_json"])
     for name, times in values.items():
