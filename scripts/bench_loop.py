@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,8 @@ ROOT = HERE.parent
 for _path in (str(ROOT), str(HERE)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
+
+from bench_peers import Table, interleaved, spread, target  # noqa: E402
 
 from yiemagent import Agent, AgentTool  # noqa: E402
 from yiemagent.context.compaction import Compaction  # noqa: E402
@@ -96,71 +97,7 @@ def floor_run(model: Callable[..., dict[str, Any]], text: str, messages: list[di
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 
 
-# --------------------------------------------------------------------------- tables
-
-
-@dataclass
-class Table:
-    """One printed table: ``rows`` are lists in ``columns`` order (numbers, strings, or None for "-")."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def column(self, name: str) -> list[Any]:
-        """The values of column ``name``, one per row."""
-        index = self.columns.index(name)
-        return [row[index] for row in self.rows]
-
-    def render(self) -> str:
-        """The table as text: the title, the header, one line per row (text columns to the left), the notes."""
-        cells = [[fmt(value) for value in row] for row in self.rows]
-        widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(self.columns)]
-        text = [all(isinstance(row[i], str) or row[i] is None for row in self.rows) for i in range(len(widths))]
-
-        def line(values: list[str]) -> str:
-            padded = (v.ljust(w) if left else v.rjust(w) for v, w, left in zip(values, widths, text, strict=True))
-            return "  ".join(padded).rstrip()
-
-        return "\n".join([self.title, line(self.columns), *map(line, cells), *(f"  {n}" for n in self.notes)])
-
-
-def fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        magnitude = abs(value)
-        digits = 0 if magnitude >= 1000 else 1 if magnitude >= 100 else 2 if magnitude >= 1 else \
-            3 if magnitude >= 0.1 else 4
-        return f"{value:,.{digits}f}"
-    return str(value)
-
-
-def spread(values: list[float]) -> tuple[float, float, float]:
-    """Median, p10, p90 (inclusive deciles; the min and max of fewer than 3 values)."""
-    if len(values) < 3:
-        return statistics.median(values), min(values), max(values)
-    deciles = statistics.quantiles(values, n=10, method="inclusive")
-    return statistics.median(values), deciles[0], deciles[-1]
-
-
-def target(ok: bool, text: str) -> str:
-    return f"{'✓' if ok else '✗'} {text}"
-
-
-def interleaved(measures: dict[str, Callable[[], float]], repeat: int, warmup: bool = True) -> dict[str, list[float]]:
-    """Run each measure ``repeat`` times, alternating between them in a rotating order; one untimed warm-up each."""
-    names = list(measures)
-    if warmup:
-        for name in names:
-            measures[name]()
-    values: dict[str, list[float]] = {name: [] for name in names}
-    for rep in range(repeat):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
-            gc.collect()
-            values[name].append(measures[name]())
-    return values
+# --------------------------------------------------------------------------- peers
 
 
 def peers_for(vs: list[str], kind: str) -> tuple[dict[str, Any], list[str]]:
@@ -487,10 +424,10 @@ def table_concurrent(conversations: int, calls: int, repeat: int, vs: list[str],
         "yiemagent (agents started, inputs submitted at once)":
             lambda: yiemagent_concurrent(conversations, calls, model_seconds) * 1000,
         "floor (a thread per conversation)": lambda: floor_concurrent(conversations, calls, model_seconds) * 1000}
-    measures.update({f"{name} (asyncio.gather)": (lambda peer=peer: peer.concurrent(conversations, calls,
-                                                                                     model_seconds) * 1000)
-                     for name, peer in peers.items()})
     values = interleaved(measures, repeat)
+    for name, peer in peers.items():  # one run each: openai-agents takes ~40 s for 100 x 50 here
+        gc.collect()
+        values[f"{name} (asyncio.gather, 1 run)"] = [peer.concurrent(conversations, calls, model_seconds) * 1000]
     floor = statistics.median(values["floor (a thread per conversation)"])
     for name, times in values.items():
         median, p10, p90 = spread(times)
@@ -604,14 +541,15 @@ def table_compaction(sizes: list[int], repeat: int, results: dict[str, Any]) -> 
 
 
 def run(sections: list[str], vs: list[str], quick: bool, repeat: int | None = None,
-        printer: Callable[[str], None] = print) -> list[Table]:
+        printer: Callable[[str], None] | None = None) -> list[Table]:
     """Print (and return) the tables of ``sections``; ``vs``: peer names or ["all"], [] for none."""
+    printer = printer or (lambda text: print(text, flush=True))
     r = repeat or (3 if quick else 7)
     results: dict[str, Any] = {}
     sizes = [100, 1000, 10000, 40000]
     builders: dict[str, Callable[[], list[Table]]] = {
         "calls": lambda: [table_calls([10, 100, 300], r, vs)],
-        "memory": lambda: [table_memory(200 if quick else 1000, vs)],
+        "memory": lambda: [table_memory(100 if quick else 300, vs)],  # pydantic-ai: O(K^2) under tracemalloc
         "history": lambda: [table_history(sizes, max(2, r // 2), vs, results)],
         "import": lambda: [table_import(r + 2)],
         "mcp": lambda: [table_mcp(r)],
@@ -644,7 +582,8 @@ def main(argv: list[str] | None = None) -> None:
     import platform
 
     print(f"yiemagent bench_loop: Python {platform.python_version()}, {os.cpu_count()} cores, "
-          f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; peers: {args.vs or 'none'}\n")
+          f"load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}; peers: {args.vs or 'none'}\n",
+          flush=True)
     try:
         run(sections, vs, args.quick, args.repeat)
     finally:

@@ -1,4 +1,4 @@
-"""Peer drivers of ``scripts/bench_loop.py --vs all``: the same runs as yiemagent's, in other agent frameworks.
+"""Peer drivers and table helpers of ``scripts/bench_loop.py --vs all``: the same runs as yiemagent's, elsewhere.
 
 Each peer is optional: ``PEERS[name].missing()`` returns the install command when it is not importable (or,
 for pi-agent-core, when Node or the npm package is absent), and ``bench_loop.py`` prints "not installed" then.
@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import time
 import tracemalloc
@@ -68,6 +69,73 @@ def kept_bytes(run: Callable[[], Any], count: Callable[[], int]) -> float:
     finally:
         tracemalloc.stop()
     return (after - before) / max(1, added)
+
+
+# --------------------------------------------------------------------------- tables and statistics
+
+
+@dataclass
+class Table:
+    """One printed table: ``rows`` are lists in ``columns`` order (numbers, strings, or None for "-")."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def column(self, name: str) -> list[Any]:
+        """The values of column ``name``, one per row."""
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
+
+    def render(self) -> str:
+        """The table as text: the title, the header, one line per row (text columns to the left), the notes."""
+        cells = [[fmt(value) for value in row] for row in self.rows]
+        widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(self.columns)]
+        text = [all(isinstance(row[i], str) or row[i] is None for row in self.rows) for i in range(len(widths))]
+
+        def line(values: list[str]) -> str:
+            padded = (v.ljust(w) if left else v.rjust(w) for v, w, left in zip(values, widths, text, strict=True))
+            return "  ".join(padded).rstrip()
+
+        return "\n".join([self.title, line(self.columns), *map(line, cells), *(f"  {n}" for n in self.notes)])
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        magnitude = abs(value)
+        digits = 0 if magnitude >= 1000 else 1 if magnitude >= 100 else 2 if magnitude >= 1 else \
+            3 if magnitude >= 0.1 else 4
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """Median, p10, p90 (inclusive deciles; the min and max of fewer than 3 values)."""
+    if len(values) < 3:
+        return statistics.median(values), min(values), max(values)
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return statistics.median(values), deciles[0], deciles[-1]
+
+
+def target(ok: bool, text: str) -> str:
+    return f"{'✓' if ok else '✗'} {text}"
+
+
+def interleaved(measures: dict[str, Callable[[], float]], repeat: int, warmup: bool = True) -> dict[str, list[float]]:
+    """Run each measure ``repeat`` times, alternating between them in a rotating order; one untimed warm-up each."""
+    names = list(measures)
+    if warmup:
+        for name in names:
+            measures[name]()
+    values: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(repeat):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            gc.collect()
+            values[name].append(measures[name]())
+    return values
 
 
 # --------------------------------------------------------------------------- openai-agents
