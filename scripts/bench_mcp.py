@@ -23,7 +23,6 @@ one ``tools/list`` page. Three clients are measured:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import subprocess
@@ -38,8 +37,8 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import free_port, start_process, stop_process, wait_for_port  # noqa: E402
-from yiemagent.mcp import MCPClient  # noqa: E402
+# tests.helpers, yiemagent.mcp and asyncio are imported where used: a child process of bench_loop.py's MCP start-up
+# table imports this module and times a raw requests client, which must not pay for them.
 
 WARMUP = 3
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -63,6 +62,8 @@ def timed(fn: Callable[[], Any], runs: int) -> list[float]:
 
 
 def yiemagent_discovery(url: str, tools: int, version: str | None) -> Callable[[], None]:
+    from yiemagent.mcp import MCPClient
+
     def run() -> None:
         client = MCPClient(url, timeout_seconds=10, protocol_version=version)
         try:
@@ -74,6 +75,8 @@ def yiemagent_discovery(url: str, tools: int, version: str | None) -> Callable[[
 
 
 def yiemagent_calls(url: str, runs: int, version: str | None) -> list[float]:
+    from yiemagent.mcp import MCPClient
+
     with MCPClient(url, timeout_seconds=10, protocol_version=version) as client:
         return timed(lambda: client.call_tool("tool_07"), runs)
 
@@ -129,7 +132,9 @@ def requests_calls(url: str, runs: int) -> list[float]:
 # --------------------------------------------------------------------------- the official mcp SDK (async)
 
 
-def sdk_discovery(url: str, tools: int, runs: int, mode: str) -> list[float]:
+def sdk_discovery(url: str, tools: int, runs: int, mode: str, warmup: int = WARMUP) -> list[float]:
+    import asyncio
+
     from mcp import Client
 
     async def once() -> float:
@@ -141,7 +146,7 @@ def sdk_discovery(url: str, tools: int, runs: int, mode: str) -> list[float]:
         return elapsed
 
     async def main() -> list[float]:
-        for _ in range(WARMUP):
+        for _ in range(warmup):
             await once()
         return [await once() for _ in range(runs)]
 
@@ -149,6 +154,8 @@ def sdk_discovery(url: str, tools: int, runs: int, mode: str) -> list[float]:
 
 
 def sdk_calls(url: str, runs: int, mode: str) -> list[float]:
+    import asyncio
+
     from mcp import Client
 
     async def main() -> list[float]:
@@ -172,6 +179,8 @@ def cell(values: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tests.helpers import free_port, start_process, stop_process, wait_for_port
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--tools", type=int, default=50)
