@@ -404,6 +404,22 @@ PEERS: dict[str, Peer] = {
 """Every peer by its printed name (``bench_loop.py --vs all`` runs those that are installed)."""
 
 
+def peers_for(vs: list[str], kind: str) -> tuple[dict[str, Any], list[str]]:
+    """The selected peers that have a ``kind`` driver and are installed, and notes for those that are not."""
+    if not vs:
+        return {}, []
+    usable, notes = {}, []
+    for name, peer in PEERS.items():
+        if ("all" not in vs and name not in vs) or getattr(peer, kind) is None:
+            continue
+        missing = peer.missing()
+        if missing is None:
+            usable[name] = peer
+        else:
+            notes.append(f"{name}: not installed ({missing})")
+    return usable, notes
+
+
 # --------------------------------------------------------------------------- MCP start-up: fastmcp's client
 
 

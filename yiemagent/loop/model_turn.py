@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -62,6 +63,10 @@ def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any)
             return fn(*args)
     except (Exception, SimulatedCrash):
         raise
+    except KeyboardInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            raise  # Ctrl-C during an inline call on the main thread: the user's abort (``here``)
+        raise LLMError("llm_call raised KeyboardInterrupt") from None
     except BaseException as exc:
         raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
 
@@ -83,6 +88,10 @@ class ModelTurn(ToolBatch):
         """Log and emit an ``error`` event."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
+    def update(self, event: ev.Event) -> None:
+        """An update from a call (any thread): emitted at once on the loop's thread, else queued."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
     def on_delta(
         self, delta_type: Literal["text", "reasoning", "tool_call"], delta: str, *,
         tool_call_index: int | None = None, tool_call_id: str | None = None, tool_name: str | None = None,
@@ -90,7 +99,7 @@ class ModelTurn(ToolBatch):
         """The ``on_delta`` handed to a streaming ``llm_call``: queue a ``message_update`` (any thread)."""
         if self.abort_event.is_set():
             return  # the run is ending: late pieces of a cut reply are not news
-        self.updates.put(ev.MessageUpdateEvent(
+        self.update(ev.MessageUpdateEvent(
             delta_type=delta_type, delta=delta, tool_call_index=tool_call_index,
             tool_call_id=tool_call_id, tool_name=tool_name,
         ))
@@ -267,8 +276,10 @@ class ModelTurn(ToolBatch):
         before = sys.getrefcount(messages)
         box = [messages]  # emptied by the call: only llm_call itself can keep the list
         try:
-            if config.inline:  # on this thread: no hand-off (LoopConfig.inline)
-                response = self.here(_contained, self.updates.put, _unboxed, llm_call, box, tools)
+            if config.inline or callable(getattr(config.llm_call, "cancel", None)):
+                # on this thread, no hand-off: LoopConfig.inline, or a model whose calls abort() cuts
+                # another way (its ``cancel()``: the request fails at once, and the loop sees the abort)
+                response = self.here(_contained, self.update, _unboxed, llm_call, box, tools)
             else:
                 response = self.wait(self.submit(_contained, self.updates.put, _unboxed, llm_call, box, tools))
         except Aborted:

@@ -135,6 +135,8 @@ class _Run(ModelTurn, ToolBatch):
         self.input_ids: list[str] = []
         self.executor = config.executor
         self.own_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.loop_thread = threading.get_ident()
+        """The thread running the loop (``run_turns``' caller): inline calls run here."""
         self.updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
         """Events from worker threads (tool progress, model deltas) and ``_WAKE``; emitted by the loop."""
         self.streak: tuple[str, str] | None = None
@@ -170,6 +172,18 @@ class _Run(ModelTurn, ToolBatch):
         event.run_id = self.run_id
         ev.emit(self.sink, event)
         ev.observe(event)
+
+    def update(self, event: ev.Event) -> None:
+        """An update from a model call or a tool (any thread).
+
+        On the loop's own thread (an inline call) it is emitted at once; from a
+        worker it is queued for the loop to emit in order.
+        """
+        if threading.get_ident() == self.loop_thread:
+            self.flush_updates()
+            self.emit(event)
+        else:
+            self.updates.put(event)
 
     def flush_updates(self) -> None:
         """Emit progress reported by tools on worker threads, here on the loop's thread."""

@@ -66,6 +66,10 @@ class ToolBatch:
         """Whether an event made now reaches anyone."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
+    def update(self, event: ev.Event) -> None:
+        """An update from a call (any thread): emitted at once on the loop's thread, else queued."""
+        raise NotImplementedError  # pragma: no cover - the run defines it
+
     def flush_updates(self) -> None:
         """Emit what worker threads queued (tool progress)."""
         raise NotImplementedError  # pragma: no cover - the run defines it
@@ -129,11 +133,11 @@ class ToolBatch:
         found = self.config.tools.get(call.name)
         assert found is not None
         report = progress_reporter(
-            lambda progress: self.updates.put(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
+            lambda progress: self.update(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         key = self.key(call)
         try:
-            with report, ev.reporting(self.updates.put):
+            with report, ev.reporting(self.update):
                 if key is None and current_idempotency_key() is None and not instrumented():
                     outcome = found.execute(call.id, call.arguments, self.abort_event)  # nothing else to set
                 else:
@@ -144,7 +148,7 @@ class ToolBatch:
             raise
         except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
             logger.info("tool %s raised: %r", call.name, exc)
-            self.updates.put(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
+            self.update(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
             result = AgentToolResult.error(
                 f"Tool {call.name!r} failed: {type(exc).__name__}: {exc}", details={"exception": exc}
             )

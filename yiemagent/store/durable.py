@@ -55,7 +55,6 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
@@ -75,6 +74,7 @@ from .base import (
     ServedInput,
     run_key,
 )
+from .heartbeat import _Heartbeat
 from .journal import StoreJournal
 
 __all__ = ["DurableConversation"]
@@ -83,34 +83,6 @@ logger = logging.getLogger("yiemagent.store.durable")
 
 _POLL_SECONDS = 0.05
 _BACKOFF_MAX_SECONDS = 1.0
-
-
-class _Heartbeat:
-    """Renews a lease every ``interval`` seconds on its own thread; calls ``on_lost`` if it is taken."""
-
-    def __init__(self, store: ConversationStore, lease: Lease, ttl_seconds: float,
-                 on_lost: Callable[[], None]) -> None:
-        self.store, self.lease, self.ttl_seconds, self.on_lost = store, lease, ttl_seconds, on_lost
-        self.lost = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="yiemagent-lease", daemon=True)
-        self._thread.start()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.ttl_seconds / 3):
-            try:
-                self.lease = self.store.renew(self.lease, ttl_seconds=self.ttl_seconds)
-            except StaleStateError:
-                logger.warning("lease of %r lost; aborting the current run", self.lease.conversation_id)
-                self.lost = True
-                self.on_lost()
-                return
-            except StoreError as exc:  # the database hiccupped: try again next beat
-                logger.warning("renewing the lease of %r failed: %s", self.lease.conversation_id, exc)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 class DurableConversation(Conversation):

@@ -18,12 +18,12 @@ lease written before a reboot counts as expired. A lease expiring more than
 ``MAX_LEASE_SECONDS`` ahead of that clock (a tampered or corrupt row: NaN,
 the year 10^300) counts as expired, with a warning.
 
-Decoding: a row that is not what this module wrote (non-JSON, wrong shape)
-never raises ``json.JSONDecodeError``: journal reads raise
-``CorruptRowError`` (a ``StoreError``); an inbox row whose message cannot be
-read comes back as an ``InboxEntry`` with ``error`` set (the conversation
-answers it with that error and goes on); an unreadable stored answer reads as
-an error answer.
+Decoding (``yiemagent.store.rows``): a row that is not what this module
+wrote (non-JSON, wrong shape) never raises ``json.JSONDecodeError``: journal
+reads raise ``CorruptRowError`` (a ``StoreError``); an inbox row whose message
+cannot be read comes back as an ``InboxEntry`` with ``error`` set (the
+conversation answers it with that error and goes on); an unreadable stored
+answer reads as an error answer.
 
 Statements are written with ``?`` placeholders; the Postgres backend turns them
 into ``%s``. Every statement touching a conversation names its id first, so
@@ -32,7 +32,6 @@ the primary keys serve them all.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -42,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..exceptions import ConfigError, FormatError, StaleStateError, StoreError
+from ..exceptions import ConfigError, StaleStateError, StoreError
 from .base import (
     MAX_LEASE_SECONDS,
     ConversationRecord,
@@ -55,13 +54,14 @@ from .base import (
     normalize_input,
     run_key,
 )
+from .rows import INBOX_COLUMNS, inbox_entry, int_column, json_column
+from .statements import JournalStatements, schema
 
 __all__ = ["SQLStoreBase"]
 
 logger = logging.getLogger("yiemagent.store")
 
 _PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
-_INBOX_COLUMNS = "conversation_id, seq, input_id, message, reply_to, enqueued_at, served_at, answer, run_key"
 
 
 class SQLStoreBase(StoreBase):
@@ -85,16 +85,8 @@ class SQLStoreBase(StoreBase):
         self._conn: Any = None
         self._pid = os.getpid()
         self._forked: list[Any] = []  # connections inherited over fork: never used or closed here
-        j, c = self.journal_table, self.conversations_table
-        self._put_sql = self._sql(f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) "
-                                  "VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
-        self._put_fenced_sql = self._sql(
-            f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) SELECT ?, ?, ?, ?, ? "
-            f"WHERE EXISTS (SELECT 1 FROM {c} WHERE conversation_id = ? AND lease_owner = ? AND lease_token = ?"
-            f"{self._share_lock}) ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
-        self._put_many: dict[int, str] = {}
-        self._get_step_sql = self._sql(f"SELECT value FROM {j} WHERE conversation_id = ? AND run_key = ? "
-                                       "AND step_key = ?")
+        self._journal_sql = JournalStatements(self.journal_table, self.conversations_table, self._sql,
+                                              self._share_lock)
 
     # ------------------------------------------------------------------ dialect (subclasses)
 
@@ -137,21 +129,7 @@ class SQLStoreBase(StoreBase):
         return statement
 
     def _schema(self) -> list[str]:
-        c, i, j = self.conversations_table, self.inbox_table, self.journal_table
-        return [
-            f"CREATE TABLE IF NOT EXISTS {c} (conversation_id TEXT PRIMARY KEY, "
-            "version BIGINT NOT NULL DEFAULT 0, state TEXT, next_seq BIGINT NOT NULL DEFAULT 1, "
-            "lease_owner TEXT, lease_token BIGINT NOT NULL DEFAULT 0, lease_expires_at DOUBLE PRECISION, "
-            "updated_at DOUBLE PRECISION, lease_clock TEXT)",
-            f"CREATE TABLE IF NOT EXISTS {i} (conversation_id TEXT NOT NULL, seq BIGINT NOT NULL, "
-            "input_id TEXT NOT NULL, message TEXT NOT NULL, reply_to TEXT NOT NULL, "
-            "enqueued_at DOUBLE PRECISION NOT NULL, served_at DOUBLE PRECISION, answer TEXT, run_key TEXT, "
-            "PRIMARY KEY (conversation_id, seq), UNIQUE (conversation_id, input_id))",
-            f"CREATE INDEX IF NOT EXISTS {i}_pending ON {i} (enqueued_at) WHERE served_at IS NULL",
-            f"CREATE TABLE IF NOT EXISTS {j} (conversation_id TEXT NOT NULL, run_key TEXT NOT NULL, "
-            "step_key TEXT NOT NULL, value TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
-            "PRIMARY KEY (conversation_id, run_key, step_key))",
-        ]
+        return schema(self.conversations_table, self.inbox_table, self.journal_table)
 
     # ------------------------------------------------------------------ connection
 
@@ -230,7 +208,7 @@ class SQLStoreBase(StoreBase):
         if not rows:
             return ConversationRecord(conversation_id, 0, None, None)
         version, state, updated_at = rows[0]
-        return ConversationRecord(conversation_id, _int(version, "version", conversation_id), state, updated_at)
+        return ConversationRecord(conversation_id, int_column(version, "version", conversation_id), state, updated_at)
 
     # ------------------------------------------------------------------ inbox
 
@@ -250,7 +228,7 @@ class SQLStoreBase(StoreBase):
                 found = cur.fetchone()
                 if found is not None:
                     return int(found[0])
-            seq = _int(row[1], "next_seq", conversation_id)
+            seq = int_column(row[1], "next_seq", conversation_id)
             cur.execute(self._sql(f"INSERT INTO {self.inbox_table} (conversation_id, seq, input_id, message, "
                                   "reply_to, enqueued_at) VALUES (?, ?, ?, ?, ?, ?)"),
                         (conversation_id, seq, input_id or self._new_input_id(), text, reply_to, time.time()))
@@ -258,43 +236,21 @@ class SQLStoreBase(StoreBase):
                         (seq + 1, conversation_id))
             return seq
 
-    def _entry(self, row: Sequence[Any]) -> InboxEntry:
-        """An inbox row as an ``InboxEntry``; a row it cannot read gets ``error`` (never raises for it)."""
-        cid, seq, input_id, message, reply_to, enqueued_at, served_at, answer, run = row
-        seq = _int(seq, "seq", cid)
-        error = None
-        try:
-            data = _loads(message, f"message of input {seq}", cid)
-            normalize_input(data)
-        except (CorruptRowError, FormatError) as exc:
-            data, error = {}, str(exc)
-        decoded = None
-        if answer is not None:
-            try:
-                decoded = _loads(answer, f"answer of input {seq}", cid)
-                if not isinstance(decoded, dict):
-                    raise CorruptRowError(f"the stored answer of input {seq} of {cid!r} is not an object")
-            except CorruptRowError as exc:
-                decoded = {"role": "assistant", "content": f"Error: {exc}", "status": "error", "error": str(exc),
-                           "input_ids": [input_id], "seq": [seq]}
-        return InboxEntry(cid, seq, str(input_id), data, str(reply_to), _float(enqueued_at, 0.0),
-                          _float(served_at, None) if served_at is not None else None, decoded, run, error=error)
-
     def pending(self, conversation_id: str, *, limit: int | None = None) -> list[InboxEntry]:
         """Inputs not served yet, seq ascending."""
-        statement = (f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
+        statement = (f"SELECT {INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
                      "served_at IS NULL ORDER BY seq")
         params: list[Any] = [conversation_id]
         if limit is not None:
             statement += " LIMIT ?"
             params.append(int(limit))
-        return [self._entry(r) for r in self._read(statement, params)]
+        return [inbox_entry(r) for r in self._read(statement, params)]
 
     def get_input(self, conversation_id: str, seq: int) -> InboxEntry | None:
         """One inbox entry, or None."""
-        rows = self._read(f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND seq = ?",
+        rows = self._read(f"SELECT {INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND seq = ?",
                           (conversation_id, int(seq)))
-        return self._entry(rows[0]) if rows else None
+        return inbox_entry(rows[0]) if rows else None
 
     def find_input(self, conversation_id: str, input_id: str) -> InboxEntry | None:
         """The inbox entry whose ``input_id`` is this one (with its answer once served), or None.
@@ -302,9 +258,9 @@ class SQLStoreBase(StoreBase):
         What a web client whose stream was cut asks for: it knows the ``input_id`` (it chose it,
         or read it in the stream's first event), not necessarily the seq.
         """
-        rows = self._read(f"SELECT {_INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
+        rows = self._read(f"SELECT {INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
                           "input_id = ?", (conversation_id, str(input_id)))
-        return self._entry(rows[0]) if rows else None
+        return inbox_entry(rows[0]) if rows else None
 
     def pending_conversations(self, *, limit: int = 100) -> list[str]:
         """Ids with pending inputs, oldest pending input first."""
@@ -318,7 +274,7 @@ class SQLStoreBase(StoreBase):
         """Record a step unless present; return the stored value (first write wins); fenced by ``lease``.
 
         The usual case (the lease holds, the key is new) is ONE statement: an ``INSERT ... SELECT
-        ... WHERE`` the lease row still names ``lease`` (``_fenced_insert``). On SQLite an
+        ... WHERE`` the lease row still names ``lease`` (``JournalStatements.put_fenced``). On SQLite an
         autocommit write statement takes the write lock before it reads, so the check and the
         insert are one atomic transaction, as ``BEGIN IMMEDIATE`` + check + insert + ``COMMIT``
         were; PostgreSQL share-locks the lease row (``FOR SHARE``), so a concurrent ``acquire``
@@ -333,16 +289,16 @@ class SQLStoreBase(StoreBase):
             if lease is not None and not (sync and self._async_steps):
                 cur = conn.cursor()
                 try:
-                    cur.execute(self._put_fenced_sql, (conversation_id, run, step, text, now, lease.conversation_id,
-                                                      lease.owner, lease.token))
+                    cur.execute(self._journal_sql.put_fenced, (conversation_id, run, step, text, now,
+                                                               lease.conversation_id, lease.owner, lease.token))
                     if cur.rowcount == 1:
                         return value  # ours was the first write, under our lease
                 finally:
                     cur.close()
             elif lease is not None:  # a synchronous write on an asynchronous session: one transaction
                 with self._transaction(conn, sync=True) as cur:
-                    cur.execute(self._put_fenced_sql, (conversation_id, run, step, text, now, lease.conversation_id,
-                                                      lease.owner, lease.token))
+                    cur.execute(self._journal_sql.put_fenced, (conversation_id, run, step, text, now,
+                                                               lease.conversation_id, lease.owner, lease.token))
                     if cur.rowcount == 1:
                         return value
             return self._put_slow(conn, conversation_id, run, step, value, text, now, lease, sync)
@@ -355,15 +311,15 @@ class SQLStoreBase(StoreBase):
                 self._cursor(conn) as cur:
             if lease is not None:
                 self._check_lease(cur, lease)
-            cur.execute(self._put_sql, (conversation_id, run, step, text, now))
+            cur.execute(self._journal_sql.put, (conversation_id, run, step, text, now))
             if cur.rowcount != 1:
-                cur.execute(self._get_step_sql, (conversation_id, run, step))
+                cur.execute(self._journal_sql.get_step, (conversation_id, run, step))
                 row = cur.fetchone()
                 if row is None:  # deleted by a commit in between: the run is over
                     raise StaleStateError(
                         f"run {run!r} of {conversation_id!r} was committed meanwhile",
                         conversation_id=conversation_id, reason="version")
-                return _loads(row[0], f"journal step {run}/{step}", conversation_id)
+                return json_column(row[0], f"journal step {run}/{step}", conversation_id)
         return value  # ours was the first write
 
     def put_steps(self, conversation_id: str, run: str, steps: Sequence[tuple[str, Any]], *,
@@ -390,23 +346,10 @@ class SQLStoreBase(StoreBase):
                 params += (lease.conversation_id, lease.owner, lease.token)
                 with self._transaction(conn, sync=True) if sync and self._async_steps else \
                         self._cursor(conn) as cur:
-                    cur.execute(self._put_many_sql(len(rows)), params)
+                    cur.execute(self._journal_sql.put_many(len(rows)), params)
                     if cur.rowcount == len(rows):
                         return [value for _, value, _ in rows]
             return self._put_steps_slow(conn, conversation_id, run, rows, now, lease, sync)
-
-    def _put_many_sql(self, n: int) -> str:
-        """The fenced insert of ``n`` journal rows in one statement (see ``put_step``)."""
-        statement = self._put_many.get(n)
-        if statement is None:
-            j, c = self.journal_table, self.conversations_table
-            values = ", ".join(["(?, ?, ?, ?, ?)"] * n)
-            statement = self._put_many[n] = self._sql(
-                f"INSERT INTO {j} (conversation_id, run_key, step_key, value, created_at) SELECT * FROM "
-                f"(VALUES {values}) AS v WHERE EXISTS (SELECT 1 FROM {c} WHERE conversation_id = ? AND "
-                f"lease_owner = ? AND lease_token = ?{self._share_lock}) "
-                "ON CONFLICT (conversation_id, run_key, step_key) DO NOTHING")
-        return statement
 
     def _put_steps_slow(self, conn: Any, conversation_id: str, run: str, rows: list[tuple[str, Any, str]],
                         now: float, lease: Lease | None, sync: bool) -> list[Any]:
@@ -416,16 +359,16 @@ class SQLStoreBase(StoreBase):
             if lease is not None:
                 self._check_lease(cur, lease)
             for step, value, text in rows:
-                cur.execute(self._put_sql, (conversation_id, run, step, text, now))
+                cur.execute(self._journal_sql.put, (conversation_id, run, step, text, now))
                 if cur.rowcount == 1:
                     stored.append(value)
                     continue
-                cur.execute(self._get_step_sql, (conversation_id, run, step))
+                cur.execute(self._journal_sql.get_step, (conversation_id, run, step))
                 row = cur.fetchone()
                 if row is None:  # deleted by a commit in between: the run is over
                     raise StaleStateError(f"run {run!r} of {conversation_id!r} was committed meanwhile",
                                           conversation_id=conversation_id, reason="version")
-                stored.append(_loads(row[0], f"journal step {run}/{step}", conversation_id))
+                stored.append(json_column(row[0], f"journal step {run}/{step}", conversation_id))
         return stored
 
     def steps(self, conversation_id: str, run: str) -> dict[str, Any]:
@@ -433,7 +376,7 @@ class SQLStoreBase(StoreBase):
         rows = self._read(f"SELECT step_key, value FROM {self.journal_table} WHERE conversation_id = ? AND "
                           "run_key = ?", (conversation_id, run))
         try:
-            return {key: _loads(value, f"journal step {run}/{key}", conversation_id) for key, value in rows}
+            return {key: json_column(value, f"journal step {run}/{key}", conversation_id) for key, value in rows}
         except CorruptRowError as exc:  # say which steps exist: a quarantine names the calls that had started
             raise CorruptRowError(str(exc), conversation_id=conversation_id,
                                   step_keys=[str(key) for key, _ in rows]) from exc
@@ -454,7 +397,7 @@ class SQLStoreBase(StoreBase):
         with self._use() as conn, self._transaction(conn) as cur:
             _, _, holder, token, expires_at, clock = self._ensure_row(cur, conversation_id)
             now = self._now(cur)
-            token = _int(token, "lease_token", conversation_id)
+            token = int_column(token, "lease_token", conversation_id)
             if holder != owner:
                 if not self._expired(holder, clock, expires_at, now):
                     return None
@@ -469,7 +412,8 @@ class SQLStoreBase(StoreBase):
         cur.execute(self._sql(f"SELECT version, lease_owner, lease_token FROM {c} WHERE conversation_id = ?"
                               f"{self._for_update}"), (lease.conversation_id,))
         row = cur.fetchone()
-        if row is None or row[1] != lease.owner or _int(row[2], "lease_token", lease.conversation_id) != lease.token:
+        if (row is None or row[1] != lease.owner
+                or int_column(row[2], "lease_token", lease.conversation_id) != lease.token):
             holder = "nobody" if row is None or row[1] is None else f"{row[1]!r} (token {row[2]})"
             raise StaleStateError(
                 f"lease of {lease.conversation_id!r} lost by {lease.owner!r} (token {lease.token}); "
@@ -509,7 +453,7 @@ class SQLStoreBase(StoreBase):
         cid = lease.conversation_id
         answers = [(s.seq, self._dumps(s.answer)) for s in served]
         with self._use() as conn, self._transaction(conn) as cur:
-            version = _int(self._check_lease(cur, lease)[0], "version", cid)
+            version = int_column(self._check_lease(cur, lease)[0], "version", cid)
             if version != expected_version:
                 raise StaleStateError(
                     f"conversation {cid!r} is at version {version}, not {expected_version}: reload it",
@@ -531,35 +475,6 @@ class SQLStoreBase(StoreBase):
                 cur.execute(self._sql(f"DELETE FROM {self.journal_table} WHERE conversation_id = ? AND "
                                       "run_key = ?"), (cid, key))
             return version + 1
-
-
-def _loads(text: Any, what: str, conversation_id: str) -> Any:
-    """JSON of a row; ``CorruptRowError`` when it is not JSON (a tampered or corrupt row)."""
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {exc}"[:300],
-                              conversation_id=conversation_id) from exc
-
-
-def _int(value: Any, what: str, conversation_id: str) -> int:
-    """An integer column; ``CorruptRowError`` when it holds anything else (or more than SQL's 64 bits)."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {value!r:.40}",
-                              conversation_id=conversation_id) from exc
-    if not -(2**63) <= number < 2**63 - 1:  # the next one would not fit the column: corrupt, not an OverflowError
-        raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {value!r:.40}",
-                              conversation_id=conversation_id)
-    return number
-
-
-def _float(value: Any, default: Any) -> Any:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def _ttl(ttl_seconds: Any) -> float:
