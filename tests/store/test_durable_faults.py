@@ -416,3 +416,22 @@ def test_postgres_a_process_paused_inside_a_write_holds_the_row_only_lock_timeou
         if child.is_alive():
             child.kill()
         other.close()
+
+
+def test_a_run_retried_after_a_failed_journal_write_sends_and_commits_its_input(store_factory, tmp_path):
+    """Issue 27's cut that committed a history whose user input was ``excluded``: the failed run marked the
+    inbox entry's own message object, and the retry served that same object. Runs now mark their own copy:
+    the retry sends the input, runs the call once and commits the input as a message like any other.
+    """
+    from tests.store.schedules import make_agent
+
+    effects = tmp_path / "effects"
+    store = FaultyStore(store_factory(), Fault(3, "fail"))  # write 3: the model reply with its call's marker
+    answer = make_agent(store, "c-retry", str(effects), 0.5).ask("pay")
+    assert [w[1] for w in store.writes][2] == "put_steps"  # the fault hit the write this test is about
+    assert answer["status"] == "completed", answer
+    assert effects.read_text().count("call_1") == 1
+    state = json.loads(store_factory().load("c-retry").state)
+    first = state["history"][0]
+    assert first["role"] == "user" and first.get("excluded") is None, first
+    assert [m["role"] for m in state["history"] if not m.get("excluded")] == ["user", "assistant", "tool", "assistant"]

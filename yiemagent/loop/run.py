@@ -106,6 +106,15 @@ def _closing_answer(reply: AssistantMessage, results: list[AgentToolResult], fal
                             model=reply.model)
 
 
+def _own(message: UserMessage) -> UserMessage:
+    """The run's own copy of an input.
+
+    Marking it ``excluded`` when the run fails leaves the caller's object (an
+    inbox entry a retry serves again) as it was, so the retry sends its input.
+    """
+    return dataclasses.replace(message, excluded=None)
+
+
 class _Run(ModelTurn, ToolBatch):
     """State of one run; ``run_turns`` is its only user."""
 
@@ -278,7 +287,7 @@ class _Run(ModelTurn, ToolBatch):
         for message, input_id in steered:
             self.input_ids.append(input_id)
             logger.debug("run %s: steering input %s added", self.run_id, input_id)
-            self.add(message)
+            self.add(_own(message))
 
     # ------------------------------------------------------------------ run
 
@@ -287,7 +296,7 @@ class _Run(ModelTurn, ToolBatch):
         self.input_ids = list(input_ids)
         self.emit(ev.AgentStartEvent(input_ids=list(input_ids)))
         for message in inputs:
-            self.add(message)
+            self.add(_own(message))
         answer = AssistantMessage()
         status: Status = "completed"
         error: BaseException | None = None
