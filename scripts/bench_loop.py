@@ -100,10 +100,10 @@ def floor_run(model: Callable[..., dict[str, Any]], text: str, messages: list[di
 # --------------------------------------------------------------------------- 1. per tool call
 
 
-def yiemagent_calls_ms(calls: int, execution: str = "parallel") -> float:
-    """Total ms of one ``ask`` making ``calls`` tool calls, one per turn."""
+def yiemagent_calls_ms(calls: int, execution: str = "parallel", inline: bool = False) -> float:
+    """Total ms of one ``ask`` making ``calls`` tool calls, one per turn (``inline``: ``Agent(inline=True)``)."""
     agent = Agent(make_model(calls), tools=[NOOP], max_turns=calls + 2, tool_execution=execution,
-                  max_repeated_calls=None)
+                  max_repeated_calls=None, inline=inline)
     started = time.perf_counter()
     answer = agent.ask("go")
     elapsed = (time.perf_counter() - started) * 1000
@@ -128,6 +128,7 @@ def calls_measures(calls: int, peers: dict[str, Any]) -> dict[str, Callable[[], 
     measures: dict[str, Callable[[], float]] = {
         "yiemagent": lambda: yiemagent_calls_ms(calls),
         "yiemagent sequential": lambda: yiemagent_calls_ms(calls, "sequential"),
+        "yiemagent inline=True": lambda: yiemagent_calls_ms(calls, inline=True),
         "floor": lambda: floor_calls_ms(calls)}
     measures.update({name: (lambda peer=peer: peer.calls(calls)) for name, peer in peers.items()})
     return measures
@@ -145,7 +146,7 @@ def table_calls(sizes: list[int], repeat: int, vs: list[str]) -> Table:
             median, p10, p90 = (x / calls for x in spread(times))
             units = median / medians["floor"]
             goal = None
-            if name == "yiemagent":
+            if name in ("yiemagent", "yiemagent inline=True"):
                 goal = target(median <= 0.05 and units <= 4, "<= 0.05 ms and <= 4 floor units")
             table.rows.append([calls, name, median, p10, p90, units, median / medians["yiemagent"], goal])
     return table
@@ -287,9 +288,9 @@ def table_history(sizes: list[int], repeat: int, vs: list[str], results: dict[st
 # --------------------------------------------------------------------------- 6. concurrent conversations
 
 
-def yiemagent_concurrent(conversations: int, calls: int, model_seconds: float) -> float:
-    agents = [Agent(make_model(calls, model_seconds), tools=[NOOP], max_turns=calls + 2, max_repeated_calls=None)
-              .start() for _ in range(conversations)]
+def yiemagent_concurrent(conversations: int, calls: int, model_seconds: float, inline: bool = False) -> float:
+    agents = [Agent(make_model(calls, model_seconds), tools=[NOOP], max_turns=calls + 2, max_repeated_calls=None,
+                    inline=inline).start() for _ in range(conversations)]
     started = time.perf_counter()
     futures = [agent.submit("go") for agent in agents]
     answers = [future.result(timeout=600) for future in futures]
@@ -323,6 +324,7 @@ def table_concurrent(conversations: int, calls: int, repeat: int, vs: list[str],
     measures: dict[str, Callable[[], float]] = {
         "yiemagent (agents started, inputs submitted at once)":
             lambda: yiemagent_concurrent(conversations, calls, model_seconds) * 1000,
+        "yiemagent inline=True": lambda: yiemagent_concurrent(conversations, calls, model_seconds, True) * 1000,
         "floor (a thread per conversation)": lambda: floor_concurrent(conversations, calls, model_seconds) * 1000}
     values = interleaved(measures, repeat)
     for name, peer in peers.items():  # one run each: openai-agents takes ~40 s for 100 x 50 here
