@@ -36,13 +36,14 @@ def test_floor_run_does_the_calls(bench):
 def test_calls_table(bench):
     table = bench.table_calls([2, 5], repeat=2, vs=[])
     assert table.columns == ["N", "implementation", "ms/call", "p10", "p90", "floor units", "vs yiemagent", "target"]
-    assert table.column("implementation") == ["yiemagent", "yiemagent sequential", "floor"] * 2
+    assert table.column("implementation") == ["yiemagent", "yiemagent sequential", "yiemagent inline=True",
+                                              "floor"] * 2
     for column in ("ms/call", "p10", "p90", "floor units", "vs yiemagent"):
         numbers(table, column)
     floor_rows = [row for row in table.rows if row[1] == "floor"]
     assert all(row[5] == 1.0 for row in floor_rows)
     marks = [t for t in table.column("target") if t is not None]
-    assert len(marks) == 2 and all(t[0] in "✓✗" for t in marks)
+    assert len(marks) == 4 and all(t[0] in "✓✗" for t in marks)  # yiemagent and inline=True at each N
     text = table.render()
     assert "floor units" in text and "yiemagent sequential" in text
 
@@ -79,7 +80,7 @@ def test_history_and_compaction_tables(bench):
 
 def test_concurrent_table(bench):
     table = bench.table_concurrent(3, 2, repeat=1, vs=[], model_seconds=0.001)
-    assert len(table.rows) == 2
+    assert [row[0].split(" ")[0] for row in table.rows] == ["yiemagent", "yiemagent", "floor"]
     numbers(table, "wall ms")
     numbers(table, "vs floor")
 
