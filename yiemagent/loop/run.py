@@ -166,15 +166,11 @@ class _Run(ModelTurn, ToolBatch):
         self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.tools.approvals)
 
     def heard(self) -> bool:
-        """Whether an event made now reaches anyone (the sink listens, or an observer): else it is not made.
-
-        Asked of the sink at the start of the run and of each turn (``listen``): a
-        stream attached to an input is attached before its run or joins at a turn's start.
-        """
+        """Whether an event made now reaches anyone, as ``listen`` last found (else it is not made)."""
         return self.hearing
 
     def listen(self) -> None:
-        """Ask the sink again whether it listens (the run's and each turn's start, after steering)."""
+        """Ask the sink whether it listens (run and turn starts, steering: when a stream can join)."""
         self.hearing = (self.sink is not None and (self.listening is None or self.listening())) or ev.observed()
 
     def emit(self, event: ev.Event) -> None:
@@ -183,11 +179,7 @@ class _Run(ModelTurn, ToolBatch):
         ev.observe(event)
 
     def update(self, event: ev.Event) -> None:
-        """An update from a model call or a tool (any thread).
-
-        On the loop's own thread (an inline call) it is emitted at once; from a
-        worker it is queued for the loop to emit in order.
-        """
+        """An update from a call: emitted at once on the loop's thread (inline), else queued for the loop."""
         if threading.get_ident() == self.loop_thread:
             self.flush_updates()
             self.emit(event)
