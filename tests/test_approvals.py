@@ -505,3 +505,14 @@ def test_a_waiting_durable_run_is_not_run_again_by_drains_until_decided(store_fa
     assert seen == [] and effects.ran == []
     assert worker.approve("call_a_txt")["status"] == "completed"
     assert [e.type for e in seen].count("agent_start") == 1 and effects.ran == ["remove a.txt"]
+
+
+def test_issue_27_new_user_decide_given_one_id_is_an_approval_error_that_says_what_to_call() -> None:
+    """Issue 27, a new user's first hour: ``decide("id")`` raised ``ValueError: dictionary update sequence``."""
+    effects = Effects()
+    agent = Agent(Scripted(), tools=effects.tools())
+    assert agent.ask("remove a.txt")["status"] == "awaiting_approval"
+    with pytest.raises(ApprovalError, match=r"approve\(tool_call_id\)"):
+        agent.decide("call_a_txt")  # type: ignore[arg-type]
+    assert effects.ran == [] and agent.pending_approvals()[0]["tool_call_id"] == "call_a_txt"  # nothing decided
+    assert agent.decide({"call_a_txt": True})["status"] == "completed" and effects.ran == ["remove a.txt"]

@@ -112,3 +112,12 @@ def test_openai_chat_rejects_a_bad_argument_at_construction(args, kwargs, argume
     for make in (openai_chat, OpenAIChat):
         with pytest.raises(ConfigError, match=argument):
             make(*args, **kwargs)
+
+
+def test_issue_27_new_user_mcp_servers_given_a_config_file_name_suggests_a_path():
+    """Issue 27, a new user's first hour: ``mcp_servers="mcp.json"`` did not suggest ``Path``."""
+    from yiemagent import Agent, ConfigError
+    from yiemagent.testing import text_reply
+
+    with pytest.raises(ConfigError, match=r"pathlib\.Path\('mcp\.json'\)"):
+        Agent(lambda messages, tools: text_reply("x"), mcp_servers="mcp.json")

@@ -392,3 +392,25 @@ def test_trial_2026_12_01_output_type_str_says_the_answer_is_text_already() -> N
         Agent(ScriptedLLM([text_reply("hi")]), output_type=str)
     with pytest.raises(ConfigError, match="text already"):
         Agent(ScriptedLLM([text_reply("hi")])).ask("hi", output_type=str)
+
+
+@dataclasses.dataclass
+class _Node:
+    """A tree: each node names its children (the type refers to itself)."""
+
+    name: str
+    children: list[_Node]
+
+
+def test_issue_27_a_recursive_output_type_is_described_with_defs_and_answers_as_nested_objects() -> None:
+    """Issue 27: a recursive ``output_type`` (a dataclass tree) raised ``RecursionError`` from the constructor.
+    It is described once under ``$defs`` and referred to by ``$ref``; answers validate and come back nested."""
+    tree = '{"name": "root", "children": [{"name": "leaf", "children": []}]}'
+    agent = Agent(ScriptedLLM([text_reply(tree)]), output_type=_Node)
+    answer = agent.ask("the tree?")
+    assert answer["status"] == "completed", answer
+    assert answer["output"] == _Node("root", [_Node("leaf", [])])
+    from yiemagent.tools.type_schema import type_schema
+
+    schema = type_schema(_Node, structured=True)
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/_Node"} and "_Node" in schema["$defs"]

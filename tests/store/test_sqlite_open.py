@@ -100,3 +100,18 @@ def test_mem0_7196_readers_and_writers_of_one_store_never_see_database_is_locked
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_issue_27_new_user_a_store_in_a_missing_folder_or_of_a_number_is_a_config_error_naming_it(tmp_path):
+    """Issue 27, a new user's first hour: ``SQLiteStore("/no/dir/x.db")`` failed later without naming the
+    path, ``SQLiteStore(123)`` was a bare ``TypeError``. Both are ``ConfigError``s at once, naming what is wrong.
+    """
+    from yiemagent import ConfigError
+
+    missing = tmp_path / "no" / "dir" / "x.db"
+    with pytest.raises(ConfigError, match="does not exist") as raised:
+        SQLiteStore(missing)
+    assert str(missing.parent) in str(raised.value)
+    with pytest.raises(ConfigError, match="a file path"):
+        SQLiteStore(123)  # type: ignore[arg-type]
+    assert SQLiteStore(tmp_path / "x.db").path.endswith("x.db")  # an existing folder is fine

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 from .._internal.checks import check_number
-from ..exceptions import AgentClosedError, AgentError
+from ..exceptions import AgentClosedError, AgentError, ApprovalError
 from ..loop.conversation import Conversation, Input
 from ..output.answers import Answer
 from .lifecycle import Lifecycle
@@ -103,6 +103,10 @@ class Approvals:
             raise AgentClosedError(self._lifecycle.closed_reason)
         if self._runs.inside():
             raise AgentError("decide() from inside this agent's own run would wait for itself")
+        if not isinstance(decisions, Mapping):
+            raise ApprovalError(f"decisions must be a mapping {{tool_call_id: True | False | 'reason'}}, not "
+                                f"{type(decisions).__name__} {decisions!r:.60}; to approve one call: "
+                                "approve(tool_call_id)")
         left, resume = self.conversation.decide(dict(decisions))
         if resume is None:
             names = ", ".join(str(c.get("name")) for c in left)

@@ -202,7 +202,10 @@ def parse_mcp_servers(
     if isinstance(servers, os.PathLike):
         return list(load_mcp_config(servers, environ=environ))
     if isinstance(servers, (str, bytes)):
-        hint = f"[{servers!r}]" if str(servers).startswith(("http://", "https://")) else "a list or a mapping"
+        text = servers.decode("utf-8", "replace") if isinstance(servers, bytes) else servers
+        hint = f"[{text!r}]" if text.startswith(("http://", "https://")) else (
+            f"pathlib.Path({text!r}) to read that config file" if text.lower().endswith((".json", ".yaml", ".yml"))
+            else "a list or a mapping")
         raise ConfigError(f"mcp_servers is a plain string {servers!r:.80}; give {hint} "
                           "(a string would be read one character at a time)")
     base = Path(base_dir) if base_dir is not None else None

@@ -82,7 +82,8 @@ class SQLiteStore(SQLStoreBase):
         table_prefix: prefix of the three table names.
 
     Raises:
-        ConfigError: a bad ``synchronous`` or ``table_prefix``.
+        ConfigError: a bad ``synchronous`` or ``table_prefix``; ``path`` not a str or path, or in a folder
+            that does not exist (named in the message).
         StoreError: the file cannot be opened (on first use).
 
     Example:
@@ -108,7 +109,13 @@ class SQLiteStore(SQLStoreBase):
         super().__init__(table_prefix)
         if synchronous not in ("NORMAL", "FULL"):
             raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
+        if not isinstance(path, (str, os.PathLike)):
+            raise ConfigError(f"SQLiteStore(path): a file path (str or pathlib.Path), not {type(path).__name__} "
+                              f"{path!r:.60}")
         self.path = os.fspath(path)
+        folder = os.path.dirname(os.path.abspath(self.path)) if self.path != ":memory:" else ""
+        if folder and not os.path.isdir(folder):
+            raise ConfigError(f"SQLiteStore({self.path!r}): the folder {folder!r} does not exist (create it first)")
         self._clock_id = _host_clock_id()
         self.timeout_seconds = timeout_seconds
         self.synchronous = synchronous

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import threading
 import types
 import typing
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,28 @@ def is_pydantic(tp: Any) -> bool:
     """Whether ``tp`` is a pydantic model class (pydantic is never imported here)."""
     return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) and callable(
         getattr(tp, "model_validate", None))
+
+
+class _Refs:
+    """The dataclasses and TypedDicts being described (a type met again inside itself is a ``$ref``)."""
+
+    def __init__(self) -> None:
+        self.building: dict[Any, str] = {}  # type -> its name under ``$defs``
+        self.recursive: set[Any] = set()
+        self.defs: dict[str, dict[str, Any]] = {}
+
+    def name(self, tp: Any) -> str:
+        base = getattr(tp, "__name__", "Type")
+        taken = set(self.building.values()) | set(self.defs)
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}{n}", n + 1
+        return name
+
+
+_local = threading.local()  # ``refs``: the description in progress on this thread's call stack
+MAX_DEPTH = 32
+"""Nested dataclasses / TypedDicts deeper than this (not recursive, just deep) are a ``ConfigError``."""
 
 
 def _fields_schema(hints: dict[str, Any], required: Iterable[str], what: str) -> dict[str, Any]:
@@ -84,6 +107,47 @@ def type_schema(tp: Any, *, structured: bool = False, what: str = "this") -> dic
         return {"enum": [m.value for m in tp]}
     if not structured:
         raise ConfigError(f"{what} cannot describe the type {tp!r} as JSON Schema")
+    if (dataclasses.is_dataclass(tp) and isinstance(tp, type)) or typing.is_typeddict(tp):
+        return _named(tp, what)
+    if is_pydantic(tp):
+        return dict(tp.model_json_schema())
+    raise ConfigError(f"{what}: cannot describe {tp!r} as JSON Schema (use a dataclass, a TypedDict, "
+                      "a pydantic model or a JSON Schema dict)")
+
+
+def _named(tp: Any, what: str) -> dict[str, Any]:
+    """A dataclass or TypedDict: its object schema; met again inside itself, a ``$ref`` to ``$defs``.
+
+    The outermost call adds ``$defs`` (JSON Schema 2020-12) when some type refers to itself.
+    """
+    refs: _Refs | None = getattr(_local, "refs", None)
+    top = refs is None
+    if refs is None:
+        refs = _local.refs = _Refs()
+    try:
+        if tp in refs.building:  # a tree: the type inside itself
+            refs.recursive.add(tp)
+            return {"$ref": f"#/$defs/{refs.building[tp]}"}
+        if len(refs.building) >= MAX_DEPTH:
+            raise ConfigError(f"{what}: {tp!r} is nested more than {MAX_DEPTH} levels deep")
+        refs.building[tp] = name = refs.name(tp)
+        try:
+            schema = _object_schema(tp, what)
+        finally:
+            del refs.building[tp]
+        if tp in refs.recursive:
+            refs.defs[name] = schema
+            if not top:
+                return {"$ref": f"#/$defs/{name}"}
+        if top and refs.defs:
+            schema = {**schema, "$defs": refs.defs}
+        return schema
+    finally:
+        if top:
+            _local.refs = None
+
+
+def _object_schema(tp: Any, what: str) -> dict[str, Any]:
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = typing.get_type_hints(tp, include_extras=True)
         fields = [f for f in dataclasses.fields(tp) if f.init]
@@ -93,9 +157,4 @@ def type_schema(tp: Any, *, structured: bool = False, what: str = "this") -> dic
         if tp.__doc__ and not tp.__doc__.startswith(f"{tp.__name__}("):  # not the generated signature
             schema["description"] = " ".join(tp.__doc__.split())
         return schema
-    if typing.is_typeddict(tp):
-        return _fields_schema(typing.get_type_hints(tp, include_extras=True), tp.__required_keys__, what)
-    if is_pydantic(tp):
-        return dict(tp.model_json_schema())
-    raise ConfigError(f"{what}: cannot describe {tp!r} as JSON Schema (use a dataclass, a TypedDict, "
-                      "a pydantic model or a JSON Schema dict)")
+    return _fields_schema(typing.get_type_hints(tp, include_extras=True), tp.__required_keys__, what)
