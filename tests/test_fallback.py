@@ -29,17 +29,20 @@ Server = tuple[str, Path]
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Server]]:
-    """``start(status=0, model="scripted", in_stream=False) -> (base_url, request log)``; one server per set."""
-    started: dict[tuple[int, str, bool], tuple[Server, Any]] = {}
+    """``start(status=0, model="scripted", in_stream=False, first=0, retry_after="0") -> (base_url, request log)``;
+    one server per set (``first``: only the first N requests get ``status``)."""
+    started: dict[tuple[int, str, bool, int, str], tuple[Server, Any]] = {}
 
-    def start(status: int = 0, model: str = "scripted", in_stream: bool = False) -> Server:
-        key = (status, model, in_stream)
+    def start(status: int = 0, model: str = "scripted", in_stream: bool = False, first: int = 0,
+              retry_after: str = "0") -> Server:
+        key = (status, model, in_stream, first, retry_after)
         if key not in started:
             log = tmp_path_factory.mktemp("scripted") / "requests.jsonl"
             log.write_text("", encoding="utf-8")
             port = free_port()
             process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
                                      "--log", str(log), "--status", str(status), "--model", model,
+                                     "--status-first", str(first), "--retry-after", retry_after,
                                      *(["--status-in-stream"] if in_stream else [])])
             wait_for_port(port, timeout_seconds=20, process=process)
             started[key] = ((f"http://127.0.0.1:{port}/v1", log), process)
@@ -323,3 +326,40 @@ def test_a_fallback_llm_called_outside_an_agent_sends_no_event_and_still_answers
     assert report(FallbackEvent()) is False  # no run on this thread: nothing to send to
     reply = fallback_llm(openai_chat(down_url, "primary", timeout_seconds=10), openai_chat(up_url, "backup"))(USER, [])
     assert reply["model"] == "backup"
+
+
+@pytest.mark.parametrize("status", [500, 504, 408])
+def test_docker_agent_2095_one_5xx_from_the_model_is_sent_again_not_a_failed_input(
+        servers: Callable[..., Server], status: int) -> None:
+    """docker-agent #2095 (and issue 27): one HTTP 500 or 504 failed the input; the OpenAI SDK retries 408, 409,
+    429 and 5xx. The model client now sends the request again and the agent answers."""
+    url, log = servers(status=status, first=1, model=f"flaky{status}")
+    answer = Agent(openai_chat(url, "m", timeout_seconds=20)).ask("hello there")
+    assert answer["status"] == "completed" and answer["content"] == "You said: hello there"
+    assert seen(log) == 2  # the failed request and the one that answered
+
+
+def test_gajae_code_5396_a_long_retry_after_is_not_waited_the_fallback_model_is_asked_at_once(
+        servers: Callable[..., Server]) -> None:
+    """gajae-code #5396 (and issue 27): ``Retry-After: 8259`` made the first model wait its own retries (~20 s)
+    before the backup was asked. A wait over 10 s is not waited: one request, then the backup answers."""
+    down_url, down_log = servers(status=429, retry_after="8259")
+    up_url, _ = servers(model="backup")
+    before = seen(down_log)
+    started = time.monotonic()
+    reply = fallback_llm(openai_chat(down_url, "primary", timeout_seconds=60), openai_chat(up_url, "backup"))(USER, [])
+    assert reply["model"] == "backup" and text_of(reply) == "You said: hello there"
+    assert seen(down_log) == before + 1
+    assert time.monotonic() - started < 10  # generous: the point is that 8259 s (or 10 s of retries) is not waited
+    with pytest.raises(LLMError, match="not waited") as raised:
+        openai_chat(down_url, "primary")(USER, [])
+    assert raised.value.status_code == 429
+
+
+def test_a_client_error_is_not_sent_again(servers: Callable[..., Server]) -> None:
+    """400/401/404/422 are the request's fault: raised at once, sent once (the peers' rule too)."""
+    url, log = servers(status=422, first=1, model="strict")
+    before = seen(log)
+    with pytest.raises(LLMError) as raised:
+        openai_chat(url, "m")(USER, [])
+    assert raised.value.status_code == 422 and seen(log) == before + 1

@@ -19,6 +19,8 @@ HTTP 200 and a first SSE event ``{"error": {"code": CODE, ...}}`` instead (as Op
 ``--status-body-as CONTENT_TYPE`` (with ``--status``): a streamed request gets HTTP 200 with that
 ``Content-Type`` and the bare error JSON as its body, without ``data:`` framing (what
 lemonade-sdk/lemonade#2826 forwarded from llama.cpp: a spec-compliant SSE parser sees no event).
+``--status-first N`` limits ``--status`` to the first N requests (a provider that fails once, then
+answers); ``--retry-after VALUE`` sets the error answers' ``Retry-After`` header (default ``0``).
 ``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
 ``--model NAME`` sets the replies' ``model`` field.
 
@@ -46,6 +48,8 @@ _model = ["scripted"]
 _status_in_stream = [False]
 _status_body_as = [""]
 _ignore_stream = [False]
+_status_first = [0]
+_retry_after = ["0"]
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -81,23 +85,24 @@ class _Handler(BaseHTTPRequestHandler):
             number = _count[0]
         pieces, calls, pause = _plan(body)
         last = (body.get("messages") or [{}])[-1].get("content")
-        streamed = bool(body.get("stream")) and not _ignore_stream[0] and not _status[0]
+        status = _status[0] if not _status_first[0] or number <= _status_first[0] else 0
+        streamed = bool(body.get("stream")) and not _ignore_stream[0] and not status
         if not streamed:  # logged before the answer: a client that read it finds its request in the log
             self._log(body, number, last, cut=False)
         cut = False
         try:
-            if _status[0] and _status_in_stream[0] and body.get("stream"):
+            if status and _status_in_stream[0] and body.get("stream"):
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                self._event({"error": {"message": f"scripted error {_status[0]}", "code": _status[0]}})
+                self._event({"error": {"message": f"scripted error {status}", "code": status}})
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
-            elif _status[0] and _status_body_as[0] and body.get("stream"):
-                self._error(_status[0], http_status=200, content_type=_status_body_as[0])
-            elif _status[0]:
-                self._error(_status[0])
+            elif status and _status_body_as[0] and body.get("stream"):
+                self._error(status, http_status=200, content_type=_status_body_as[0])
+            elif status:
+                self._error(status)
             elif streamed:
                 self._stream(pieces, calls, pause)
             else:
@@ -119,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
                                      "code": status}}).encode()
         self.send_response(http_status or status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Retry-After", "0")
+        self.send_header("Retry-After", _retry_after[0])
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -183,8 +188,13 @@ def main() -> None:
     parser.add_argument("--ignore-stream", action="store_true", help="answer streamed requests with plain JSON")
     parser.add_argument("--status-body-as", default="", metavar="CONTENT_TYPE",
                         help="a streamed request gets HTTP 200, this Content-Type and --status's bare error JSON")
+    parser.add_argument("--status-first", type=int, default=0, metavar="N",
+                        help="only the first N requests get --status (0: all)")
+    parser.add_argument("--retry-after", default="0", help="the Retry-After header of --status answers")
     args = parser.parse_args()
     _log_path = args.log
+    _status_first[0] = args.status_first
+    _retry_after[0] = args.retry_after
     _status[0] = args.status
     _model[0] = args.model
     _status_in_stream[0] = args.status_in_stream

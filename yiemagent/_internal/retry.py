@@ -20,10 +20,25 @@ import urllib3.exceptions
 if TYPE_CHECKING:
     import tenacity
 
-__all__ = ["RETRY_STATUS", "make_retrying", "never_sent", "retry_after_seconds"]
+__all__ = ["MAX_RETRY_AFTER_SECONDS", "RETRY_STATUS", "make_retrying", "model_retry_status", "never_sent",
+           "retry_after_seconds"]
 
 RETRY_STATUS = frozenset({429, 502, 503})
-"""HTTP statuses that say "try again later" without having done the work."""
+"""HTTP statuses that say "try again later" without having done the work (MCP: a ``tools/call`` that got
+any other status may have run, and is never sent twice)."""
+
+MAX_RETRY_AFTER_SECONDS = 10.0
+"""A ``Retry-After`` longer than this is not waited: the error is raised at once (a fallback model is asked)."""
+
+
+def model_retry_status(status: int) -> bool:
+    """Whether a model request that got HTTP ``status`` is sent again: 408, 409, 429 and 5xx.
+
+    A chat completion has no effect but its cost, so a 500 or a 504 is retried
+    (the OpenAI and Anthropic SDKs retry the same statuses); 4xx client errors
+    are not. Source: openai-python ``_should_retry``.
+    """
+    return status in (408, 409, 429) or 500 <= status <= 599
 
 
 def never_sent(exc: BaseException) -> bool:

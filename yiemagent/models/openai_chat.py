@@ -21,7 +21,13 @@ import requests
 from ..__version__ import __version__
 from .._internal.checks import check_number, check_str
 from .._internal.http import CancellableSession, connection_problem
-from .._internal.retry import RETRY_STATUS, make_retrying, never_sent, retry_after_seconds
+from .._internal.retry import (
+    MAX_RETRY_AFTER_SECONDS,
+    make_retrying,
+    model_retry_status,
+    never_sent,
+    retry_after_seconds,
+)
 from .._internal.secrets import Secret, register_log_secrets, scrub, scrub_exception, secrets_of
 from ..exceptions import ConfigError, LLMConnectionError, LLMError, LLMTimeoutError
 from ..formats.llm import INCOMPLETE, ChunkDeltas, OnDelta, StreamMerger
@@ -33,7 +39,7 @@ __all__ = ["OpenAIChat", "openai_chat"]
 logger = logging.getLogger("yiemagent.models.openai_chat")
 
 class _RetryableStatus(LLMError):
-    """Internal: 429/502/503, worth one more try after ``retry_after`` seconds."""
+    """Internal: 408/409/429/5xx (``model_retry_status``), worth one more try after ``retry_after`` seconds."""
 
     retry_after: float | None = None
 
@@ -170,8 +176,11 @@ class OpenAIChat:
             when ``cancel()`` cuts a stream, which they may not do for a plain
             request.
 
-    Connection failures before the request was sent, and HTTP 429/502/503
-    (honouring ``Retry-After``), are retried up to 3 times in all.
+    Connection failures before the request was sent, and HTTP 408, 409, 429
+    and 5xx (honouring ``Retry-After`` up to 10 s; a longer one is not waited,
+    so that a fallback model is asked at once), are tried up to 3 times in
+    all, within ``timeout_seconds``; see ``docs/guides/models.rst`` for the
+    table beside the peers.
 
     Raises:
         LLMError: (from a call) HTTP error (``.status_code``, the body in the message), a reply
@@ -256,9 +265,12 @@ class OpenAIChat:
         if response.status_code >= 400:
             text = response.text[:2000]
             message = f"POST {self.url} answered HTTP {response.status_code}: {text}"
-            if response.status_code in RETRY_STATUS:
+            if model_retry_status(response.status_code):
+                wait = retry_after_seconds(response.headers.get("Retry-After"))
+                if wait is not None and wait > MAX_RETRY_AFTER_SECONDS:  # not waited: a fallback is asked now
+                    message += f" (Retry-After {wait:g} s: more than {MAX_RETRY_AFTER_SECONDS:g} s, not waited)"
                 error = _RetryableStatus(message, status_code=response.status_code, response=text)
-                error.retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                error.retry_after = wait
                 raise error
             raise LLMError(message, status_code=response.status_code, response=text)
         if body.get("stream"):
@@ -308,7 +320,9 @@ class OpenAIChat:
         def retryable(exc: BaseException) -> bool:
             if time.monotonic() >= deadline or isinstance(exc, LLMTimeoutError):
                 return False
-            return isinstance(exc, _RetryableStatus) or never_sent(exc)
+            if isinstance(exc, _RetryableStatus):
+                return exc.retry_after is None or exc.retry_after <= MAX_RETRY_AFTER_SECONDS
+            return never_sent(exc)
 
         try:
             with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
