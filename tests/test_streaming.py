@@ -489,3 +489,29 @@ def test_litellm_7621_parallel_calls_streamed_at_one_index_keep_their_own_ids_an
         deltas.feed(chunk)
     assert got == [("call_SF", "get_weather", '{"city": "SF"}'), ("call_Tokyo", "get_weather", '{"city": "Tokyo"}'),
                    ("call_Paris", "get_time", '{"city": "Paris"}')]
+
+
+def test_issue_27_a_stream_nobody_reads_stops_growing_deltas_are_dropped_the_message_and_answer_kept():
+    """Issue 27: an ``AgentStream`` whose reader stopped kept queuing (172,762 events, +46 MB). Past
+    ``max_buffered`` waiting items the deltas (a preview) are dropped and counted; message_end and the
+    answer still arrive, whole."""
+    pieces = 5_000
+
+    def llm_call(messages, tools, *, on_delta=None):
+        for _ in range(pieces):
+            on_delta("text", "x")
+        return text_reply("x" * pieces)
+
+    agent = Agent(llm_call).start()
+    try:
+        stream = agent.stream("write a lot")
+        stream.max_buffered = 100
+        answer = stream.future.result(timeout=60)  # the run ends while nobody reads
+        assert stream._queue.qsize() <= 100 + 20  # the deltas past the bound were not kept
+        assert stream.dropped >= pieces - 100
+        items = list(stream)
+        assert items[-1]["content"] == "x" * pieces == answer["content"]
+        ends = [i for i in items[:-1] if i.type == "message_end" and i.message.role == "assistant"]
+        assert ends and ends[-1].message.text == "x" * pieces
+    finally:
+        agent.shutdown()

@@ -67,8 +67,17 @@ class AgentStream(Iterator["ev.Event | Answer"]):
     aborted (status ``aborted``, the history stays valid). Events after
     ``close()`` are dropped.
 
+    A reader that stops reading does not make the stream grow without bound:
+    once ``max_buffered`` items wait, ``message_update`` deltas (a preview: the
+    ``message_end`` message is what goes into the history) are dropped and
+    counted in ``dropped``; every other event, and the answer, is kept (they
+    are bounded by the run's turns and calls).
+
     Thread safety: the agent's threads feed it; one consumer reads it.
     """
+
+    max_buffered = 10_000
+    """Items waiting unread past which deltas are dropped (a class default; set it on an instance too)."""
 
     def __init__(self, input_id: str, abort: Callable[[], bool],
                  on_close: Literal["continue", "abort"] = "continue") -> None:
@@ -89,6 +98,8 @@ class AgentStream(Iterator["ev.Event | Answer"]):
         self._closed = False
         self._done = False
         self._abort_sent = False
+        self.dropped = 0
+        """``message_update`` deltas dropped because ``max_buffered`` items were waiting unread."""
 
     def __repr__(self) -> str:
         state = "done" if self._done else ("closed" if self._closed else "open")
@@ -104,6 +115,9 @@ class AgentStream(Iterator["ev.Event | Answer"]):
     def put(self, event: ev.Event) -> None:
         """The agent's listener: called on the run's thread for each of its events."""
         if not self._closed:
+            if event.type == "message_update" and self._queue.qsize() >= self.max_buffered:
+                self.dropped += 1  # the reader fell behind: the preview goes, message_end keeps the message
+                return
             self._queue.put(event)
         elif self.on_close == "abort" and not self._abort_sent and event.type != "agent_end":
             self._abort_sent = self._abort()  # closed before its run started: abort it now that it runs
