@@ -30,7 +30,8 @@ Server = tuple[str, Path]
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Server]]:
     """``start(status=0, model="scripted", in_stream=False, first=0, retry_after="0") -> (base_url, request log)``;
-    one server per set (``first``: only the first N requests get ``status``)."""
+    one server per set (``first``: only the first N requests get ``status``).
+    """
     started: dict[tuple[int, str, bool, int, str], tuple[Server, Any]] = {}
 
     def start(status: int = 0, model: str = "scripted", in_stream: bool = False, first: int = 0,
@@ -332,7 +333,8 @@ def test_a_fallback_llm_called_outside_an_agent_sends_no_event_and_still_answers
 def test_docker_agent_2095_one_5xx_from_the_model_is_sent_again_not_a_failed_input(
         servers: Callable[..., Server], status: int) -> None:
     """docker-agent #2095 (and issue 27): one HTTP 500 or 504 failed the input; the OpenAI SDK retries 408, 409,
-    429 and 5xx. The model client now sends the request again and the agent answers."""
+    429 and 5xx. The model client now sends the request again and the agent answers.
+    """
     url, log = servers(status=status, first=1, model=f"flaky{status}")
     answer = Agent(openai_chat(url, "m", timeout_seconds=20)).ask("hello there")
     assert answer["status"] == "completed" and answer["content"] == "You said: hello there"
@@ -342,7 +344,8 @@ def test_docker_agent_2095_one_5xx_from_the_model_is_sent_again_not_a_failed_inp
 def test_gajae_code_5396_a_long_retry_after_is_not_waited_the_fallback_model_is_asked_at_once(
         servers: Callable[..., Server]) -> None:
     """gajae-code #5396 (and issue 27): ``Retry-After: 8259`` made the first model wait its own retries (~20 s)
-    before the backup was asked. A wait over 10 s is not waited: one request, then the backup answers."""
+    before the backup was asked. A wait over 10 s is not waited: one request, then the backup answers.
+    """
     down_url, down_log = servers(status=429, retry_after="8259")
     up_url, _ = servers(model="backup")
     before = seen(down_log)

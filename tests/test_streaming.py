@@ -494,7 +494,8 @@ def test_litellm_7621_parallel_calls_streamed_at_one_index_keep_their_own_ids_an
 def test_issue_27_a_stream_nobody_reads_stops_growing_deltas_are_dropped_the_message_and_answer_kept():
     """Issue 27: an ``AgentStream`` whose reader stopped kept queuing (172,762 events, +46 MB). Past
     ``max_buffered`` waiting items the deltas (a preview) are dropped and counted; message_end and the
-    answer still arrive, whole."""
+    answer still arrive, whole.
+    """
     pieces = 5_000
 
     def llm_call(messages, tools, *, on_delta=None):

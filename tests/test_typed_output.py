@@ -404,7 +404,8 @@ class _Node:
 
 def test_issue_27_a_recursive_output_type_is_described_with_defs_and_answers_as_nested_objects() -> None:
     """Issue 27: a recursive ``output_type`` (a dataclass tree) raised ``RecursionError`` from the constructor.
-    It is described once under ``$defs`` and referred to by ``$ref``; answers validate and come back nested."""
+    It is described once under ``$defs`` and referred to by ``$ref``; answers validate and come back nested.
+    """
     tree = '{"name": "root", "children": [{"name": "leaf", "children": []}]}'
     agent = Agent(ScriptedLLM([text_reply(tree)]), output_type=_Node)
     answer = agent.ask("the tree?")
