@@ -101,3 +101,14 @@ def test_issue_20_no_stream_example_prints_tool_call_arguments_as_answer_text() 
              if re.search(r"""\.type ==+ ["']message_update["']""", line)]
     assert len(lines) >= 3
     assert [f"{page}: {line.strip()}" for page, line in lines if "delta_type" not in line] == []
+
+
+def test_issue_27_new_user_the_api_reference_names_answers_events_and_the_web_apps():
+    """Issue 27, a new user's first hour: the API reference lacked ``Answer``, ``AnswerStatus``, ``Event`` and
+    ``flask_durable.create_app``, which the guides use. Each is documented by name (Sphinx builds with -W).
+    """
+    api = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "docs" / "api").glob("*.rst"))
+    for name in ("yiemagent.output.answers.Answer\n", "yiemagent.output.answers.AnswerStatus",
+                 "yiemagent.loop.events.Event", "yiemagent.examples.flask_durable.create_app",
+                 "yiemagent.examples.flask_chat.create_app"):
+        assert name in api, name

@@ -368,6 +368,7 @@ Event = Union[
     SubAgentEvent,
     CompactionEvent,
 ]
+"""Any event of a run (a union of the event classes above); ``event.type`` tells which one it is."""
 
 EventSink = Callable[[Event], Any]
 
