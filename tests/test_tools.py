@@ -222,3 +222,29 @@ def test_cap_result_cuts_long_results_with_a_visible_note():
     assert "50 characters; the first 10 are shown" in capped.text
     assert capped.details == {"truncated": {"chars": 50, "max_chars": 10}}
     assert cap_result(AgentToolResult("short"), 10).text == "short"
+
+
+def test_issue_27_new_user_a_tool_without_docstring_or_annotations_is_not_accepted_silently(caplog):
+    """Issue 27, a new user's first hour: a tool function without a docstring or annotations was accepted
+    silently (the model then sees a bare name and may send anything). It still works, with a WARNING naming
+    what is missing; a documented, typed tool logs nothing.
+    """
+    import logging
+
+    from yiemagent import tool
+
+    with caplog.at_level(logging.WARNING, logger="yiemagent.tools"):
+        @tool
+        def lookup(city):
+            return city
+
+        @tool
+        def typed(city: str) -> str:
+            """Look a city up."""
+            return city
+
+    texts = [r.getMessage() for r in caplog.records if r.name == "yiemagent.tools"]
+    assert any("'lookup' has no docstring" in t for t in texts)
+    assert any("'lookup': parameter(s) city have no type annotation" in t for t in texts)
+    assert not any("'typed'" in t for t in texts)
+    assert lookup.input_schema["properties"] == {"city": {}}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import logging
 import re
 import threading
 import types
@@ -30,6 +31,8 @@ from .agent_tool import AgentTool
 from .type_schema import type_schema
 
 __all__ = ["FunctionTool", "tool"]
+
+logger = logging.getLogger("yiemagent.tools")
 
 
 def _schema_for(annotation: Any) -> dict[str, Any]:
@@ -200,8 +203,17 @@ def tool(
             if convert is not None:
                 converters[pname] = convert
 
+        tool_name = name or str(getattr(func, "__name__", ""))
+        if description is None and not text:
+            logger.warning("@tool %r has no docstring and no description=: the model sees only its name",
+                           tool_name)
+        untyped = [p for p in properties if signature.parameters[p].annotation is inspect.Parameter.empty
+                   and p not in hints]
+        if untyped:
+            logger.warning("@tool %r: parameter(s) %s have no type annotation: the model may send any JSON value "
+                           "for them", tool_name, ", ".join(untyped))
         made: FunctionTool[_P, _R] = FunctionTool(
-            name=name or str(getattr(func, "__name__", "")),
+            name=tool_name,
             description=description if description is not None else text,
             input_schema=input_schema,
             execute=_FunctionExecutor(func, wants_abort, converters),
