@@ -239,3 +239,33 @@ def test_both_storages_are_token_storages_for_mypy_strict(tmp_path: Path) -> Non
     out, err, status = mypy_api.run(["--strict", "--no-error-summary", "--cache-dir", str(root / ".mypy_cache"),
                                      str(snippet)])
     assert status == 0, out + err
+
+
+@pytest.mark.parametrize("value", [float("nan"), "zq-secret\ud800", b"zq-secret", [[[[]]]]],
+                         ids=["nan", "surrogate", "bytes", "ok-nested"])
+def test_issue_27_values_token_storage_cannot_write_are_a_token_storage_error_never_a_raw_one(tmp_path: Path,
+                                                                                            value: Any) -> None:
+    """Issue 27: ``FileTokenStorage`` raised ``ValueError``/``UnicodeEncodeError``/``TypeError`` on NaN, a lone
+    surrogate or bytes. Its documented ``TokenStorageError`` instead, the value not quoted (it may be a secret),
+    and the file as it was.
+    """
+    storage = FileTokenStorage(tmp_path / "t" / "tokens.json")
+    storage.set_tokens("https://a.example/mcp", {"access_token": "first", "token_type": "Bearer"})
+    tokens = {"access_token": "zq-second", "token_type": "Bearer", "extra": value}
+    if value == [[[[]]]]:
+        storage.set_tokens("https://a.example/mcp", tokens)  # plain nested JSON is fine
+        return
+    with pytest.raises(TokenStorageError) as raised:
+        storage.set_tokens("https://a.example/mcp", tokens)
+    assert "zq-" not in str(raised.value)
+    assert FileTokenStorage(tmp_path / "t" / "tokens.json").get_tokens("https://a.example/mcp")["access_token"] == "first"
+
+
+def test_issue_27_a_token_file_nested_too_deep_is_a_token_storage_error(tmp_path: Path) -> None:
+    """Issue 27: a deep file raised ``RecursionError`` on read."""
+    path = tmp_path / "t" / "tokens.json"
+    path.parent.mkdir(mode=0o700)
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    path.chmod(0o600)
+    with pytest.raises(TokenStorageError, match="not a JSON token file"):
+        FileTokenStorage(path).get_tokens("https://a.example/mcp")

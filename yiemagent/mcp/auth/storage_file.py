@@ -218,7 +218,7 @@ class FileTokenStorage(VersionedTokenStorage):
             raw = f.read()
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: a file nested too deep
             raise TokenStorageError(f"{self.path} is not a JSON token file (delete it to log in again)") from exc
         if not isinstance(data, dict):
             raise TokenStorageError(f"{self.path} is not a JSON token file (delete it to log in again)")
@@ -228,7 +228,12 @@ class FileTokenStorage(VersionedTokenStorage):
         return data
 
     def _save(self, data: dict[str, Any]) -> None:
-        text = json.dumps(data, ensure_ascii=False, allow_nan=False, indent=1).encode("utf-8")
+        try:
+            text = json.dumps(data, ensure_ascii=False, allow_nan=False, indent=1).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:  # NaN, bytes, a lone surrogate, nesting
+            # the value itself is not named: it may be a secret
+            raise TokenStorageError(f"cannot store these values in {self.path}: {type(exc).__name__} (token values "
+                                    "must be JSON: text, finite numbers, lists and objects)") from None
         directory = str(self.path.parent)
         tmp = os.path.join(directory, f".{self.path.name}.{uuid.uuid4().hex}.tmp")
         try:
