@@ -258,7 +258,8 @@ def test_issue_27_values_token_storage_cannot_write_are_a_token_storage_error_ne
     with pytest.raises(TokenStorageError) as raised:
         storage.set_tokens("https://a.example/mcp", tokens)
     assert "zq-" not in str(raised.value)
-    assert FileTokenStorage(tmp_path / "t" / "tokens.json").get_tokens("https://a.example/mcp")["access_token"] == "first"
+    stored = FileTokenStorage(tmp_path / "t" / "tokens.json").get_tokens("https://a.example/mcp")
+    assert stored is not None and stored["access_token"] == "first"
 
 
 def test_issue_27_a_token_file_nested_too_deep_is_a_token_storage_error(tmp_path: Path) -> None:
