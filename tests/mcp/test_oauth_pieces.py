@@ -161,3 +161,23 @@ def test_headless_handler_errors_name_the_error_never_the_code(authorize_endpoin
     _AuthorizeEndpoint.mode = mode
     with pytest.raises(MCPAuthorizationError, match=message):
         HeadlessRedirectHandler(timeout_seconds=5)(f"{authorize_endpoint}/authorize")
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(document.cookie)", "file:///etc/passwd",
+                                 "data:text/html,<script>x</script>", "http://evil.example/authorize",
+                                 "https://user:pw@as.example/authorize", "ftp://as.example/a", 42])
+def test_issue_27_untrusted_endpoint_urls_in_authorization_server_metadata_are_refused(url):
+    """Issue 27: ``authorization_endpoint`` values with ``javascript:``, ``file:`` and ``data:`` schemes were
+    handed to the browser step. Endpoints are untrusted input: https, or http on this machine, only.
+    """
+    from yiemagent import MCPAuthorizationError
+    from yiemagent.mcp.auth.discovery import AuthorizationServer
+
+    server = AuthorizationServer("https://as.example", {"authorization_endpoint": url, "token_endpoint": url})
+    for member in ("authorization_endpoint", "token_endpoint"):
+        with pytest.raises(MCPAuthorizationError, match="not an https URL"):
+            getattr(server, member)
+    good = AuthorizationServer("https://as.example", {"authorization_endpoint": "https://as.example/authorize",
+                                                      "token_endpoint": "http://127.0.0.1:8000/token"})
+    assert good.authorization_endpoint == "https://as.example/authorize"
+    assert good.token_endpoint == "http://127.0.0.1:8000/token" and good.registration_endpoint is None

@@ -36,7 +36,8 @@ import requests
 from ..._internal.secrets import display_url
 from ...exceptions import MCPAuthorizationError
 
-__all__ = ["AuthorizationServer", "Discovery", "as_metadata_urls", "discover", "prm_urls", "resource_matches"]
+__all__ = ["AuthorizationServer", "Discovery", "as_metadata_urls", "discover", "endpoint_url", "prm_urls",
+           "resource_matches"]
 
 logger = logging.getLogger("yiemagent.mcp.auth")
 
@@ -54,18 +55,18 @@ class AuthorizationServer:
 
     @property
     def authorization_endpoint(self) -> str | None:
-        """The ``authorization_endpoint`` URL, or None."""
-        return _text(self.metadata.get("authorization_endpoint"))
+        """The ``authorization_endpoint`` URL, or None (``MCPAuthorizationError`` for one ``endpoint_url`` refuses)."""
+        return endpoint_url(self.metadata, "authorization_endpoint")
 
     @property
     def token_endpoint(self) -> str | None:
-        """The ``token_endpoint`` URL, or None."""
-        return _text(self.metadata.get("token_endpoint"))
+        """The ``token_endpoint`` URL, or None (``MCPAuthorizationError`` for one ``endpoint_url`` refuses)."""
+        return endpoint_url(self.metadata, "token_endpoint")
 
     @property
     def registration_endpoint(self) -> str | None:
-        """The ``registration_endpoint`` URL (RFC 7591), or None."""
-        return _text(self.metadata.get("registration_endpoint"))
+        """The ``registration_endpoint`` URL (RFC 7591), or None (refused as the others)."""
+        return endpoint_url(self.metadata, "registration_endpoint")
 
     def supports(self, member: str, value: str) -> bool:
         """True if the metadata list ``member`` holds ``value``."""
@@ -95,6 +96,40 @@ class Discovery:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def endpoint_url(metadata: dict[str, Any], member: str) -> str | None:
+    """The URL ``metadata[member]`` names, or None when absent; untrusted input, checked before any use.
+
+    Only ``https`` URLs are used, and ``http`` ones on this machine (a
+    loopback host, for development): an endpoint is opened in the user's
+    browser or sent credentials, so ``javascript:``, ``file:``, ``data:``
+    and the like, a URL with user info, or plain ``http`` elsewhere, are refused.
+
+    Raises:
+        MCPAuthorizationError: ``member`` is present but not such a URL (named, cut to 80 characters).
+
+    Spec: RFC 8414 section 2 (endpoints are URLs), OAuth 2.1 section 1.5 (TLS), MCP authorization
+    ("all authorization server endpoints MUST be served over HTTPS").
+    """
+    value = metadata.get(member)
+    if value is None or value == "":
+        return None
+    url = value if isinstance(value, str) else ""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        parts, host = urllib.parse.urlsplit(""), ""
+    safe = bool(host) and parts.username is None and parts.password is None and (
+        parts.scheme == "https" or (parts.scheme == "http" and host in _LOOPBACK))
+    if not safe:
+        raise MCPAuthorizationError(f"the authorization server's {member} {str(value)[:80]!r} is not an https URL "
+                                    "(or http on this machine); it is not used")
+    return url
 
 
 def _origin(url: str) -> str:
