@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -372,3 +373,33 @@ def test_invoke_351_a_command_that_exits_at_once_gives_one_clear_error_and_no_th
         assert caught.value.exit_code == 0
     assert crashed == []
     assert messages == {"the server process true exited with code 0"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX process groups")
+def test_issue_27_a_script_that_ends_without_shutdown_leaves_no_stdio_server_running(tmp_path):
+    """Issue 27: a script that ended without ``shutdown()`` left its stdio MCP servers running. Here the server
+    keeps running after its stdin closes (``stdio_quirks.py --ignore-eof``: a server that never notices EOF,
+    which a well-behaved real server does not show); the script exits and the server is gone within seconds.
+    """
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\n"
+        "from yiemagent import Agent, MCPClient\n"
+        "from yiemagent.testing import text_reply\n"
+        f"client = MCPClient.stdio(sys.executable, [{str(SERVERS / 'stdio_quirks.py')!r}, '--ignore-eof'])\n"
+        "agent = Agent(lambda messages, tools: text_reply('ok'), mcp_servers=[client])\n"
+        "print(agent.ask('hi')['status'], client.transport.process.pid, flush=True)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    status, pids = done.stdout.split(" ", 1)
+    assert status == "completed", done.stdout + done.stderr
+    pid = int(pids)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    raise AssertionError(f"the server {pid} outlived the script")

@@ -14,6 +14,7 @@ Spec: MCP 2025-11-25, "Transports", stdio; "Lifecycle", "Shutdown".
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ __all__ = [
     "close_quietly",
     "default_environment",
     "spawn",
+    "stop_at_exit",
     "stop_process",
 ]
 
@@ -67,7 +69,7 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str],
     Raises:
         OSError, ValueError: the command cannot be started.
     """
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [command, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -76,6 +78,38 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str],
         cwd=cwd,
         start_new_session=os.name == "posix",
     )
+    with _live_lock:
+        if not _live:
+            atexit.register(stop_at_exit)  # once per set of servers; unregistered when none is left
+        _live[process.pid] = process
+    return process
+
+
+_live: dict[int, subprocess.Popen[bytes]] = {}
+"""Servers started and not stopped yet: a script that ends without ``close()`` / ``Agent.shutdown()``
+stops them at interpreter exit (``stop_at_exit``) instead of leaving them running."""
+_live_lock = threading.Lock()
+EXIT_WAIT_SECONDS = 1.0
+"""At interpreter exit: how long the servers get after stdin closes, and after SIGTERM, all at once."""
+
+
+def stop_at_exit() -> None:
+    """Stop every server still running (``atexit``): stdin closed, then SIGTERM, then SIGKILL, to all at once."""
+    with _live_lock:
+        left = list(_live.values())
+        _live.clear()
+    for process in left:
+        close_quietly(process.stdin)
+    for signum in (None, signal.SIGTERM, signal.SIGKILL):
+        if signum is not None:
+            for process in left:
+                _signal(process, signum)
+        deadline = time.monotonic() + EXIT_WAIT_SECONDS
+        while left and time.monotonic() < deadline:
+            left = [p for p in left if p.poll() is None or (os.name == "posix" and _group_alive(p.pid))]
+            time.sleep(0.02)
+        if not left:
+            return
 
 
 class StderrTail:
@@ -124,6 +158,10 @@ def stop_process(process: subprocess.Popen[bytes], name: str) -> None:
     was started by), SIGTERM and then SIGKILL them too: nothing the server
     started is left running. Each wait is ``SHUTDOWN_WAIT_SECONDS``.
     """
+    with _live_lock:
+        _live.pop(process.pid, None)
+        if not _live:
+            atexit.unregister(stop_at_exit)
     if not _exited(process):
         logger.info("%s: did not exit %gs after stdin closed; terminating", name, SHUTDOWN_WAIT_SECONDS)
         _signal(process, signal.SIGTERM)
