@@ -19,6 +19,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ from ..loop import events as ev
 from ..mcp import MCPClient
 from ..messages import AssistantMessage, ToolResultMessage
 from ..models.openai_chat import openai_chat
+from ..textpolicy import display_text
 
 __all__ = ["DEMO_EXAMPLES", "DEMO_QUESTIONS", "DemoRun", "demo_server", "run_demo"]
 
@@ -104,36 +106,60 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+DEMO_START_SECONDS = 60.0
+"""How long the example server may take to listen (its imports are slow on a busy machine);
+``YIEMAGENT_DEMO_START_SECONDS`` overrides it."""
+
+
 @contextmanager
-def demo_server(timeout_seconds: float = 30.0) -> Iterator[str]:
+def demo_server(timeout_seconds: float | None = None) -> Iterator[str]:
     """Run the example weather server on a free loopback port; yield its ``/mcp`` URL.
 
+    Args:
+        timeout_seconds: how long it may take to listen; None: ``YIEMAGENT_DEMO_START_SECONDS``
+            from the environment, else ``DEMO_START_SECONDS``.
+
     Raises:
-        YiemagentError: it did not listen within ``timeout_seconds``.
+        YiemagentError: it exited, or did not listen in time (the message says what to do, with the
+            last lines the server wrote).
     """
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "yiemagent.examples.weather_server", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + timeout_seconds
-        while True:
-            if server.poll() is not None:
-                raise YiemagentError(f"the example MCP server exited with code {server.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise YiemagentError(f"the example MCP server did not listen on port {port} "
-                                         f"within {timeout_seconds:g}s") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.terminate()
+    if timeout_seconds is None:
         try:
-            server.wait(5)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            timeout_seconds = float(os.environ.get("YIEMAGENT_DEMO_START_SECONDS") or DEMO_START_SECONDS)
+        except ValueError:
+            timeout_seconds = DEMO_START_SECONDS
+    port = _free_port()
+    with tempfile.TemporaryFile() as errors:
+        server = subprocess.Popen([sys.executable, "-m", "yiemagent.examples.weather_server", "--port", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=errors)
+
+        def said() -> str:
+            errors.seek(0)
+            tail = errors.read()[-600:].decode("utf-8", "replace").strip()
+            return f"; it wrote: {display_text(tail)}" if tail else ""
+
+        try:
+            deadline = time.monotonic() + timeout_seconds
+            while True:
+                if server.poll() is not None:
+                    raise YiemagentError(f"the example MCP server exited with code {server.returncode}{said()}")
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise YiemagentError(
+                            f"the example MCP server did not listen on port {port} within {timeout_seconds:g}s "
+                            "(a busy machine makes its start slow: run the demo again, or give it longer with "
+                            f"YIEMAGENT_DEMO_START_SECONDS=180){said()}") from None
+                    time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.terminate()
+            try:
+                server.wait(5)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def run_demo(question: str, llm_call: Any, client: MCPClient, *, max_turns: int = 3,
