@@ -286,3 +286,28 @@ def test_fastmcp_3998_and_aws_otel_826_every_request_carries_the_trace_context_i
         outside.close()
     assert all("traceparent" not in r.headers and "_meta" not in (r.message or {}).get("params", {})
                for r in quiet.sent if r.message)
+
+
+def test_issue_27_with_content_capture_off_no_error_text_a_model_or_tool_wrote_reaches_a_span(exporter):
+    """Issue 27's rule: with content capture off, nothing a user, a tool or a model wrote reaches a span, error
+    texts included (a server's error body, a tool's error message).
+    """
+    @tool
+    def leaky(a: int, b: int) -> int:
+        """Fails with what it read."""
+        raise RuntimeError("zq-tool-secret from the record")
+
+    class Broken(ScriptedLLM):
+        def __call__(self, messages: Any, tools: Any) -> Any:
+            if len(self.calls) == 1:
+                self.calls.append({"messages": messages, "tools": tools})
+                raise LLMError("the server said: zq-model-secret in its body")
+            return super().__call__(messages, tools)
+
+    answer = Agent(Broken([two_calls("leaky", "leaky")]), tools=[leaky]).ask("zq-user-secret")
+    assert answer["status"] == "error"
+    spans = exporter.get_finished_spans()
+    assert any(s.status.status_code == StatusCode.ERROR for s in spans)
+    for span in spans:
+        seen = f"{span.name} {span.status.description} {dict(span.attributes or {})} {list(span.events)}"
+        assert "zq-" not in seen, seen

@@ -160,7 +160,9 @@ class _Tracer:
             return
         if event.where == "llm_call" and run.chat is not None:
             span, run.chat = run.chat, None
-            _failed(self.trace, span, event.error, _attribute(event.message))
+            # an error's text may quote what the model or the server wrote: only with content capture
+            text = _attribute(event.message) if self.capture_content else type(event.error).__qualname__
+            _failed(self.trace, span, event.error, text)
             span.end(end_time=_ns(event.timestamp))
 
     def on_tool_execution_start(self, event: ev.ToolExecutionStartEvent) -> None:
@@ -190,8 +192,10 @@ class _Tracer:
         if self.capture_content:
             text = getattr(event.result, "text", None)
             span.set_attribute("gen_ai.tool.call.result", _attribute(text if isinstance(text, str) else event.result))
-        if event.is_error:
-            _failed(self.trace, span, None, _attribute(getattr(event.result, "text", "") or "tool error"), "tool_error")
+        if event.is_error:  # the result's text is the tool's (or a server's) words: only with content capture
+            text = _attribute(getattr(event.result, "text", "") or "tool error") if self.capture_content \
+                else "tool error"
+            _failed(self.trace, span, None, text, "tool_error")
         span.end(end_time=_ns(event.timestamp))
 
     def on_agent_end(self, event: ev.AgentEndEvent) -> None:
