@@ -34,7 +34,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..exceptions import ConfigError, LLMError
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
@@ -305,7 +305,8 @@ def summary_text(message: Message) -> str:
 
 
 def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[..., Any], *, force: bool = False,
-            focus: str | None = None, run: Callable[[Callable[[], str]], str] | None = None) -> Compacted | None:
+            focus: str | None = None, run: Callable[[Callable[[], str]], str] | None = None,
+            on_failure: Literal["raise", "leave_out"] = "raise") -> Compacted | None:
     """Summarise what ``history`` can lose; return the compaction to append, or None when nothing can go.
 
     Args:
@@ -317,9 +318,13 @@ def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[.
             that may start the kept part is summarised.
         focus: what the summary should keep above all (``/compact <focus>``).
         run: runs the summariser (the loop passes one that an abort cuts); None: here.
+        on_failure: when the summariser fails, ``"raise"`` (nothing is appended) or
+            ``"leave_out"``: the window is kept anyway, the messages before the cut
+            left out without a summary (the earlier summary kept, with a note saying
+            how many messages were left out and why), so the requests still fit.
 
     Raises:
-        LLMError: the summariser failed; nothing is appended.
+        LLMError: the summariser failed (``on_failure="raise"``); nothing is appended.
     """
     latest = latest_compaction(history)
     start, previous = (latest[1], summary_text(history[latest[0]])) if latest is not None else (0, None)
@@ -336,7 +341,16 @@ def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[.
     def write() -> str:
         return summarise(settings, config.llm_call or llm_call, previous, lost)
 
-    summary = run(write) if run is not None else write()
+    try:
+        summary = run(write) if run is not None else write()
+    except LLMError as exc:
+        if on_failure == "raise":
+            raise
+        note = (f"[{len(lost)} earlier messages were left out without a summary: the summariser failed "
+                f"({type(exc).__name__}).]")
+        summary = f"{previous}\n{note}" if previous else note
+        logger.warning("compaction: the summariser failed (%s); %d messages before history[%d] left out without a "
+                       "summary, so that the request fits", exc, len(lost), cut)
     logger.info("compacted %d messages before history[%d] into a %d-character summary", len(lost), cut, len(summary))
     return Compacted(summary_message(summary, cut, summarised_messages=len(lost)), cut, len(lost), summary)
 

@@ -195,18 +195,23 @@ class ModelTurn(ToolBatch):
     def compacted(self, reason: Literal["budget", "overflow"], request: _Request, tools_enabled: bool) -> _Request:
         """Compact the history (a summary appended, a ``compaction`` event); the request built again.
 
-        Returns ``request`` itself when nothing could be compacted, or when the
-        summariser failed (an ``error`` event, ``where="compaction"``): the
-        request then goes as it is.
+        Returns ``request`` itself when nothing could be compacted. When the
+        summariser fails (an ``error`` event, ``where="compaction"``) the window is
+        kept anyway: the oldest messages are left out without a summary, with a
+        note (``compaction.compact``'s ``leave_out``), so requests never outgrow it.
         """
         config = self.config.compaction
         assert config is not None
-        try:
-            done = compact(self.history, config, self.config.llm_call, force=reason == "overflow",
-                           run=lambda write: self.wait(self.submit(write)))
-        except LLMError as exc:
-            self.error("compaction", exc)
-            return request
+
+        def write(summarise: Callable[[], str]) -> str:
+            try:
+                return str(self.wait(self.submit(summarise)))
+            except LLMError as exc:  # reported; the window is kept without a summary (compaction's leave_out)
+                self.error("compaction", exc)
+                raise
+
+        done = compact(self.history, config, self.config.llm_call, force=reason == "overflow", run=write,
+                       on_failure="leave_out")
         if done is None:
             logger.info("run %s turn %d: the request has %d tokens but nothing can be compacted",
                         self.run_id, self.turns, request[3])
