@@ -516,3 +516,25 @@ def test_issue_27_new_user_decide_given_one_id_is_an_approval_error_that_says_wh
         agent.decide("call_a_txt")  # type: ignore[arg-type]
     assert effects.ran == [] and agent.pending_approvals()[0]["tool_call_id"] == "call_a_txt"  # nothing decided
     assert agent.decide({"call_a_txt": True})["status"] == "completed" and effects.ran == ["remove a.txt"]
+
+
+def test_issue_27_a_reply_with_2000_calls_asks_only_about_the_calls_that_can_run() -> None:
+    """Issue 27: a reply with 2,000 calls of a ``needs_approval`` tool asked a person 2,000 questions although
+    only ``max_tool_calls_per_turn`` (16) can run. Only those are asked; the rest get "not run" results.
+    """
+    effects = Effects()
+    calls = [(f"call_{i}", "remove", {"path": f"f{i}.txt"}) for i in range(2000)]
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        if messages[-1]["role"] == "user":
+            return calls_reply(*calls)
+        return text_reply("done")
+
+    agent = Agent(model, tools=effects.tools())
+    answer = agent.ask("clean up")
+    assert answer["status"] == "awaiting_approval"
+    assert len(answer["pending_approvals"]) == 16
+    done = agent.decide({c["tool_call_id"]: True for c in answer["pending_approvals"]})
+    assert done["status"] == "completed" and len(effects.ran) == 16
+    results = [m for m in agent.openai_messages() if m["role"] == "tool"]
+    assert len(results) == 2000 and sum("not run" in m["content"] for m in results) == 1984

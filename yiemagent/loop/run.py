@@ -360,8 +360,9 @@ class _Run(ModelTurn, ToolBatch):
                         for c in reply.tool_calls
                     ]
                     aborted = False
-                elif waiting := approvals.calls_to_approve(reply.tool_calls, self.config.tools,
-                                                           self.config.approval_policy, self.journal, self.turns):
+                elif waiting := approvals.calls_to_approve(  # only calls that can run are asked about
+                        reply.tool_calls[:self.config.max_tool_calls_per_turn], self.config.tools,
+                        self.config.approval_policy, self.journal, self.turns):
                     status, self.waiting = "awaiting_approval", waiting
                     answer = approvals.waiting_answer(reply, waiting)
                     self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
