@@ -306,3 +306,27 @@ def test_an_echoed_api_key_reaches_neither_the_answer_nor_events_nor_logs(peer, 
     assert errors and all(KEY not in e.message and KEY not in everything_said(e.error) for e in errors)
     assert KEY not in json.dumps(answer) and KEY not in caplog.text
     assert KEY not in repr(agent.config.llm_call) and KEY not in repr(agent.config.llm_call._headers)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_issue_27_a_huge_model_reply_is_refused_not_kept_and_resent(peer, stream):
+    """Issue 27: a 50 MB model reply was accepted (and a 20 MB assistant message re-sent on every later call).
+    Replies past ``max_reply_bytes`` are refused with ``LLMError`` without reading them to the end; a raw peer
+    sends it (no real server answers that big on purpose).
+    """
+    from tests.servers.raw_llm_peer import Reply, chunk
+
+    text = "x" * 3_000_000
+    if stream:
+        peer.script(Reply(sse=[chunk({"role": "assistant", "content": text}), chunk(finish_reason="stop")]))
+    else:
+        peer.script(Reply(json_body={"choices": [{"index": 0, "finish_reason": "stop",
+                                                   "message": {"role": "assistant", "content": text}}]}))
+    llm = openai_chat(peer.base_url, "m", stream=stream)
+    llm.max_reply_bytes = 1_000_000
+    with pytest.raises(LLMError, match="larger than 1000000 bytes"):
+        llm([{"role": "user", "content": "hi"}], [])
+    peer.script(Reply(json_body={"choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": "ok"}}]}))
+    answer = Agent(llm).ask("hi")  # the next request works as usual
+    assert answer["status"] == "completed" and answer["content"] == "ok"

@@ -72,15 +72,36 @@ _BODY_KEPT_CHARS = 2000
 """Characters of a streamed body kept to explain a stream without any event (its error body)."""
 
 
-def _stream_events(response: requests.Response, seen: list[str] | None = None) -> Iterator[str]:
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""The largest model reply read (its body, streamed or not); past it the reply is refused with ``LLMError``:
+a reply that size would be sent back with every later request of the conversation."""
+
+
+def _capped(response: requests.Response, url: str, max_bytes: int) -> Iterator[bytes]:
+    """The body as it arrives; ``LLMError`` (the connection closed) once it passes ``max_bytes``."""
+    read = 0
+    for raw in response.iter_content(chunk_size=None):
+        read += len(raw)
+        if read > max_bytes:
+            response.close()
+            raise LLMError(f"POST {url}: the reply is larger than {max_bytes} bytes; not read further "
+                           "(OpenAIChat.max_reply_bytes)")
+        yield raw
+
+
+def _stream_events(response: requests.Response, seen: list[str] | None = None, url: str = "",
+                   max_bytes: int = MAX_REPLY_BYTES) -> Iterator[str]:
     """The ``data`` of each SSE event of ``response`` as it arrives (UTF-8, bad bytes replaced).
 
     ``seen`` gets the first ``_BODY_KEPT_CHARS`` characters of the body, as read.
+
+    Raises:
+        LLMError: the body passed ``max_bytes``.
     """
     parser = SSEParser()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     kept = 0
-    for raw in response.iter_content(chunk_size=None):
+    for raw in _capped(response, url, max_bytes):
         text = decoder.decode(raw)
         if seen is not None and kept < _BODY_KEPT_CHARS:
             seen.append(text[: _BODY_KEPT_CHARS - kept])
@@ -118,7 +139,8 @@ def _not_a_stream(response: requests.Response, url: str, body: str) -> dict[str,
 
 
 def _read_stream(
-    response: requests.Response, url: str, on_delta: OnDelta | None = None, deadline: float | None = None
+    response: requests.Response, url: str, on_delta: OnDelta | None = None, deadline: float | None = None,
+    max_bytes: int = MAX_REPLY_BYTES,
 ) -> dict[str, Any]:
     """Read an SSE chat-completion stream to its end (``data: [DONE]``) and merge it.
 
@@ -133,7 +155,7 @@ def _read_stream(
     seen: list[str] = []
     try:
         with response:
-            for data in _stream_events(response, seen):
+            for data in _stream_events(response, seen, url, max_bytes):
                 if data.strip() == "[DONE]":
                     return merger.reply()
                 chunk = _stream_chunk(data, url, first=merger.first is None)
@@ -192,6 +214,9 @@ class OpenAIChat:
     thread cuts the requests in flight.
     """
 
+    max_reply_bytes = MAX_REPLY_BYTES
+    """Replies larger than this are refused (``LLMError``); set it on the instance for another bound."""
+
     def __init__(
         self,
         base_url: str,
@@ -245,9 +270,8 @@ class OpenAIChat:
         if remaining <= 0:
             raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s")
         try:
-            response = self._session.post(
-                self.url, data=model_request_body(body), headers=self._headers, timeout=remaining,
-                stream=bool(body.get("stream")),
+            response = self._session.post(  # the body read as it comes, up to max_reply_bytes
+                self.url, data=model_request_body(body), headers=self._headers, timeout=remaining, stream=True,
             )
         except requests.RequestException as exc:
             if time.monotonic() >= deadline:
@@ -263,7 +287,9 @@ class OpenAIChat:
             response.close()
             raise LLMError(f"POST {self.url}: cut (the run was aborted)")
         if response.status_code >= 400:
-            text = response.text[:2000]
+            with response:
+                text = b"".join(_capped(response, self.url, max(self.max_reply_bytes, 1))).decode(
+                    "utf-8", "replace")[:2000]
             message = f"POST {self.url} answered HTTP {response.status_code}: {text}"
             if model_retry_status(response.status_code):
                 wait = retry_after_seconds(response.headers.get("Retry-After"))
@@ -274,13 +300,20 @@ class OpenAIChat:
                 raise error
             raise LLMError(message, status_code=response.status_code, response=text)
         if body.get("stream"):
-            return _read_stream(response, self.url, on_delta, deadline)
+            return _read_stream(response, self.url, on_delta, deadline, self.max_reply_bytes)
+        with response:
+            try:
+                data = b"".join(_capped(response, self.url, self.max_reply_bytes))
+            except requests.RequestException as exc:
+                if time.monotonic() >= deadline:
+                    raise LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds}s") \
+                        from exc
+                raise LLMConnectionError(f"POST {self.url}: the reply broke off: {exc}") from exc
+        text = data.decode("utf-8", "replace")
         try:
-            reply = response.json()
+            reply = json.loads(text)
         except ValueError as exc:
-            raise LLMError(
-                f"POST {self.url} answered non-JSON: {response.text[:200]!r}", response=response.text
-            ) from exc
+            raise LLMError(f"POST {self.url} answered non-JSON: {text[:200]!r}", response=text) from exc
         if not isinstance(reply, dict):
             raise LLMError(f"POST {self.url} answered JSON that is not an object", response=reply)
         return reply
