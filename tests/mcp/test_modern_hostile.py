@@ -252,3 +252,32 @@ def test_rust_sdk_1098_and_typescript_sdk_2313_each_retry_carries_only_its_own_r
     assert "inputResponses" not in first["params"] and "requestState" not in first["params"]
     assert set(second["params"]["inputResponses"]) == {"a"} and second["params"]["requestState"] == "s1"
     assert set(third["params"]["inputResponses"]) == {"b"} and "requestState" not in third["params"]
+
+
+def test_issue_27_a_sampling_flood_and_a_huge_request_state_are_refused_not_answered_or_resent(peer):
+    """Issue 27: a 2026-07-28 server answering ``tools/call`` with ``input_required`` carrying 200
+    ``sampling/createMessage`` requests made the agent's model answer 1,600 sampling calls for one tool call
+    (8 rounds x 200), and a 7.3 MB ``requestState`` was sent back on each of 9 retries. A round asking more than
+    16 inputs, or a ``requestState`` over 256 KiB, is ``MCPProtocolError``: nothing answered, nothing sent again.
+    (A raw peer: no real server floods on purpose.)
+    """
+    sampled: list[Any] = []
+
+    def sample(params: dict[str, Any]) -> dict[str, Any]:
+        sampled.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    flood = {f"s{i}": {"method": "sampling/createMessage",
+                       "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                                  "maxTokens": 100000}} for i in range(200)}
+    peer.script("tools/call", Reply(result={"resultType": "input_required", "inputRequests": flood}))
+    with client_of(peer, request_handlers={"sampling/createMessage": sample}) as client:
+        with pytest.raises(MCPProtocolError, match="asks 200 inputs at once"):
+            client.call_tool("get_time")
+    assert sampled == [] and peer.count("tools/call") == 1
+
+    peer.script("tools/call", Reply(result={"resultType": "input_required", "requestState": "x" * 7_300_000}))
+    with client_of(peer) as client:
+        with pytest.raises(MCPProtocolError, match="requestState of"):
+            client.call_tool("get_time")
+    assert peer.count("tools/call") == 2  # the one above and this one: no retry carried the state

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import MCPProtocolError, MCPTransportError
+from ..textpolicy import json_text
 from .server_messages import (
     CallbackAborted,
     UnansweredRequest,
@@ -110,6 +111,27 @@ def _answers(client: _Client, server: str, method: str, requests: Any,
     return answers
 
 
+MAX_INPUT_REQUESTS = 16
+"""Input requests one ``input_required`` round may carry (each may be a sampling call on the agent's model);
+more is ``MCPProtocolError``: a hostile server could otherwise make one tool call cost thousands."""
+MAX_REQUEST_STATE_CHARS = 256 * 1024
+"""The largest ``requestState`` sent back (as JSON text); a larger one is ``MCPProtocolError``, so a server
+cannot make each retry carry megabytes."""
+
+
+def _check_bounds(server: str, method: str, result: dict[str, Any], round_number: int) -> None:
+    """The bounds of one ``input_required`` result (``MAX_INPUT_REQUESTS``, ``MAX_REQUEST_STATE_CHARS``)."""
+    requests = result.get("inputRequests")
+    if isinstance(requests, dict) and len(requests) > MAX_INPUT_REQUESTS:
+        raise MCPProtocolError(f"{method} to {server}: round {round_number + 1} asks {len(requests)} inputs at once "
+                               f"(at most {MAX_INPUT_REQUESTS}); not answered", server=server)
+    if "requestState" in result:
+        size = len(json_text(result["requestState"]))
+        if size > MAX_REQUEST_STATE_CHARS:
+            raise MCPProtocolError(f"{method} to {server}: requestState of {size} characters (at most "
+                                   f"{MAX_REQUEST_STATE_CHARS}); not sent back", server=server)
+
+
 def run_rounds(
     client: _Client,
     method: str,
@@ -136,7 +158,9 @@ def run_rounds(
 
     Raises:
         MCPProtocolError: still ``input_required`` after ``max_rounds`` retries,
-            or with neither ``inputRequests`` nor ``requestState``;
+            or with neither ``inputRequests`` nor ``requestState``; more than
+            ``MAX_INPUT_REQUESTS`` inputs in one round, or a ``requestState``
+            over ``MAX_REQUEST_STATE_CHARS``;
             an input request this client cannot answer (no handler); a
             malformed ``inputRequests``.
         MCPCallbackError: a request handler (callback) raised; ``__cause__``
@@ -156,6 +180,7 @@ def run_rounds(
             raise MCPProtocolError(
                 f"{method} to {server}: input_required with neither inputRequests nor requestState",
                 server=server, body=str(result)[:500])
+        _check_bounds(server, method, result, round_number)
         if round_number == max_rounds:
             raise MCPProtocolError(
                 f"{method} to {server}: still input_required after {max_rounds} rounds (max_input_rounds)",
