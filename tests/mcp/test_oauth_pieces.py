@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -181,3 +184,59 @@ def test_issue_27_untrusted_endpoint_urls_in_authorization_server_metadata_are_r
                                                       "token_endpoint": "http://127.0.0.1:8000/token"})
     assert good.authorization_endpoint == "https://as.example/authorize"
     assert good.token_endpoint == "http://127.0.0.1:8000/token" and good.registration_endpoint is None
+
+
+def _token_server(body: bytes, drip_seconds: float) -> Any:
+    """A raw token endpoint: answers every POST with ``body``, one byte per ``drip_seconds`` (no real
+    authorization server drips on purpose; a slow or hostile network does).
+    """
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for i in range(len(body)):
+                try:
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(drip_seconds)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_issue_27_a_dripping_token_endpoint_is_cut_at_the_total_deadline_with_the_documented_error():
+    """Issue 27: the OAuth token request had no total deadline (a drip held it 34.9 s) and raised urllib3's
+    ``ReadTimeoutError``. The whole request now ends by ``timeout_seconds`` with ``MCPAuthorizationError``.
+    """
+    from yiemagent._internal.http import CancellableSession
+    from yiemagent.mcp.auth.tokens import ClientAuth, request_token
+
+    server = _token_server(json.dumps({"access_token": "a" * 200, "token_type": "Bearer"}).encode(), 0.05)
+    try:
+        started = time.monotonic()
+        with pytest.raises(MCPAuthorizationError, match="within 1s"):
+            request_token(CancellableSession(), f"http://127.0.0.1:{server.server_port}/token",
+                          {"grant_type": "client_credentials"}, ClientAuth("c"), "http://127.0.0.1/mcp", 1.0)
+        assert time.monotonic() - started < 5  # generous: the drip would take 11 s
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("value", "expected"), [(3600, 3600.0), ("3600", 3600.0), (" 60.5 ", 60.5), (-5, 0.0),
+                                                 ("soon", None), (float("nan"), None), (True, None), (None, None)])
+def test_issue_27_expires_in_may_come_as_a_string_a_float_or_nonsense(value, expected):
+    """Issue 27's rule: every numeric field a peer sends may come as a string, a float or nonsense."""
+    from yiemagent.mcp.auth.tokens import seconds_field
+
+    assert seconds_field(value) == expected

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import requests
 
+from ..._internal.http import CancellableSession
 from ..._internal.secrets import Secret, register_log_secrets
 from ...exceptions import MCPAuthorizationError
 from .challenge import parse_bearer_challenge
@@ -135,7 +136,7 @@ class OAuth:
         self.max_step_ups = max_step_ups
         self.refresh_margin_seconds = refresh_margin_seconds
         self.offline_access = offline_access
-        self._session = session or requests.Session()
+        self._session = session or CancellableSession()  # the token request's deadline cuts it
         self._clock = clock
         self._lock = threading.RLock()
         self._servers: dict[str, _Server] = {}

@@ -21,9 +21,11 @@ Spec: OAuth 2.1 (draft-ietf-oauth-v2-1) §4.1 and §4.3, RFC 7636 (PKCE), RFC
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
+import math
 import secrets
 import time
 import urllib.parse
@@ -33,8 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
 
 from ..._internal.checks import install_hint
+from ..._internal.http import CancellableSession, body_chunks
 from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 
@@ -143,6 +147,24 @@ def check_authorization_response(state: str | None, iss: str | None, expected_st
             f"the authorization response has no iss although {issuer!r} advertises it (RFC 9207; not used)")
 
 
+def seconds_field(value: Any) -> float | None:
+    """A number of seconds a peer sent (``expires_in``): a number or a numeric string; None for anything else.
+
+    Peers send ``3600``, ``3600.0`` or ``"3600"``; NaN, infinities, booleans and
+    text are not a lifetime; a negative one is 0 (already expired).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return max(0.0, float(value))
+
+
 def _post_token_request(
     session: requests.Session, endpoint: str, data: dict[str, str], client: ClientAuth, audience: str,
     timeout_seconds: float,
@@ -150,18 +172,30 @@ def _post_token_request(
     """One token request with ``client``'s authentication: the response and its JSON object (``{}`` if none)."""
     headers = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
     client.apply(data, headers, audience)
-    try:
-        response = session.post(endpoint, data=data, headers=headers, timeout=timeout_seconds,
-                                allow_redirects=False, stream=True)
-    except (requests.RequestException, ValueError) as exc:
-        raise MCPAuthorizationError(
-            f"the token request to {display_url(endpoint)} failed: {type(exc).__name__}") from None
-    with response:
+    deadline = time.monotonic() + timeout_seconds
+    # the whole request within timeout_seconds, however slowly the bytes come (a CancellableSession cuts it)
+    whole = session.deadline(deadline) if isinstance(session, CancellableSession) else contextlib.nullcontext()
+    with whole:
         try:
-            body = response.raw.read(_MAX_TOKEN_BYTES + 1, decode_content=True)
-            document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
-        except (ValueError, requests.RequestException, OSError):
-            document = None
+            response = session.post(endpoint, data=data, headers=headers, timeout=timeout_seconds,
+                                    allow_redirects=False, stream=True)
+        except (requests.RequestException, ValueError) as exc:
+            late = " (no answer within the deadline)" if time.monotonic() >= deadline else ""
+            raise MCPAuthorizationError(
+                f"the token request to {display_url(endpoint)} failed: {type(exc).__name__}{late}") from None
+        with response:
+            try:
+                body = b""
+                for chunk in body_chunks(response):
+                    body += chunk
+                    if len(body) > _MAX_TOKEN_BYTES or time.monotonic() >= deadline:
+                        break
+                document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
+            except (ValueError, requests.RequestException, OSError, urllib3.exceptions.HTTPError):
+                document = None
+    if time.monotonic() >= deadline:
+        raise MCPAuthorizationError(f"the token request to {display_url(endpoint)} got no complete answer within "
+                                    f"{timeout_seconds:g}s")
     return response, document if isinstance(document, dict) else {}
 
 
@@ -198,10 +232,10 @@ def request_token(
     if not isinstance(token, str) or not token:
         raise MCPAuthorizationError(f"the token endpoint {where} answered without an access_token")
     token_type = str(answer.get("token_type") or "Bearer")
-    expires_in = answer.get("expires_in")
+    lifetime = seconds_field(answer.get("expires_in"))
     tokens: dict[str, Any] = {
         "access_token": token, "token_type": token_type,
-        "expires_at": clock() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+        "expires_at": clock() + lifetime if lifetime is not None else None,
     }
     if isinstance(answer.get("refresh_token"), str) and answer["refresh_token"]:
         tokens["refresh_token"] = answer["refresh_token"]
