@@ -258,3 +258,25 @@ def test_a_revoked_grant_ends_in_one_new_login_or_a_clear_error(oauth_server):
 
 def login_refused_quietly(url: str) -> tuple[str, str | None]:
     raise RuntimeError("no user here to log in")
+
+
+@pytest.mark.parametrize("stored", ["1", "soon", 1.0])
+def test_issue_27_a_credential_read_from_storage_is_checked_for_expiry_before_it_is_sent(oauth_server, stored):
+    """Issue 27's rule: a credential read from storage is checked for expiry before it is sent. Storage that
+    holds ``expires_at`` as a string (another program wrote it), nonsense, or a past time: the token is
+    refreshed first (a refresh grant), and the stored token is never sent again."""
+    from yiemagent.mcp.auth import MemoryTokenStorage
+
+    storage = MemoryTokenStorage()
+    server = oauth_server(split=True)
+    with MCPClient(server.url, auth=make_oauth(storage=storage), timeout_seconds=10) as client:
+        assert text_of(client.call_tool("add", {"a": 1, "b": 1})) == "2"
+        (key,) = storage._tokens
+        tokens = storage.get_tokens(key)
+        assert tokens is not None
+        old = tokens["access_token"]
+        storage.set_tokens(key, {**tokens, "expires_at": stored})
+        sent_before = len(bearers(server, "rs"))
+        assert text_of(client.call_tool("add", {"a": 2, "b": 2})) == "4"
+    assert server.counts()["refresh_grants"] >= 1
+    assert old not in bearers(server, "rs")[sent_before:]

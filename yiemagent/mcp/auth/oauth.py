@@ -24,7 +24,14 @@ from .challenge import parse_bearer_challenge
 from .discovery import Discovery, discover
 from .registration import ClientSettings, client_identity
 from .storage import MemoryTokenStorage, RedirectHandler, TokenStorage
-from .tokens import ClientAuth, Pkce, authorization_url, check_authorization_response, request_token
+from .tokens import (
+    ClientAuth,
+    Pkce,
+    authorization_url,
+    check_authorization_response,
+    request_token,
+    seconds_field,
+)
 
 __all__ = ["DEFAULT_REDIRECT_URI", "OAuth"]
 
@@ -188,8 +195,16 @@ class OAuth:
         return lock(resource_url) if callable(lock) else nullcontext()
 
     def _expiring(self, tokens: dict[str, Any]) -> bool:
-        expires_at = tokens.get("expires_at")
-        return isinstance(expires_at, (int, float)) and expires_at - self.refresh_margin_seconds <= self._clock()
+        """Whether stored tokens must be refreshed before use: ``expires_at`` near, past, or unreadable.
+
+        What storage holds is read as a peer's field (a number or a numeric string); a value that is
+        neither counts as expired, so a token of unknown age is refreshed rather than sent.
+        """
+        raw = tokens.get("expires_at")
+        if raw is None:
+            return False  # the server gave no lifetime
+        expires_at = seconds_field(raw)
+        return expires_at is None or expires_at - self.refresh_margin_seconds <= self._clock()
 
     def handle_unauthorized(self, resource_url: str, response: requests.Response) -> bool:
         """Run the flow for a 401, or a 403 ``insufficient_scope``; True means: send the request again (once).
