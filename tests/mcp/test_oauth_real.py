@@ -264,7 +264,8 @@ def login_refused_quietly(url: str) -> tuple[str, str | None]:
 def test_issue_27_a_credential_read_from_storage_is_checked_for_expiry_before_it_is_sent(oauth_server, stored):
     """Issue 27's rule: a credential read from storage is checked for expiry before it is sent. Storage that
     holds ``expires_at`` as a string (another program wrote it), nonsense, or a past time: the token is
-    refreshed first (a refresh grant), and the stored token is never sent again."""
+    refreshed first (a refresh grant), and the stored token is never sent again.
+    """
     from yiemagent.mcp.auth import MemoryTokenStorage
 
     storage = MemoryTokenStorage()
