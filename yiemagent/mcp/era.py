@@ -82,7 +82,7 @@ logger = logging.getLogger("yiemagent.mcp")
 
 MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
 """Versions of the modern era this client speaks, preferred first."""
-LEGACY_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+LEGACY_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """Versions of the handshake era this client speaks, preferred first."""
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
