@@ -408,7 +408,8 @@ def test_issue_27_a_script_that_ends_without_shutdown_leaves_no_stdio_server_run
 @pytest.mark.slow
 def test_just_every_code_611_a_server_answering_2024_11_05_is_accepted_as_the_sdks_accept_it():
     """just-every/code #611 (and issue 27): a server answering ``2024-11-05`` was refused; the official SDKs
-    still accept it. The real SDK server, offered 2024-11-05, answers with it; tools list and call."""
+    still accept it. The real SDK server, offered 2024-11-05, answers with it; tools list and call.
+    """
     from yiemagent import MCPClient
 
     client = MCPClient.stdio(PYTHON, [str(SERVERS / "sdk_stdio_server.py")], protocol_version="2024-11-05")
