@@ -415,3 +415,24 @@ def test_issue_27_a_recursive_output_type_is_described_with_defs_and_answers_as_
 
     schema = type_schema(_Node, structured=True)
     assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/_Node"} and "_Node" in schema["$defs"]
+
+
+def test_issue_27_an_output_validator_that_hangs_is_cut_by_the_asks_deadline() -> None:
+    """Issue 27: an output validator sleeping 20 s ignored ``ask(timeout_seconds=8)``. Validators of a text
+    answer run where an abort cuts the wait: the deadline's ``TimeoutError`` comes at the deadline, the run aborted."""
+    import time
+
+    release = threading.Event()
+
+    def slow_check(weather: Weather) -> None:
+        release.wait(20)
+
+    agent = Agent(ScriptedLLM([text_reply(PARIS)]), output_type=Weather, output_validators=[slow_check])
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match="aborted"):  # ask's documented deadline error
+            agent.ask("x", timeout_seconds=1)
+        assert time.monotonic() - started < 6  # generous: the validator alone would take 20 s
+    finally:
+        release.set()
+    assert agent.history[-1].role == "assistant"  # the history stays valid: the run ended, aborted

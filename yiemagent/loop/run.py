@@ -298,7 +298,9 @@ class _Run(ModelTurn, ToolBatch):
             (Aborted, KeyboardInterrupt) if threading.current_thread() is threading.main_thread() else (Aborted,))
         try:
             if self.config.output is not None:  # a typed answer: its mode may add the final_answer tool
-                self.typed = TypedRun(self.config.output, self.config.llm_call, self.config.tools)
+                self.typed = TypedRun(self.config.output, self.config.llm_call, self.config.tools,
+                                      runner=self.here if self.config.inline else
+                                      lambda check: self.wait(self.submit(check)))  # an abort cuts a validator
                 self.config = dataclasses.replace(self.config, tools=self.typed.tools)
             self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
                                      self.history[:self.start_len] if self.config.conversation_usage_limits

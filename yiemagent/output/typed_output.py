@@ -200,8 +200,12 @@ class OutputSpec:
         return (f"When you have the final answer (after the tool calls you need), give it as one JSON value (no "
                 f"other text) matching this JSON Schema ({self.name}):\n{json.dumps(self.schema, ensure_ascii=False)}")
 
-    def parse(self, value: Any, *, run_validators: bool = True) -> Any:
+    def parse(self, value: Any, *, run_validators: bool = True,
+              runner: Callable[[Callable[[], object]], object] | None = None) -> Any:
         """Validate the JSON ``value``; return it as ``output_type`` (run the validators first).
+
+        ``runner``: runs each validator call (the loop passes one that an abort, and so a
+        deadline, cuts); None: here.
 
         Raises:
             OutputInvalid: the schema's errors, the type's own validation error, or a
@@ -219,7 +223,10 @@ class OutputSpec:
         if run_validators:
             for check in self.validators:
                 try:
-                    check(output)
+                    if runner is None:
+                        check(output)
+                    else:
+                        runner(lambda check=check: check(output))  # type: ignore[misc]
                 except ModelRetry as exc:
                     raise OutputInvalid(str(exc) or "the output validator rejected the answer") from None
         return output

@@ -91,7 +91,10 @@ class TypedRun:
         ConfigError: ``mode="response_format"`` with an ``llm_call`` that does not take ``response_format``.
     """
 
-    def __init__(self, spec: OutputSpec, llm_call: Any, tools: ToolRegistry) -> None:
+    def __init__(self, spec: OutputSpec, llm_call: Any, tools: ToolRegistry,
+                 runner: Callable[[Callable[[], object]], object] | None = None) -> None:
+        self.runner = runner
+        """Runs the output validators of a text answer (the loop's: an abort cuts the wait); None: here."""
         self.spec = spec
         takes = accepts_keyword(llm_call, "response_format")
         if spec.mode == "response_format" and not takes:
@@ -154,7 +157,7 @@ class TypedRun:
         the limit). When it returns None and ``outcome.exhausted`` is set, the run ends ``output_invalid``.
         """
         try:
-            self.outcome = OutputOutcome(valid=True, output=self.spec.parse(parse_json_text(text)),
+            self.outcome = OutputOutcome(valid=True, output=self.spec.parse(parse_json_text(text), runner=self.runner),
                                          failures=self.outcome.failures)
             return None
         except OutputInvalid as exc:
