@@ -419,7 +419,8 @@ def test_issue_27_a_recursive_output_type_is_described_with_defs_and_answers_as_
 
 def test_issue_27_an_output_validator_that_hangs_is_cut_by_the_asks_deadline() -> None:
     """Issue 27: an output validator sleeping 20 s ignored ``ask(timeout_seconds=8)``. Validators of a text
-    answer run where an abort cuts the wait: the deadline's ``TimeoutError`` comes at the deadline, the run aborted."""
+    answer run where an abort cuts the wait: the deadline's ``TimeoutError`` comes at the deadline, the run aborted.
+    """
     import time
 
     release = threading.Event()
