@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
+from ..messages import TextContent
 from ..textpolicy import boundary, display_text
 from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
 from .client import MCPClient
@@ -117,9 +118,13 @@ class MCPToolExecutor:
         if problem is None:
             return converted
         logger.warning("%s: tool %r: %s", self.client.name, self.tool_name, problem)
-        return AgentToolResult.error(
-            f"MCP tool {self.tool_name!r} answered a result that breaks its outputSchema, so it is not used: "
-            f"{problem}", details={"output_schema_error": problem, "original_result": converted})
+        # validate, annotate, never hide: the model gets what the server answered, with the finding beside it
+        # (claude-code #14465: a text-only success of a tool with an outputSchema had reached the model)
+        note = TextContent(f"[Note: this result of MCP tool {self.tool_name!r} does not match the tool's "
+                           f"outputSchema ({problem}); it is shown as the server sent it.]")
+        details = converted.details if isinstance(converted.details, dict) else {}
+        return AgentToolResult([*converted.content, note], is_error=converted.is_error,
+                               details={**details, "output_schema_error": problem}, usage=converted.usage)
 
     def __repr__(self) -> str:
         return f"MCPToolExecutor(server={self.client.name!r}, tool={self.tool_name!r})"
