@@ -6,6 +6,7 @@ server (``sdk_server``), whose ``trace_context`` tool answers the ``traceparent`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -311,3 +312,32 @@ def test_issue_27_with_content_capture_off_no_error_text_a_model_or_tool_wrote_r
     for span in spans:
         seen = f"{span.name} {span.status.description} {dict(span.attributes or {})} {list(span.events)}"
         assert "zq-" not in seen, seen
+
+
+def test_issue_27_capture_content_records_the_input_messages_the_guide_promises(exporter):
+    """Issue 27 (a new user's first hour): ``capture_content=True`` recorded the model's answers but not the
+    messages it was asked with, although docs/guides/long_conversations.rst says message contents are recorded.
+    Each ``chat`` span now carries ``gen_ai.input.messages`` (the request as ``llm_call`` got it, through the text
+    policy); without content capture it carries none.
+    """
+    from yiemagent.textpolicy import register_secrets
+
+    secret = "sk-input-secret-0123456789"
+    register_secrets([secret])
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider, capture_content=True)
+    llm = ScriptedLLM([two_calls("add", "add"), text_reply("done")])
+    Agent(llm, tools=[add], system_prompt="You add numbers.").ask(f"add please, key {secret}")
+    chats = sorted(by_name(exporter.get_finished_spans())["chat"], key=lambda s: s.start_time)
+    assert len(chats) == 2
+    first, last = (json.loads(c.attributes["gen_ai.input.messages"]) for c in chats)
+    assert [m["role"] for m in first] == ["system", "user"]
+    assert first[1]["content"].startswith("add please") and secret not in chats[0].attributes["gen_ai.input.messages"]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "tool"]
+    tracing.uninstrument()
+    exporter.clear()
+    tracing.instrument(tracer_provider=provider)
+    Agent(ScriptedLLM([text_reply("ok")])).ask("hello")
+    (chat,) = by_name(exporter.get_finished_spans())["chat"]
+    assert "gen_ai.input.messages" not in chat.attributes

@@ -30,6 +30,7 @@ from ..messages.guard import RequestGuard
 from ..messages.tool_calls import parse_response
 from ..output.typed_run import TypedRun
 from . import events as ev
+from . import tracing
 from .config import add_usage
 from .tool_batch import Aborted, ToolBatch
 
@@ -276,6 +277,7 @@ class ModelTurn(ToolBatch):
             llm_call = functools.partial(llm_call, abort_event=self.abort_event)
         if response_format is not None:
             llm_call = functools.partial(llm_call, response_format=response_format)
+        tracing.note_request(self.run_id, messages)  # gen_ai.input.messages, with content capture only
         guard = config.request_guard
         lent = isinstance(guard, RequestGuard) and guard.lent(messages)  # the guard's own list, not a copy
         before = sys.getrefcount(messages)

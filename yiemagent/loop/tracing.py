@@ -33,7 +33,8 @@ and "gen-ai-agent-spans"): ``gen_ai.operation.name`` (``invoke_agent``,
 ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``gen_ai.tool.type``,
 ``error.type``; and ``yiemagent.run.status``, ``yiemagent.run.turns``. With
 ``capture_content=True`` (off by default: contents may be personal data):
-``gen_ai.output.messages``, ``gen_ai.tool.call.arguments``,
+``gen_ai.input.messages`` (the request as ``llm_call`` gets it, system
+prompt included), ``gen_ai.output.messages``, ``gen_ai.tool.call.arguments``,
 ``gen_ai.tool.call.result`` (JSON text, through the text policy).
 
 Needs ``opentelemetry-api`` (``pip install -e ".[otel]"``); without
@@ -58,8 +59,8 @@ from ..textpolicy import boundary, display_text, json_text
 if TYPE_CHECKING:  # the events load with instrument(): an MCP request reads trace_meta without them
     from . import events as ev
 
-__all__ = ["TRACE_KEY", "inbox_fields", "instrument", "is_instrumented", "note_input", "tool_scope", "trace_meta",
-           "uninstrument"]
+__all__ = ["TRACE_KEY", "inbox_fields", "instrument", "is_instrumented", "note_input", "note_request", "tool_scope",
+           "trace_meta", "uninstrument"]
 
 logger = logging.getLogger("yiemagent.loop.tracing")
 
@@ -316,6 +317,23 @@ _MAX_NOTED_INPUTS = 4096
 
 TRACE_KEY = "yiemagent_trace"
 """Key of the trace context in an inbox message dict (the store keeps it with the input)."""
+
+
+def note_request(run_id: str, messages: list[dict[str, Any]]) -> None:
+    """Record ``messages`` (one request, OpenAI chat dicts) as the open ``chat`` span's ``gen_ai.input.messages``.
+
+    Only with ``instrument(capture_content=True)``; otherwise (and without
+    ``instrument()``) one read of a module global. The loop calls it just
+    before ``llm_call``, so the attribute holds what the model got (the
+    compacted view, the system prompt first), through the text policy.
+    """
+    tracer = _active
+    if tracer is None or not tracer.capture_content:
+        return
+    with tracer.lock:
+        run = tracer.runs.get(run_id)
+        if run is not None and run.chat is not None:
+            run.chat.set_attribute("gen_ai.input.messages", _attribute(messages))
 
 
 def note_input(input_id: str, carrier: Any = None) -> None:
