@@ -19,8 +19,10 @@ write number ``at``:
 Afterwards a finisher drains what is pending, and the outcome counts: the
 non-idempotent call run twice, the input lost (never answered), the call
 hidden (it ran, but the committed history has no result for it that the model
-sees), ``ask()`` raising although the answer was committed, and B taking a
-lease A still held.
+sees), the committed history not whole (``history_faults``: what a strict
+provider would refuse, or an input left out under a kept answer: issue 27's
+PostgreSQL cut), ``ask()`` raising although the answer was committed, and B
+taking a lease A still held.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from unittest import mock
 
 from yiemagent import Agent, tool
 from yiemagent.loop.conversation import parse_state
-from yiemagent.messages import ToolResultMessage
+from yiemagent.messages import AssistantMessage, SystemMessage, ToolResultMessage, UserMessage
 from yiemagent.store.faults import Fault, FaultyStore
 from yiemagent.testing import text_reply
 
@@ -110,6 +112,7 @@ class Outcome:
     ran: int = 0
     lost: bool = False
     hidden: bool = False
+    broken: list[str] = field(default_factory=list)
     ask_raised_committed: bool = False
     lease_stolen: bool = False
     child: str = ""
@@ -117,7 +120,42 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return self.ran <= 1 and not (self.lost or self.hidden or self.ask_raised_committed or self.lease_stolen)
+        return self.ran <= 1 and not (self.lost or self.hidden or self.broken or self.ask_raised_committed
+                                      or self.lease_stolen)
+
+
+def history_faults(history: list[Any]) -> list[str]:
+    """Why a committed history is not whole ([] when it is): what the model would be sent from it.
+
+    Checked on the messages that are not ``excluded`` (what every later request holds), as a strict
+    provider checks a request (Anthropic, Mistral, chat templates that require alternation): the first
+    message after the system prompt is the user's; every tool result answers a call of the assistant
+    message before it, and every call of a kept assistant message has its result before the next
+    user or assistant message. Also: no input the user gave is left out (``excluded``) while an
+    answer to it is kept (issue 27: a PostgreSQL cut left the question out and kept the answer).
+    """
+    faults: list[str] = []
+    kept = [m for m in history if not getattr(m, "excluded", None) and not isinstance(m, SystemMessage)]
+    if kept and not isinstance(kept[0], UserMessage):
+        faults.append(f"the first message sent is a {type(kept[0]).__name__}, not the user's")
+    open_calls: set[str] = set()
+    for message in kept:
+        if isinstance(message, ToolResultMessage):
+            if message.tool_call_id not in open_calls:
+                faults.append(f"tool result {message.tool_call_id} answers no open call")
+            open_calls.discard(message.tool_call_id)
+            continue
+        if open_calls:
+            faults.append(f"calls {sorted(open_calls)} have no result before the next {type(message).__name__}")
+        open_calls = {c.id for c in message.tool_calls} if isinstance(message, AssistantMessage) else set()
+    input_left_out = False
+    for message in history:
+        if isinstance(message, UserMessage):
+            input_left_out = bool(getattr(message, "excluded", None))
+        elif input_left_out and not getattr(message, "excluded", None):
+            faults.append(f"an excluded input is under a kept {type(message).__name__}")
+            break
+    return faults
 
 
 def _drain_until_answered(factory: Factory, cid: str, effects: str, lease_seconds: float,
@@ -208,7 +246,9 @@ def run_schedule(factory: Factory, workdir: Path, kind: str, at: int, write: str
         seen = [m for m in history if isinstance(m, ToolResultMessage) and m.tool_name == "charge"
                 and not getattr(m, "excluded", None)]
         outcome.hidden = not seen
-    elif outcome.ran:
+    if record.state is not None:
+        outcome.broken = history_faults(parse_state(record.state)[0])
+    if outcome.ran and record.state is None:
         outcome.hidden = True
     if result[0] == "raised" and entry is not None and entry.served_at is not None and entry.served_at <= result[2]:
         outcome.ask_raised_committed = True
@@ -239,6 +279,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
         "run_twice": sum(o.ran > 1 for o in outcomes),
         "lost": sum(o.lost for o in outcomes),
         "hidden": sum(o.hidden for o in outcomes),
+        "broken": sum(bool(o.broken) for o in outcomes),
         "ask_raised_committed": sum(o.ask_raised_committed for o in outcomes),
         "lease_stolen": sum(o.lease_stolen for o in outcomes),
         "bad": [json.dumps(o.__dict__) for o in outcomes if not o.ok],
