@@ -5,6 +5,7 @@ Pure functions on yiemagent messages; the loop's use of them is in ``tests/test_
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -110,7 +111,10 @@ def test_the_view_is_the_summary_then_the_kept_messages_and_the_guard_accepts_it
     history += turn(6)
     view = compacted_view(history)
     assert view[0].text.startswith("The conversation so far, summarised") and "fact 1 is 7" in view[0].text
-    assert view[1:] == [m for m in history[cut:] if not is_compaction(m)]
+    kept = [m for m in history[cut:] if not is_compaction(m)]
+    assert isinstance(kept[0], UserMessage)  # a cut at a turn boundary: the first kept question joins the summary
+    assert view[0].text.endswith("\n\n" + kept[0].text)
+    assert view[1:] == kept[1:]
     assert not view[0].excluded and view[0].compaction is None  # sent as a plain user message
     messages = [to_openai(m) for m in view]
     _guarded, _, repairs = RequestGuard()(messages, [])
@@ -259,3 +263,31 @@ def test_no_cut_leaves_a_tool_result_without_its_call_whatever_the_kept_size(cas
         assert not isinstance(history[cut], ToolResultMessage), (keep, cut)
         view = compacted_view([*history, summary_message("earlier rounds summarised", cut)])
         validate([to_openai(m) for m in view])  # raises on an orphaned tool result or an unanswered call
+
+
+def test_issue_27_the_compacted_request_keeps_user_assistant_alternation():
+    """Issue 27 point 7: a cut at a turn boundary sent the summary (a user message) then the kept question (a
+    second user message in a row), which chat templates that require alternation refuse (Gemma's and Mistral's in
+    llama.cpp and vLLM: "Conversation roles must alternate user/assistant/user/assistant"). The question is joined
+    to the summary, in the view the loop sends (``HistoryIndex``) and in ``compacted_view`` alike; a cut inside a
+    turn (the kept part starts with an assistant message) is sent as it was.
+    """
+    from yiemagent.context.history_index import HistoryIndex
+    from yiemagent.messages.history import History
+
+    def roles(view):
+        return [m.role for m in view]
+
+    for keep in (80, 1):
+        history = history_of(6)
+        cut = find_cut(history, 0, keep_recent_tokens=keep, tokens=tokens)
+        history.append(summary_message("Facts so far.", cut))
+        history += turn(6)
+        view = compacted_view(history)
+        sent = roles(view)
+        assert all(a != b or a == "tool" for a, b in itertools.pairwise(sent)), sent
+        assert sent[0] == "user" and "Facts so far." in view[0].text
+        index, kept = HistoryIndex(), History(history)
+        index.sync(kept)
+        indexed = index.view(kept)
+        assert [to_openai(m) for m in indexed] == [to_openai(m) for m in view]

@@ -52,6 +52,7 @@ __all__ = [
     "latest_compaction",
     "request_tokens",
     "summarise",
+    "summary_head",
     "summary_message",
     "summary_text",
 ]
@@ -183,7 +184,28 @@ def compacted_view(history: Sequence[Message]) -> list[Message]:
     index, first = latest
     marker = history[index]
     assert isinstance(marker, UserMessage)
-    return [UserMessage(list(marker.content)), *(m for m in history[first:] if not getattr(m, "excluded", None))]
+    kept = [m for m in history[first:] if not getattr(m, "excluded", None)]
+    head, joined = summary_head(marker, kept[0] if kept else None)
+    return [head, *kept[1:]] if joined else [head, *kept]
+
+
+def summary_head(marker: UserMessage, first: Message | None) -> tuple[UserMessage, bool]:
+    """The summary ``marker`` as it is sent, and whether it took in ``first`` (the first message kept).
+
+    The summary goes as a plain user message. When the kept part starts with
+    a user message (a cut at a turn boundary), that message is joined to the
+    summary (its text after a blank line, its images after the text), so the
+    request never holds two user messages in a row: chat templates that
+    require user/assistant alternation (Gemma, Mistral, Llama 2 in llama.cpp
+    and vLLM: "Conversation roles must alternate") refuse them.
+    """
+    parts = list(marker.content)
+    if not isinstance(first, UserMessage) or first.compaction is not None or first.name is not None:
+        return UserMessage(parts), False
+    joined = [*parts, *first.content]
+    if all(isinstance(part, TextContent) for part in joined):
+        return UserMessage("\n\n".join(part.text for part in joined if isinstance(part, TextContent))), True
+    return UserMessage(joined), True
 
 
 def find_cut(history: Sequence[Message], start: int, keep_recent_tokens: int,

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..messages import AssistantMessage, Message, UserMessage
 from ..messages.history import History, Mark, grew_from, mark
+from .compaction import summary_head
 
 __all__ = ["HistoryIndex"]
 
@@ -118,15 +119,19 @@ class HistoryIndex:
         view: History[Message] = History()
         self._view, self._cumulative, self._reply, self._after_summary = view, [0], None, 0
         start = 0
+        kept = (history[i] for i in range(start, end) if not getattr(history[i], "excluded", None))
         if self.latest is not None:
             index, start = self.latest
             marker = history[index]
             assert isinstance(marker, UserMessage)
-            self._add(UserMessage(list(marker.content)))  # sent first, as a plain user message
-        for i in range(start, end):
-            message = history[i]
-            if not getattr(message, "excluded", None):
-                self._add(message)
+            kept = (history[i] for i in range(start, end) if not getattr(history[i], "excluded", None))
+            first = next(kept, None)
+            head, joined = summary_head(marker, first)  # sent first, as a plain user message
+            self._add(head)
+            if first is not None and not joined:
+                self._add(first)
+        for message in kept:
+            self._add(message)
         # pi's rule counts from a reply after the latest summary only; without a summary, from the newest one
         self._after_summary = len(view)
         if self.latest is not None:
