@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import requests
 import urllib3.exceptions
 
+from .numbers import peer_number
+
 if TYPE_CHECKING:
     import tenacity
 
@@ -77,10 +79,9 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     """
     if not value or not value.strip():
         return None
-    try:
-        return max(0.0, float(value.strip()))
-    except ValueError:
-        pass
+    number = peer_number(value)
+    if number is not None:
+        return max(0.0, float(number))
     try:
         when = email.utils.parsedate_to_datetime(value.strip())
     except (TypeError, ValueError, IndexError):

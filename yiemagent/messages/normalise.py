@@ -5,7 +5,9 @@ reads, before the agent sees it: every value becomes strict JSON (the rules
 of ``yiemagent.textpolicy.json_safe``: NaN and Infinity, lone surrogates,
 bytes, non-string keys, tuples and other objects replaced; values already
 strict are kept as they are), and ``finish_reason`` becomes text
-(``finish_reason_text``: ``7`` -> ``"7"``, an object -> its JSON text). So a
+(``finish_reason_text``: ``7`` -> ``"7"``, an object -> its JSON text), and
+numeric strings in ``usage`` become numbers (``yiemagent._internal.numbers``:
+``"12"`` tokens count as 12, ``12.0`` as 12). So a
 reply answered ``completed`` round-trips through ``state_to_json``,
 ``Agent.from_state`` and both stores (issue 15: one reply with
 ``finish_reason: 7`` made every later agent on its conversation fail).
@@ -19,6 +21,7 @@ import json
 import math
 from typing import Any
 
+from .._internal.numbers import peer_numbers
 from ..textpolicy import MAX_DEPTH, is_clean_text, json_safe
 from .types import AssistantMessage
 
@@ -79,7 +82,7 @@ def storable_reply(message: AssistantMessage) -> AssistantMessage:
         call.extra = _clean(call.extra)
         call.error, call.raw_arguments, call.note = _clean(call.error), _clean(call.raw_arguments), _clean(call.note)
     message.extra = _clean(message.extra)
-    message.usage = _clean(message.usage)
+    message.usage = _clean(peer_numbers(message.usage))  # "12" tokens are 12 (a peer's numbers may be strings)
     message.finish_reason = _clean(message.finish_reason)
     message.model = _clean(message.model)
     return message

@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import math
 import secrets
 import time
 import urllib.parse
@@ -39,6 +38,7 @@ import urllib3
 
 from ..._internal.checks import install_hint
 from ..._internal.http import CancellableSession, body_chunks
+from ..._internal.numbers import peer_number
 from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 
@@ -151,18 +151,11 @@ def seconds_field(value: Any) -> float | None:
     """A number of seconds a peer sent (``expires_in``): a number or a numeric string; None for anything else.
 
     Peers send ``3600``, ``3600.0`` or ``"3600"``; NaN, infinities, booleans and
-    text are not a lifetime; a negative one is 0 (already expired).
+    text are not a lifetime (``yiemagent._internal.numbers.peer_number``); a
+    negative one is 0 (already expired).
     """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return max(0.0, float(value))
+    number = peer_number(value)
+    return None if number is None else max(0.0, float(number))
 
 
 def _post_token_request(
