@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._internal.cuts import cut_by
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
 from ..messages import TextContent
 from ..textpolicy import boundary, display_text
@@ -98,8 +99,9 @@ class MCPToolExecutor:
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
         """Send ``tools/call``; MCP errors become error results (never raised)."""
         try:
-            result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
-                                           progress_callback=report_progress)
+            with cut_by(abort_event):  # a call begun after the run was aborted is not sent
+                result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
+                                               progress_callback=report_progress)
         except MCPTimeoutError as exc:
             seconds = self.client.timeout_seconds if self.timeout_seconds is None else self.timeout_seconds
             return AgentToolResult.error(
@@ -416,7 +418,8 @@ class MCPToolset:
         """The builtin ``list_tools`` tool: re-lists every server and returns all tools."""
 
         def execute(tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> Any:
-            self.refresh(force=True)
+            with cut_by(abort_event):
+                self.refresh(force=True)
             return [
                 {"name": t.name, "description": t.description.split("\n", 1)[0]}
                 for t in self.registry
