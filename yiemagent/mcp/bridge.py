@@ -2,7 +2,8 @@
 
 ``MCPToolset`` discovers the tools of one or more ``MCPClient``s at run time,
 registers them in a ``ToolRegistry`` and keeps them current (re-listing after
-``notifications/tools/list_changed``). Each tool's ``execute`` sends
+``notifications/tools/list_changed``, which it listens for in both eras when the
+server advertises ``tools.listChanged``: ``MCPClient.follow_tool_changes``). Each tool's ``execute`` sends
 ``tools/call`` with the tool's original name; the name the model sees is
 sanitised to ``^[a-zA-Z0-9_-]{1,64}$`` and made unique across servers.
 
@@ -375,6 +376,7 @@ class MCPToolset:
                         self.on_error(client, exc)
                     continue
                 self._errors.pop(id(client), None)
+                self._follow(client)
                 old = set(self._names.get(id(client), []))
                 for name in old:
                     self.registry.remove(name)
@@ -401,6 +403,16 @@ class MCPToolset:
         if (added or removed) and self.on_change is not None:
             self.on_change(added, removed)
         return added, removed
+
+    def _follow(self, client: MCPClient) -> None:
+        """The toolset depends on the server's tool list: hear of its changes (``MCPClient.follow_tool_changes``).
+
+        A failure to open the stream is logged; the tools just listed stay usable.
+        """
+        try:
+            client.follow_tool_changes()
+        except MCPError as exc:
+            logger.warning("%s: cannot listen for tool list changes: %s", client.name, exc)
 
     def describe(self) -> list[dict[str, str]]:
         """``[{"name", "description", "server"}]`` for every MCP tool registered."""
