@@ -35,6 +35,8 @@ Tools:
     announce_change() sends ``notifications/tools/list_changed`` tied to no request, so it travels on
                       the standalone GET stream (``MCPClient(listen=True)``; 2026-07-28: on the
                       ``subscriptions/listen`` streams), then -> "announced"
+    grow_tools(name)  adds a tool ``name`` (echoes ``text``; changes this process's tool list: use a server
+                      of the test's own) and announces it like ``announce_change``, -> "added <name>"
     regional(region, query) -> "<query> in <region>"; ``region`` is marked ``x-mcp-header: Region``
     météo(city)       -> "sunny in <city>": a tool name that is not plain ASCII
     ask_name()        elicits ``{"name": str}`` from the client (2026-07-28: an ``input_required``
@@ -214,6 +216,23 @@ async def announce_change(ctx: Context) -> str:
     except Exception:  # the 2026-07-28 era has no such channel
         pass
     return "announced"
+
+
+@server.tool()
+async def grow_tools(name: str, ctx: Context) -> str:
+    """Add a tool ``name`` (it echoes ``text``) and announce the change on both eras' channels."""
+    _ran("grow_tools")
+
+    def grown(text: str) -> str:
+        return text
+
+    server.add_tool(grown, name=name, description=f"Added at run time ({name}).")
+    await ctx.notify_tools_changed()  # 2026-07-28: the subscriptions/listen streams
+    try:
+        await ctx.session.send_tool_list_changed()  # handshake era: the standalone GET stream (stdio: stdout)
+    except Exception:  # the 2026-07-28 era has no such channel
+        pass
+    return f"added {name}"
 
 
 class _Name(BaseModel):

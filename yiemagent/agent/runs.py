@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .._internal.cuts import cut_by
 from .._internal.fork import on_fork_in_child
 from ..exceptions import AgentClosedError, ConfigError, FormatError, SimulatedCrash
 from ..loop import events as ev
@@ -309,7 +310,8 @@ class Runs:
             self._deliver_current = deliver and entry.future is None
             scope = self._scopes.last = RunScope(run_id, entry)
             try:
-                yield scope
+                with cut_by(self.abort_event):  # an MCP request begun on this thread after an abort is not sent
+                    yield scope
             finally:
                 with self._state_lock:
                     self._current_run_id = None

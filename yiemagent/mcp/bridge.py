@@ -2,7 +2,8 @@
 
 ``MCPToolset`` discovers the tools of one or more ``MCPClient``s at run time,
 registers them in a ``ToolRegistry`` and keeps them current (re-listing after
-``notifications/tools/list_changed``). Each tool's ``execute`` sends
+``notifications/tools/list_changed``, which it listens for in both eras when the
+server advertises ``tools.listChanged``: ``MCPClient.follow_tool_changes``). Each tool's ``execute`` sends
 ``tools/call`` with the tool's original name; the name the model sees is
 sanitised to ``^[a-zA-Z0-9_-]{1,64}$`` and made unique across servers.
 
@@ -19,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._internal.cuts import cut_by
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
 from ..messages import TextContent
 from ..textpolicy import boundary, display_text
@@ -98,8 +100,9 @@ class MCPToolExecutor:
     def __call__(self, tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
         """Send ``tools/call``; MCP errors become error results (never raised)."""
         try:
-            result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
-                                           progress_callback=report_progress)
+            with cut_by(abort_event):  # a call begun after the run was aborted is not sent
+                result = self.client.call_tool(self.tool_name, arguments, timeout_seconds=self.timeout_seconds,
+                                               progress_callback=report_progress)
         except MCPTimeoutError as exc:
             seconds = self.client.timeout_seconds if self.timeout_seconds is None else self.timeout_seconds
             return AgentToolResult.error(
@@ -373,6 +376,7 @@ class MCPToolset:
                         self.on_error(client, exc)
                     continue
                 self._errors.pop(id(client), None)
+                self._follow(client)
                 old = set(self._names.get(id(client), []))
                 for name in old:
                     self.registry.remove(name)
@@ -400,6 +404,16 @@ class MCPToolset:
             self.on_change(added, removed)
         return added, removed
 
+    def _follow(self, client: MCPClient) -> None:
+        """The toolset depends on the server's tool list: hear of its changes (``MCPClient.follow_tool_changes``).
+
+        A failure to open the stream is logged; the tools just listed stay usable.
+        """
+        try:
+            client.follow_tool_changes()
+        except MCPError as exc:
+            logger.warning("%s: cannot listen for tool list changes: %s", client.name, exc)
+
     def describe(self) -> list[dict[str, str]]:
         """``[{"name", "description", "server"}]`` for every MCP tool registered."""
         out = []
@@ -416,7 +430,8 @@ class MCPToolset:
         """The builtin ``list_tools`` tool: re-lists every server and returns all tools."""
 
         def execute(tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> Any:
-            self.refresh(force=True)
+            with cut_by(abort_event):
+                self.refresh(force=True)
             return [
                 {"name": t.name, "description": t.description.split("\n", 1)[0]}
                 for t in self.registry

@@ -113,6 +113,9 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
             server requests (``callbacks`` or ``request_handlers``: servers
             such as the python SDK send ``roots/list`` and elicitations tied
             to no request on the ``GET`` stream), else off. True/False force it.
+            Not False: an ``Agent`` (``MCPToolset``) also listens for
+            ``tools/list_changed`` in either era when the server advertises
+            ``tools.listChanged`` (``follow_tool_changes``).
         callbacks: sampling, elicitation and roots as plain sync callbacks
             (``ClientCallbacks``, ``yiemagent.mcp.callbacks``): their
             capabilities and handlers are added to ``capabilities`` and
@@ -206,6 +209,8 @@ class MCPClient(Eras, Listening, ResourcesMixin, PromptsMixin):
         self._lock = threading.RLock()
         self._progress: dict[str, ProgressCallback] = {}
         self._listen_filter: dict[str, Any] = {}
+        self._tools_followed_in: str | None = None
+        """The era in which ``follow_tool_changes`` opened its stream (once per era)."""
         self._on_notification: Callable[[dict[str, Any]], None] | None = None
         self.subscription_acknowledged: dict[str, Any] | None = None
         """The ``notifications`` filter the server agreed to on ``subscriptions/listen`` (2026-07-28), or None."""

@@ -8,7 +8,11 @@ a new cancel generation: a request remembers the generation it began in and,
 once that changed, is not sent, retried, re-sent after a session expiry, or
 resumed. A request that times out gets ``notifications/cancelled`` (not
 ``initialize``: the spec forbids it). Retries wait ``retry_sleep`` between
-tries (seconds); a cut ends the wait at once. ``safe_to_repeat`` is the retry
+tries (seconds); a cut ends the wait at once. A message is not sent either,
+and not retried, once the run or tool call it serves was aborted
+(``yiemagent._internal.cuts``: ``Agent`` runs and MCP tool calls name their
+``abort_event``), so an abort is never followed by a fresh wait in the same
+run. ``safe_to_repeat`` is the retry
 rule of requests that are safe to repeat (``initialize``, ``tools/list``,
 ``ping``).
 
@@ -27,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._internal.cuts import cut_requested
 from .._internal.retry import RETRY_STATUS, make_retrying
 from ..exceptions import MCPError, MCPTimeoutError, MCPTransportError
 from . import jsonrpc
@@ -107,9 +112,7 @@ class InFlightRequests:
                 self._not_notified.add(request["id"])
             self._sending += 1
         try:
-            if generation is not None and generation != self._cancel_generation:
-                # cancel_in_flight() ran since this request began: it is not sent
-                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
+            self._check_not_cut(method, generation)  # after registering: a later abort sees it in flight
             response = self.transport.send(
                 request, timeout_seconds=self.timeout_seconds if timeout_seconds is None else timeout_seconds,
                 on_message=self._on_message,
@@ -130,17 +133,31 @@ class InFlightRequests:
         with self._in_flight_lock:
             self._sending += 1
         try:
-            if generation != self._cancel_generation:
-                raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
+            self._check_not_cut(method, generation)
             self.transport.send(jsonrpc.make_notification(method))
         finally:
             with self._in_flight_lock:
                 self._sending -= 1
 
+    def _check_not_cut(self, method: str, generation: int | None) -> None:
+        """Raise ``MCPTransportError`` when the message must not be sent (it is not, and nothing waits).
+
+        Either ``cancel_in_flight()`` ran since its request began (``generation`` is old), or the run or
+        tool call it serves was aborted (``_internal.cuts``: an abort that came before this request began,
+        so ``cancel_in_flight()`` could not see it).
+        """
+        if generation is not None and generation != self._cancel_generation:
+            raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent", server=self.name)
+        if cut_requested():
+            raise MCPTransportError(f"{method} to {self.name}: cancelled before it was sent (aborted)",
+                                    server=self.name)
+
     # ------------------------------------------------------------------ retries
 
     def _retrying(self, retry_if: Callable[[BaseException], bool]) -> Any:
-        return make_retrying(retry_if, attempts=self.retry_attempts, sleep=self._retry_pause)
+        """Tries of one send: ``retry_if(exc)`` decides, never once the run it serves was aborted."""
+        return make_retrying(lambda exc: not cut_requested() and retry_if(exc), attempts=self.retry_attempts,
+                             sleep=self._retry_pause)
 
     def _retry_pause(self, seconds: float) -> None:
         """Wait before a retry; ``cancel_in_flight()`` ends the wait at once (unless ``retry_sleep`` was injected)."""

@@ -38,6 +38,9 @@ class Listening:
     request_handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]]
     tools_changed: threading.Event
     subscription_acknowledged: dict[str, Any] | None
+    listen: bool | None
+    initialize_result: dict[str, Any] | None
+    _tools_followed_in: str | None
     _progress: dict[str, ProgressCallback]
     _listen_filter: dict[str, Any]
     _on_notification: Callable[[dict[str, Any]], None] | None
@@ -89,8 +92,8 @@ class Listening:
         daemon thread; what the server agreed to is ``subscription_acknowledged``
         once its acknowledgment came. Handshake era: opens the standalone
         ``GET`` stream, if not open (resource updates there need
-        ``resources/subscribe``). stdio: notifications arrive on the process's
-        output anyway; nothing is opened. Returns within about 5 s;
+        ``resources/subscribe``); stdio: notifications arrive on the
+        process's output anyway, nothing is opened. Returns within about 5 s;
         ``close()`` ends the stream.
 
         Args:
@@ -101,6 +104,9 @@ class Listening:
             on_notification: receives every notification the client gets
                 (``{"jsonrpc", "method", "params"?}``), on the reading thread;
                 replaces an earlier one; one that raises is logged.
+
+        stdio in the 2026-07-28 era: a ``subscriptions/listen`` request whose
+        answer is the stream (the notifications come on the process's output).
 
         A ``subscriptions/listen`` the server refuses (an HTTP error status, or
         an answer that is not SSE) is logged at WARNING naming ``POST
@@ -158,6 +164,43 @@ class Listening:
         """
         params = {"notifications": dict(self._listen_filter)}  # listen_for replaces the dict, never changes it
         return jsonrpc.make_request("subscriptions/listen", self._with_meta(params), self._ids.next())
+
+    def follow_tool_changes(self) -> bool:
+        """Receive ``notifications/tools/list_changed`` from now on, when the server says it sends them.
+
+        ``MCPToolset`` calls it after each listing (an agent depends on its
+        tool list). When the server advertised ``capabilities.tools.listChanged``
+        and ``listen`` is not False, it opens what carries the notification
+        in this era, once per era: 2026-07-28 (HTTP and stdio): a
+        ``subscriptions/listen`` stream with ``toolsListChanged`` (``listen_for``;
+        the server sends change notifications nowhere else); handshake era
+        over HTTP: the standalone ``GET`` stream, unless open; handshake era
+        over stdio: nothing (they come on the process's output). Returns
+        within about 5 s (an HTTP stream's opening).
+
+        Returns:
+            True if the notification is followed (now or already), False when
+            the server did not advertise it or ``listen=False``.
+
+        Raises:
+            MCPError: connecting failed, or the client is closed (``MCPTransportError``).
+        """
+        given = (self.initialize_result or {}).get("capabilities")
+        tools = given.get("tools") if isinstance(given, dict) else None
+        if self.listen is False or not (isinstance(tools, dict) and tools.get("listChanged") is True):
+            return False
+        with self._lock:
+            if self._tools_followed_in == self.era:
+                return True
+            self._tools_followed_in = self.era
+        if self.era == "modern":
+            self._listen_for(tools_list_changed=True)
+            return True
+        start = getattr(self.transport, "listen", None)
+        listening = getattr(self.transport, "listening", None)
+        if callable(start) and not (listening is not None and listening.is_set()):
+            start(self._on_message)
+        return True
 
     def start_listening(self) -> None:
         """Open the transport's stream of server messages tied to no request (``listen=True`` does it).

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._internal.checks import check_int, check_timeout
+from .._internal.cuts import cut_by
 from ..exceptions import ConfigError, MCPError, MCPRPCError
 from ..messages import ImageContent, TextContent
 from ..tools import AgentTool, AgentToolResult, cap_result
@@ -112,7 +113,8 @@ def read_resource_tool(
             why = "name one with 'server'" if len(found) > 1 else f"no MCP server named {wanted!r}"
             return AgentToolResult.error(f"read_resource: {why}; servers: {names}.")
         try:
-            parts = attach_resource(found[0], uri, max_chars=max_chars, timeout_seconds=timeout_seconds)
+            with cut_by(abort_event):  # a read begun after the run was aborted is not sent
+                parts = attach_resource(found[0], uri, max_chars=max_chars, timeout_seconds=timeout_seconds)
         except ConfigError as exc:  # e.g. an empty uri from the model: nothing was sent
             return AgentToolResult.error(f"read_resource: {exc}")
         except MCPRPCError as exc:

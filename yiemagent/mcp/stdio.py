@@ -44,7 +44,7 @@ import os
 import shlex
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._internal.deadlines import PausableClock, wait_until
@@ -158,6 +158,7 @@ class StdioTransport(StdoutReader, Transport):
         self._failure: Failure | None = None  # set once the connection is gone for good
         self._closed = False
         self._handler: MessageHandler | None = None
+        self._subscription: Any = None  # the id of the open subscriptions/listen request (2026-07-28), if any
         self.clock = PausableClock()
         """The clock of response deadlines; the client pauses it while a callback answers a server request."""
         self._early: list[dict[str, Any]] = []
@@ -376,6 +377,39 @@ class StdioTransport(StdoutReader, Transport):
             raise_for(slot.error, self.name)
         assert slot.response is not None
         return slot.response
+
+    def subscribe(self, on_message: MessageHandler, request: Callable[[], dict[str, Any]]) -> str | None:
+        """Send a ``subscriptions/listen`` request (2026-07-28), replacing this transport's earlier one.
+
+        Its answer is the stream: the acknowledgment and the change notifications come on stdout like
+        any other message, to ``on_message`` (on the reader thread); the response that ends the
+        subscription, if the server ever sends one, is discarded. The earlier subscription gets
+        ``notifications/cancelled``. ``cancel()`` does not end it; ``close()`` does (with the process).
+        Returns at once, None (over stdio the server's refusal is a late response, logged).
+
+        Args:
+            on_message: receives the server's notifications and requests from now on.
+            request: ``request() -> message``: the ``subscriptions/listen`` request (id, ``_meta``, filter).
+
+        Raises:
+            MCPTransportError: the process cannot start, has exited, or the transport is closed.
+
+        Spec: MCP 2026-07-28, "Subscriptions".
+        """
+        message = request()
+        data = encode_message(message, server=self.name)
+        self._use_handler(on_message)
+        self.start()
+        with self._lock:
+            self._raise_if_gone()
+            self._abandon(message["id"])  # never awaited: its response, if any, is a late one
+            earlier, self._subscription = self._subscription, message["id"]
+        self._write(data)
+        if earlier is not None:
+            self._write(encode_message(jsonrpc.make_notification(
+                "notifications/cancelled", {"requestId": earlier, "reason": "replaced by a new filter"}),
+                server=self.name))
+        return None
 
     # ------------------------------------------------------------------ cancel / close
 
