@@ -221,6 +221,27 @@ def test_the_sub_agents_requests_count_against_the_parents_request_limit() -> No
     assert parent.usage["tool_calls"] == 2  # the parent's call of ask_sub and the sub-agent's call of look
 
 
+def test_claude_code_83412_a_sub_agents_own_usage_limit_ends_the_parents_run_as_a_limit() -> None:
+    """anthropics/claude-code #83412: a sub-agent that hit its usage limit ended silently, the orchestrator
+    unable to tell "limit hit" from any other failure. Issue 27's rule: a limit anywhere in a nested run
+    reaches the top run. Before, the parent (no limits of its own) went on and answered ``completed``.
+    """
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    sub = Agent(ScriptedLLM([tool_call_reply("look", {}), text_reply("looked")]), tools=[look], name="sub",
+                usage_limits=UsageLimits(requests=1))
+    parent_llm = ScriptedLLM([tool_call_reply("ask_sub", {"input": "look around"}), text_reply("never asked")])
+    parent = Agent(parent_llm, tools=[sub.as_tool("ask_sub", "Sub.")])
+    answer = parent.ask("go", timeout_seconds=10)
+    assert answer["status"] == "usage_limit", answer
+    assert answer["usage_limit"] == {"limit": "requests", "maximum": 1, "value": 1, "scope": "agent 'sub' run"}
+    assert len(parent_llm.calls) == 1  # the parent asked its model nothing more
+    assert "agent 'sub' run usage limit on requests" in answer["content"]
+
+
 def test_the_sub_agents_tokens_end_the_parent_at_its_token_limit() -> None:
     sub = Agent(Echo(), name="sub")
     parent_llm = ScriptedLLM([with_usage(tool_call_reply("ask_sub", {"input": "x"}), {"total_tokens": 10}),

@@ -25,6 +25,12 @@ Tools (each asks the client on the call's own stream, ``related_request_id``; th
                           the same questions through the SDK's resolvers (``Resolve``: ``Elicit``,
                           ``Sample``, ``ListRoots``): in 2026-07-28 an ``input_required`` result answered by
                           retrying (MRTR), in the handshake era requests on the call's stream
+    sample_flood(count, max_tokens=100000)
+                          handshake era: ``count`` sampling requests on the call's stream, one after another,
+                          each asking ``max_tokens`` (issue 27) -> {"answered", "refused", "max_tokens"}
+    sample_flood_rounds(per_round, rounds, max_tokens=100000)
+                          2026-07-28: ``rounds`` input_required rounds of ``per_round`` sampling requests each
+                          (issue 27's 8 x 200) -> {"answered", "max_tokens"} once the rounds are done
     list_roots()          roots/list (the SDK sends it tied to no request: on the standalone GET
                           stream over HTTP) -> the roots as JSON
 """
@@ -182,6 +188,39 @@ async def sample_with_tools(prompt: str, ctx: Context) -> str:
     text = " ".join(c.text for c in _as_list(final.content) if isinstance(c, types.TextContent))
     return json.dumps({"first": first.stop_reason, "calls": [u.input for u in uses], "final": final.stop_reason,
                        "text": text})
+
+
+def _flood_message(max_tokens: int) -> types.CreateMessageRequestParams:
+    return types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+        max_tokens=max_tokens)
+
+
+@server.tool()
+async def sample_flood(count: int, ctx: Context, max_tokens: int = 100000) -> str:
+    """Handshake era: ``count`` sampling requests, one after another; a refused one is counted, not raised."""
+    answered, refused = 0, 0
+    for _ in range(count):
+        params = _flood_message(max_tokens)
+        try:
+            await ctx.session.create_message(params.messages, max_tokens=params.max_tokens,
+                                             related_request_id=ctx.request_id)
+            answered += 1
+        except Exception:
+            refused += 1
+    return json.dumps({"answered": answered, "refused": refused})
+
+
+@server.tool()
+async def sample_flood_rounds(per_round: int, rounds: int, ctx: Context,
+                              max_tokens: int = 100000) -> str | types.InputRequiredResult:
+    """2026-07-28: ``rounds`` input_required rounds of ``per_round`` sampling requests each."""
+    done, answered = (int(part) for part in (ctx.request_state or "0:0").split(":"))
+    answered += len(ctx.input_responses or {})
+    if done >= rounds:
+        return json.dumps({"answered": answered})
+    requests = {f"s{i}": types.CreateMessageRequest(params=_flood_message(max_tokens)) for i in range(per_round)}
+    return types.InputRequiredResult(input_requests=requests, request_state=f"{done + 1}:{answered}")
 
 
 @server.tool()

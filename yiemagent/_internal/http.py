@@ -4,7 +4,8 @@
 keeps track of the sockets of its connections (through urllib3's
 ``ConnectionCls``); ``cancel()`` shuts them down, which makes every blocked
 request fail at once, then starts a fresh connection pool so later requests
-never meet a dead keep-alive connection. Used by ``OpenAIChat`` and the MCP
+never meet a dead keep-alive connection; a pooled connection whose socket
+was shut (by ``cancel()`` or a deadline) is never reused, whatever cut it. Used by ``OpenAIChat`` and the MCP
 HTTP transport so that ``Agent.abort()`` cuts model and MCP requests.
 
 Deadlines: ``with session.deadline(at):`` arms the process-wide watchdog for
@@ -181,6 +182,16 @@ def _tracked(base: type, tracker: _Tracker) -> type:
         def connect(self) -> None:
             super().connect()
             tracker.add(self)
+
+        @property
+        def is_connected(self) -> bool:
+            # A socket shut by cancel() or a deadline while the connection sat in the pool (the watchdog of a
+            # request that ended, a retry's wait) has fileno -1: urllib3 would select() on it (ValueError) and
+            # a next request would fail. Reported dropped, the pool closes it and connects afresh.
+            sock = self.sock
+            if sock is not None and sock.fileno() < 0:
+                return False
+            return bool(super().is_connected)
 
         def request(self, *args: Any, **kwargs: Any) -> None:
             if tracker.cut_done:  # the request got this adapter just before cancel() replaced it

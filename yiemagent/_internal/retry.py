@@ -10,6 +10,7 @@ former.
 from __future__ import annotations
 
 import email.utils
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from .numbers import peer_number
 if TYPE_CHECKING:
     import tenacity
 
-__all__ = ["MAX_RETRY_AFTER_SECONDS", "RETRY_STATUS", "make_retrying", "model_retry_status", "never_sent",
+__all__ = ["MAX_RETRY_AFTER_SECONDS", "RETRY_STATUS", "RetryPause", "make_retrying", "model_retry_status", "never_sent",
            "retry_after_seconds"]
 
 RETRY_STATUS = frozenset({429, 502, 503})
@@ -122,3 +123,54 @@ def make_retrying(
         sleep=sleep,
         reraise=True,
     )
+
+
+class RetryPause:
+    """The wait between two attempts, ended early by ``cut()`` (a client's ``cancel()``) or an abort event.
+
+    A retry wait is part of the request: whatever ends the request (its
+    deadline, ``cancel()``, ``Agent.abort()``) must end the wait too, never
+    leave the caller sleeping out a ``Retry-After``.
+
+    Thread safety: ``cut()`` may be called from any thread; each ``sleeper``
+    belongs to one request.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._cuts = 0
+
+    def cut(self) -> None:
+        """End every wait in progress (each raises its ``error``)."""
+        with self._cond:
+            self._cuts += 1
+            self._cond.notify_all()
+
+    def sleeper(self, *, until: float | None, abort_event: threading.Event | None,
+                error: Callable[[str], BaseException]) -> Callable[[float], None]:
+        """A ``sleep(seconds)`` for ``make_retrying`` that ends early and raises ``error(why)``.
+
+        Args:
+            until: ``time.monotonic()`` deadline of the request: the wait never
+                passes it (it raises ``error("deadline")`` there instead of sleeping on).
+            abort_event: set (``Agent.abort()``): ``error("aborted")`` within 0.05 s.
+            error: makes the exception raised, from ``"deadline"``, ``"aborted"`` or ``"cancelled"``.
+        """
+        cuts = self._cuts
+
+        def sleep(seconds: float) -> None:
+            end = time.monotonic() + seconds
+            if until is not None and end >= until:
+                raise error("deadline")
+            with self._cond:
+                while True:
+                    if self._cuts != cuts:
+                        raise error("cancelled")
+                    if abort_event is not None and abort_event.is_set():
+                        raise error("aborted")
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        return
+                    self._cond.wait(min(left, 0.05))
+
+        return sleep

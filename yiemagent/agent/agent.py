@@ -61,6 +61,7 @@ from ..exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigErr
 from ..loop import LLMCall, LoopConfig, UsageLimits
 from ..loop import events as ev
 from ..loop.conversation import Conversation, parse_state
+from ..loop.spend import RunSpend
 from ..mcp.bridge import MCPToolset
 from ..mcp.client import MCPClient
 from ..mcp.config import mcp_clients
@@ -160,7 +161,8 @@ class Agent:
         approval_policy: ``policy(tool) -> bool``: calls of tools it returns True for wait for a
             person (``yiemagent.tools.approvals``; ``unless_read_only`` for MCP tools); tools declared
             ``@tool(needs_approval=True)`` always wait. See ``approve``/``reject``/``decide``.
-        mcp_limits: caps on the tools and results of MCP servers (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
+        mcp_limits: caps on the tools, results and sampling of MCP servers (``yiemagent.mcp.limits``; sampling
+            by this agent's model counts in its runs' usage and limits); None: ``MCPLimits()``.
         name: names the agent's threads (``yiemagent-<name>-worker_0``); None:
             a random 8-character id.
         output_type, output_mode, output_retries, output_validators: typed answers
@@ -235,7 +237,9 @@ class Agent:
         self.abort_event = threading.Event()
         """Set by ``abort()``; handed to tools and hooks; cleared when a run starts."""
         self.tools = ToolRegistry(tools)
-        clients, own_clients = mcp_clients(mcp_servers, sampling_llm_call=llm_call)  # MCP sampling
+        spend = RunSpend()  # MCP sampling by the agent's model: bounded, and counted in the run that causes it
+        clients, own_clients = mcp_clients(mcp_servers, sampling_llm_call=llm_call, sampling_limits=mcp_limits,
+                                           sampling_meter=spend)
         if close_mcp_clients:  # the caller hands its clients over: the agent closes them all
             own_clients = list(clients)
         # The parts, each with its own state (docs/layout.rst): the thread, queues and pool; the run in
@@ -266,7 +270,7 @@ class Agent:
             usage_limits=usage_limits, conversation_usage_limits=conversation_usage_limits,
             output=self._typed.spec,
             approval_policy=approval_policy,
-            compaction=compaction_setting(compaction, context_window, reserve_tokens),
+            compaction=compaction_setting(compaction, context_window, reserve_tokens), spend=spend,
         )
         servers = self.mcp if clients else None
         self.conversation: Conversation

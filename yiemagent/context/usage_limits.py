@@ -245,6 +245,28 @@ class UsageGuard:
         if self.active:
             usage["tool_calls"] = int(usage.get("tool_calls", 0) or 0) + calls
 
+    @staticmethod
+    def nested(results: Iterable[Any]) -> LimitReached | None:
+        """The usage limit a sub-agent's run reached (a result of ``Agent.as_tool``), or None.
+
+        A limit anywhere in a nested run reaches the top run: its ``details`` (``{"agent", "status":
+        "usage_limit", "answer": {"usage_limit": {...}}}``) end this run with status ``usage_limit`` too, the
+        scope naming the agent (``"agent 'sub' run"``), checked whether or not this run has limits.
+        """
+        for result in results:
+            details = getattr(result, "details", None)
+            if not (isinstance(details, dict) and isinstance(details.get("agent"), str)
+                    and details.get("status") == "usage_limit"):
+                continue
+            answer = details.get("answer")
+            limit = answer.get("usage_limit") if isinstance(answer, dict) else None
+            limit = limit if isinstance(limit, dict) else {}
+            figures = [value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+                       for value in (limit.get("maximum"), limit.get("value"))]
+            return LimitReached(str(limit.get("limit", "unknown")), figures[0], figures[1],
+                                f"agent {details['agent']!r} {limit.get('scope', 'run')}")
+        return None
+
     def before_request(self, usage: dict[str, Any]) -> LimitReached | None:
         """The limit another model request would pass (run, then conversation), or None."""
         for limits, figures, scope in self._both(usage):

@@ -10,10 +10,10 @@ import concurrent.futures
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..context.compaction import Compaction
-from ..context.usage_limits import UsageLimits
+from ..context.usage_limits import UsageGuard, UsageLimits
 from ..formats.llm import accepts_on_delta
 from ..messages import AssistantMessage, Message, UserMessage
 from ..messages.formatting import OpenAIFormatter
@@ -23,13 +23,23 @@ from ..output.typed_run import OutputOutcome
 from ..tools import ToolRegistry
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 
-__all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "add_usage"]
+__all__ = ["LLMCall", "LoopConfig", "RunMeter", "RunResult", "Status", "Steering", "add_usage"]
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
                  "error", "output_invalid", "awaiting_approval"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
+
+
+class RunMeter(Protocol):
+    """What the loop tells ``LoopConfig.spend`` (``yiemagent.loop.spend.RunSpend`` is one)."""
+
+    def open(self, usage: dict[str, Any], guard: UsageGuard) -> None:
+        """A run starts: its ``usage`` (changed in place) and its limits."""
+
+    def close(self) -> None:
+        """The run ended."""
 
 
 @dataclass
@@ -100,6 +110,9 @@ class LoopConfig:
     compaction: Compaction | None = None
     """Token budget and compaction of long conversations (``yiemagent.context.compaction``); None: requests
     not measured."""
+    spend: RunMeter | None = None
+    """Opened with each run's live ``usage`` and limits, closed when it ends: model calls made on the run's
+    behalf outside its turns (MCP sampling) count there (``yiemagent.loop.spend.RunSpend``); None: none."""
 
 
 @dataclass

@@ -305,6 +305,8 @@ class _Run(ModelTurn, ToolBatch):
             self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
                                      self.history[:self.start_len] if self.config.conversation_usage_limits
                                      else [], getattr(self.config.llm_call, "model", None))
+            if self.config.spend is not None:  # sampling by the run's MCP servers counts here as it happens
+                self.config.spend.open(self.usage, self.limits)
             while True:
                 if self.abort_event.is_set():
                     raise Aborted()
@@ -348,20 +350,16 @@ class _Run(ModelTurn, ToolBatch):
                         status = "output_invalid"
                     break
                 if self.limits.active:
-                    self.reached = (self.limits.after_reply(self.usage)
-                                    or self.limits.before_tools(self.usage, len(reply.tool_calls)))
+                    self.reached = self.limits.after_reply(self.usage) or self.limits.before_tools(self.usage, len(
+                        reply.tool_calls))
                 if self.reached is not None:
                     results = [AgentToolResult.error(f"Tool {c.name!r} was not run: {self.reached.message()}")
                                for c in reply.tool_calls]
                     aborted = False
                 elif last:
-                    results = [
-                        AgentToolResult.error(
-                            f"Tool {c.name!r} was not run: the turn limit ({self.config.max_turns}) was reached."
-                        )
-                        for c in reply.tool_calls
-                    ]
-                    aborted = False
+                    limit = self.config.max_turns
+                    results, aborted = [AgentToolResult.error(f"Tool {c.name!r} was not run: the turn limit ({limit}) "
+                                                              "was reached.") for c in reply.tool_calls], False
                 elif waiting := approvals.calls_to_approve(  # only calls that can run are asked about
                         reply.tool_calls[:self.config.max_tool_calls_per_turn], self.config.tools,
                         self.config.approval_policy, self.journal, self.turns):
@@ -375,6 +373,7 @@ class _Run(ModelTurn, ToolBatch):
                     self.limits.count_tools(self.usage, len(results))
                     for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
                         add_usage(self.usage, spent)
+                    self.reached = self.limits.nested(results)  # a sub-agent's own limit ends this run too
                 self.answer_calls(reply, results)
                 if self.heard():
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
@@ -432,6 +431,8 @@ class _Run(ModelTurn, ToolBatch):
             self.error("agent", exc)
             answer = AssistantMessage([TextContent(f"Error: {type(exc).__name__}: {exc}")])
         finally:
+            if self.config.spend is not None:
+                self.config.spend.close()
             if self.own_executor is not None:
                 self.own_executor.shutdown(wait=False, cancel_futures=True)
         if status == "error":

@@ -27,9 +27,8 @@ Rules (checked when the agent is made, each error a ``ConfigError`` naming the e
   ``"tools": ["*"]`` (Copilot CLI) is read, other tool filters are refused;
   ``envFile`` (Cursor, VS Code) adds ``KEY=VALUE`` lines under ``env``;
   ``"disabled": true`` leaves it out;
-  ``timeout`` gives the seconds per request; keys other clients keep for
-  themselves (``autoApprove``, ``alwaysAllow``, ``description``, ``dev``) are
-  ignored; any other key is an error.
+  ``timeout`` gives the seconds per request; keys other clients keep for themselves (``autoApprove``,
+  ``alwaysAllow``, ``description``, ``dev``) are ignored; any other key is an error.
 * ``args`` items are passed to the program one by one, spaces and all: no
   shell, no splitting. A ``command`` that holds a whole command line is an error.
 * ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in
@@ -67,7 +66,8 @@ from .client import MCPClient
 from .client_arguments import check_http_url
 from .config_auth import expand_oauth, make_oauth
 from .config_dialects import canonical_entry, load_document, servers_in
-from .sampling import LLMSampler
+from .limits import MCPLimits
+from .sampling import LLMSampler, SamplingMeter
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
@@ -280,18 +280,17 @@ def load_mcp_config(
 
 def mcp_clients(
     servers: Any, *, environ: Mapping[str, str] | None = None, sampling_llm_call: Callable[..., Any] | None = None,
+    sampling_limits: MCPLimits | None = None, sampling_meter: SamplingMeter | None = None,
 ) -> tuple[list[MCPClient], list[MCPClient]]:
     """``(clients, made_here)``: one ``MCPClient`` per server of ``servers``; the caller closes ``made_here``.
 
-    ``servers`` is any form ``parse_mcp_servers`` reads; every entry is
-    checked before any client is made. Raises ``ConfigError`` as it does.
-    With ``sampling_llm_call`` (``Agent`` passes its ``llm_call``), every
-    client made here, and every given client that has no ``callbacks``, no
-    ``sampling/createMessage`` handler and has not connected yet, answers
-    sampling with ``LLMSampler(sampling_llm_call)`` (approves every request;
-    see ``yiemagent.mcp.sampling``). Give a client
-    ``callbacks=ClientCallbacks()`` to keep sampling off, or your own
-    ``LLMSampler(..., approve=...)`` to ask first.
+    ``servers`` is any form ``parse_mcp_servers`` reads; every entry is checked before any client is
+    made. Raises ``ConfigError`` as it does. With ``sampling_llm_call`` (``Agent`` passes its ``llm_call``),
+    every client made here, and every given client that has no ``callbacks``, no ``sampling/createMessage``
+    handler and has not connected yet, answers sampling with ``LLMSampler(sampling_llm_call,
+    limits=sampling_limits, meter=sampling_meter)`` (approves every request; see ``yiemagent.mcp.sampling``;
+    ``Agent`` gives its ``mcp_limits`` and the ``RunSpend`` that pays). Give a client
+    ``callbacks=ClientCallbacks()`` to keep sampling off, or your own ``LLMSampler(..., approve=...)``.
     """
     clients: list[MCPClient] = []
     made: list[MCPClient] = []
@@ -306,7 +305,8 @@ def mcp_clients(
         for client in clients:
             if client in made or (client.callbacks is None and client.initialize_result is None
                                   and "sampling/createMessage" not in client.request_handlers):
-                ClientCallbacks(sampling=LLMSampler(sampling_llm_call)).install(client)
+                ClientCallbacks(sampling=LLMSampler(sampling_llm_call, limits=sampling_limits, meter=sampling_meter)
+                                ).install(client)
     return clients, made
 
 

@@ -64,6 +64,7 @@ from ..exceptions import (
 )
 from ..loop.tracing import trace_meta
 from . import jsonrpc
+from .call_scope import serving
 from .in_flight import InFlightRequests, safe_to_repeat
 from .mrtr import INPUT_METHODS, check_result_type, run_rounds
 from .server_messages import CallbackAborted, cut_while_answering, take_callback_failure
@@ -135,9 +136,10 @@ class Eras(InFlightRequests):
         take_callback_failure()  # forget one of an earlier request on this thread
         try:
             if method in INPUT_METHODS:
-                result = run_rounds(self, method, params,
-                                    lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
-                                    max_rounds=self.max_input_rounds, abort_event=abort)
+                with serving():  # what the server asks while this call runs counts against it (call_scope)
+                    result = run_rounds(self, method, params,
+                                        lambda p: self._request_once(method, p, safe, timeout_seconds, generation),
+                                        max_rounds=self.max_input_rounds, abort_event=abort)
             else:
                 result = self._request_once(method, params, safe, timeout_seconds, generation)
         except MCPRPCError as exc:

@@ -46,6 +46,26 @@ Tools and results (``MCPLimits``, given to ``MCPToolset`` / ``Agent``):
   exact name, so it cannot be cut; the model sees a sanitised 64-character
   name in any case).
 
+Sampling (``sampling/createMessage`` answered by the agent's model, ``LLMSampler``;
+both eras: the 2025-11-25 server request and the 2026-07-28 ``inputRequests``;
+``MCPLimits`` fields, also ``LLMSampler(limits=...)``):
+
+- ``maxTokens`` a server asks for: 4,096 (``max_sampling_tokens``); a larger
+  one is lowered to it, one missing is set to it.
+- sampling requests per call (``tools/call``, ``prompts/get``,
+  ``resources/read``, all its rounds): 16 (``max_sampling_per_call``). Over
+  stdio in the 2025-11-25 era a server's request names no call; the per-run
+  bound holds there.
+- sampling requests per run of an agent: 64 (``max_sampling_per_run``).
+- an ``input_required`` round: 16 inputs, ``requestState`` 256 KiB
+  (``yiemagent.mcp.mrtr``); rounds per call: 8 (``MCPClient(max_input_rounds=)``).
+
+A request past a bound, or one that the run's ``UsageLimits`` forbid (each
+sampling reply counts as a model request, its tokens go to the run's usage
+and ``agent.usage``), is refused with JSON-RPC -1 and a text naming the
+bound; in 2026-07-28 the call ends with ``RequestRefused``. A run whose
+sampling reached its usage limit ends with status ``usage_limit``.
+
 Why these numbers: 16 MiB holds a large screenshot or file as base64 and
 parses in about 0.1 s; 128 tools is the most an OpenAI request accepts; MCP
 2025-11-25 says tool names SHOULD be 1-128 characters (256 leaves room);
@@ -59,6 +79,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from .._internal.checks import check_int
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
@@ -101,6 +123,14 @@ class MCPLimits:
         max_schema_depth: nesting of an ``inputSchema`` (the schema object is level 1).
         max_tools: tools registered per server (in the server's order).
         max_tool_name_chars: characters of a tool name as the server gives it.
+        max_sampling_tokens: the ``max_tokens`` a sampling request may get
+            (``maxTokens`` above it is lowered; missing: this).
+        max_sampling_per_call: sampling requests answered for one call, all
+            its rounds (where the era ties them to it).
+        max_sampling_per_run: sampling requests answered in one agent run.
+
+    Raises:
+        ConfigError: a sampling bound that is not an int >= 1.
     """
 
     max_structured_chars: int | None = 1_000_000
@@ -110,6 +140,13 @@ class MCPLimits:
     max_schema_depth: int = 32
     max_tools: int = 128
     max_tool_name_chars: int = 256
+    max_sampling_tokens: int = 4096
+    max_sampling_per_call: int = 16
+    max_sampling_per_run: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_sampling_tokens", "max_sampling_per_call", "max_sampling_per_run"):
+            check_int(f"MCPLimits {name}", getattr(self, name), minimum=1)
 
 
 def truncate_text(text: str, max_chars: int) -> str:

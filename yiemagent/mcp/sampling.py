@@ -36,6 +36,13 @@ some); ``stopReason`` from ``finish_reason``: stop -> ``endTurn``, length ->
 -> ``refusal``, others kept as they are; ``model`` is the reply's ``model``,
 else the ``llm_call``'s ``model`` attribute, else ``"unknown"``.
 
+Bounds and cost (``yiemagent.mcp.limits``): a request over the call's or the
+run's bound (``max_sampling_per_call`` 16, ``max_sampling_per_run`` 64), or
+one the paying run's ``UsageLimits`` forbid (``meter``, given by ``Agent``),
+is refused with -1 before anyone is asked; ``max_tokens`` is at most
+``max_sampling_tokens`` (4,096); each reply's ``usage`` goes to the run
+(``agent.usage``, and one ``requests`` under its limits).
+
 Approval: ``approve(server_name, params)`` runs first and may return True
 (go on), False (refused: JSON-RPC error -1 "User rejected sampling
 request", the spec's code) or a dict of changed params (e.g. a smaller
@@ -59,16 +66,20 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from .._internal.checks import check_int
 from ..exceptions import ToolCallFormatError
 from ..formats.llm import accepts_keyword
+from . import call_scope
+from .limits import MCPLimits
 from .server_messages import RequestRefused, call_with_abort
 
 __all__ = [
     "USER_REJECTED",
     "LLMSampler",
     "SamplingApproval",
+    "SamplingMeter",
     "sampling_request_to_chat",
     "sampling_result_from_reply",
 ]
@@ -77,6 +88,16 @@ logger = logging.getLogger("yiemagent.mcp")
 
 USER_REJECTED = -1
 """JSON-RPC error code for a refused sampling request (MCP 2025-11-25, "Sampling", Error Handling)."""
+
+class SamplingMeter(Protocol):
+    """The run that pays for sampling (``yiemagent.loop.spend.RunSpend`` is one)."""
+
+    def reserve(self, max_calls: int | None = None) -> str | None:
+        """Count one more request, or the text saying why not."""
+
+    def record(self, reply_usage: dict[str, Any] | None, model: str | None = None) -> None:
+        """Add a reply's usage to the run."""
+
 
 SamplingApproval = Callable[[str, dict[str, Any]], "bool | dict[str, Any]"]
 """``approve(server_name, params) -> True | False | changed params``."""
@@ -234,22 +255,36 @@ class LLMSampler:
         tools: declare ``sampling.tools`` and pass a request's ``tools`` on
             (True); False declares plain sampling and refuses a request with
             tools (-32602).
-        max_tokens: a cap on the ``max_tokens`` sent, or None.
+        max_tokens: the cap on the ``max_tokens`` sent (a request's
+            ``maxTokens`` above it is lowered, a missing one set to it);
+            None: ``limits.max_sampling_tokens`` (4,096).
         model: the ``model`` reported when the reply names none; None: the
             ``llm_call``'s ``model`` attribute, else ``"unknown"``.
+        limits: ``max_sampling_per_call``, ``max_sampling_per_run`` and
+            ``max_sampling_tokens`` (``yiemagent.mcp.limits``); None: ``MCPLimits()``.
+        meter: the run that pays (``yiemagent.loop.spend.RunSpend``, given by
+            ``Agent``): asked before each request (its usage limits, the
+            per-run bound), told each reply's usage; None: no run counts.
+
+    Raises:
+        ConfigError: ``max_tokens`` not an int >= 1.
 
     Thread safety: as safe as ``llm_call`` and ``approve`` (called on the
     thread that reads the server's request).
     """
 
     def __init__(self, llm_call: Callable[..., Any], *, approve: SamplingApproval | None = None, tools: bool = True,
-                 max_tokens: int | None = None, model: str | None = None) -> None:
+                 max_tokens: int | None = None, model: str | None = None, limits: MCPLimits | None = None,
+                 meter: SamplingMeter | None = None) -> None:
         if not callable(llm_call):
             raise TypeError("llm_call must be callable: llm_call(messages, tools) -> reply")
+        check_int("max_tokens", max_tokens, minimum=1, optional=True)
         self.llm_call = llm_call
         self.approve = approve
         self.tools = tools
-        self.max_tokens = max_tokens
+        self.limits = limits or MCPLimits()
+        self.max_tokens = self.limits.max_sampling_tokens if max_tokens is None else max_tokens
+        self.meter = meter
         self.model = model or str(getattr(llm_call, "model", "") or "unknown")
         self._fields = accepts_keyword(llm_call, "request_fields")
         self._abort = accepts_keyword(llm_call, "abort_event")
@@ -278,6 +313,10 @@ class LLMSampler:
         """
         if params.get("tools") and not self.tools:
             raise RequestRefused(-32602, "this client does not support tools in sampling")
+        refusal = self._bounds()
+        if refusal is not None:
+            logger.warning("%s: sampling/createMessage refused: %s", server_name, refusal)
+            raise RequestRefused(USER_REJECTED, f"Sampling request refused: {refusal}")
         if self.approve is not None:
             verdict = call_with_abort(self.approve, server_name, params, abort_event=abort_event)
             if verdict is False or verdict is None:
@@ -285,8 +324,7 @@ class LLMSampler:
             if isinstance(verdict, dict):
                 params = verdict
         messages, tools, fields = sampling_request_to_chat(params)
-        if self.max_tokens is not None:
-            fields["max_tokens"] = min(fields.get("max_tokens", self.max_tokens), self.max_tokens)
+        fields["max_tokens"] = min(fields.get("max_tokens", self.max_tokens), self.max_tokens)
         if fields.get("tool_choice") == "none" and not self._fields:
             tools = []  # no way to say "none" to this llm_call: offer no tools
         logger.info("%s: sampling/createMessage: %d messages, %d tools", server_name, len(messages), len(tools))
@@ -294,8 +332,20 @@ class LLMSampler:
         if self._abort and abort_event is not None:
             keywords["abort_event"] = abort_event
         reply = self.llm_call(messages, tools, **keywords)
+        if self.meter is not None and isinstance(reply, dict):  # its tokens (and the request) are the run's
+            usage, model = reply.get("usage"), reply.get("model")
+            self.meter.record(usage if isinstance(usage, dict) else None, model if isinstance(model, str) else None)
         try:
             return sampling_result_from_reply(reply, self.model)
         except ToolCallFormatError:
             logger.warning("%s: the model's reply to a sampling request has no known shape", server_name)
             raise
+
+    def _bounds(self) -> str | None:
+        """Why one more request may not be answered (the call's bound, then the run's), else None (counted)."""
+        per_call = self.limits.max_sampling_per_call
+        if call_scope.take("sampling", per_call) is not None:
+            return f"this call's bound on sampling requests ({per_call}, max_sampling_per_call) was reached"
+        if self.meter is not None:
+            return self.meter.reserve(self.limits.max_sampling_per_run)
+        return None

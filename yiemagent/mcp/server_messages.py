@@ -44,6 +44,7 @@ Changed Notification), "Client Features" (Roots, Sampling, Elicitation).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -184,7 +185,8 @@ def _run_abortable(client: _Client, method: str, handler: Callable[..., Any], pa
         finally:
             done.set()
 
-    threading.Thread(target=run, name=f"yiemagent-mcp-callback-{method}", daemon=True).start()
+    context = contextvars.copy_context()  # the call it serves (``call_scope``) is known on the handler's thread
+    threading.Thread(target=context.run, args=(run,), name=f"yiemagent-mcp-callback-{method}", daemon=True).start()
     while not done.wait(CALLBACK_POLL_SECONDS):
         if abort.is_set():
             logger.info("%s: the %s callback is still running after the request was cut; not waiting for it",

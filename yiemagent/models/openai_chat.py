@@ -23,6 +23,7 @@ from .._internal.checks import check_number, check_str
 from .._internal.http import CancellableSession, connection_problem
 from .._internal.retry import (
     MAX_RETRY_AFTER_SECONDS,
+    RetryPause,
     make_retrying,
     model_retry_status,
     never_sent,
@@ -246,6 +247,7 @@ class OpenAIChat:
         self._secrets = sorted(set(secrets), key=len, reverse=True)
         register_log_secrets(self._secrets)
         self._session = CancellableSession()
+        self._pause = RetryPause()  # a retry's wait, ended by cancel(), the abort event and the deadline
 
     def __repr__(self) -> str:
         return f"OpenAIChat(url={self.url!r}, model={self.model!r})"
@@ -357,9 +359,16 @@ class OpenAIChat:
                 return exc.retry_after is None or exc.retry_after <= MAX_RETRY_AFTER_SECONDS
             return never_sent(exc)
 
+        def cut_wait(why: str) -> LLMError:
+            if why == "deadline":  # waiting would pass it: the status that asked for the wait is the answer
+                return LLMTimeoutError(f"POST {self.url}: no complete reply within {self.timeout_seconds:g}s "
+                                       f"(a retry would have to wait past the deadline)")
+            return LLMError(f"POST {self.url}: cut while waiting to send it again ({why})")
+
+        sleep = self._pause.sleeper(until=deadline, abort_event=abort_event, error=cut_wait)
         try:
             with self._session.deadline(deadline):  # the whole request, however slowly the bytes come
-                for attempt in make_retrying(retryable):
+                for attempt in make_retrying(retryable, sleep=sleep):
                     with attempt:
                         return self._post(body, on_delta, deadline, abort_event)
         except LLMError as exc:
@@ -381,8 +390,10 @@ class OpenAIChat:
     def cancel(self) -> None:
         """Cut every request in flight (it fails with ``LLMError``); later calls work as usual.
 
-        ``Agent.abort()`` calls this. Safe from any thread.
+        ``Agent.abort()`` calls this. Safe from any thread. A call waiting to
+        send a request again (``Retry-After``) ends at once too.
         """
+        self._pause.cut()
         self._session.cancel()
 
     def close(self) -> None:
