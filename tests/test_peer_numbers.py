@@ -107,3 +107,18 @@ def test_progress_numbers_reach_the_callback_as_numbers() -> None:
                                                           "params": params}) is None
     assert got == [{"progressToken": "tok", "progress": 2, "total": 5},
                    {"progressToken": "tok", "progress": 3, "message": "going"}]
+
+
+@pytest.mark.parametrize(("max_tokens", "temperature", "fields"), [
+    ("256", "0.5", {"max_tokens": 256, "temperature": 0.5}),
+    (256.0, 1, {"max_tokens": 256, "temperature": 1}),
+    ("lots", "hot", {}), (0, -1, {}), (True, float("nan"), {}), (2.5, None, {}),
+])
+def test_sampling_numbers_are_read_by_the_same_rule(max_tokens: Any, temperature: Any, fields: dict[str, Any]) -> None:
+    """The MCP sampling boundary: ``maxTokens`` and ``temperature`` of ``sampling/createMessage``."""
+    from yiemagent.mcp.sampling import sampling_request_to_chat
+
+    params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": max_tokens,
+              "temperature": temperature}
+    _, _, got = sampling_request_to_chat(params)
+    assert got == fields

@@ -69,6 +69,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._internal.checks import check_int
+from .._internal.numbers import peer_count, peer_number
 from ..exceptions import ToolCallFormatError
 from ..formats.llm import accepts_keyword
 from . import call_scope
@@ -206,10 +207,11 @@ def sampling_request_to_chat(
              or ""), "parameters": t.get("inputSchema") or {"type": "object", "properties": {}}}}
              for t in params.get("tools") or [] if isinstance(t, dict) and t.get("name")]
     fields: dict[str, Any] = {}
-    if isinstance(params.get("maxTokens"), int) and not isinstance(params["maxTokens"], bool):
-        fields["max_tokens"] = params["maxTokens"]
-    if isinstance(params.get("temperature"), (int, float)) and not isinstance(params["temperature"], bool):
-        fields["temperature"] = params["temperature"]
+    max_tokens, temperature = peer_count(params.get("maxTokens")), peer_number(params.get("temperature"))
+    if max_tokens:  # a peer's numbers: "256" and 256.0 are 256; nonsense, 0 and fractions are left out
+        fields["max_tokens"] = max_tokens
+    if temperature is not None and temperature >= 0:
+        fields["temperature"] = temperature
     if isinstance(params.get("stopSequences"), list) and params["stopSequences"]:
         fields["stop"] = [str(s) for s in params["stopSequences"]]
     mode = (params.get("toolChoice") or {}).get("mode") if isinstance(params.get("toolChoice"), dict) else None
