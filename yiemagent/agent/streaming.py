@@ -115,8 +115,10 @@ class AgentStream(Iterator["ev.Event | Answer"]):
     def put(self, event: ev.Event) -> None:
         """The agent's listener: called on the run's thread for each of its events."""
         if not self._closed:
-            if event.type == "message_update" and self._queue.qsize() >= self.max_buffered:
-                self.dropped += 1  # the reader fell behind: the preview goes, message_end keeps the message
+            if isinstance(event, ev.MessageUpdateEvent) and self._queue.qsize() >= self.max_buffered:
+                # the reader fell behind: every kind of delta (text, tool_call, reasoning) is a preview that
+                # message_end repeats whole, so any of them may go
+                self.dropped += 1
                 return
             self._queue.put(event)
         elif self.on_close == "abort" and not self._abort_sent and event.type != "agent_end":
