@@ -202,12 +202,13 @@ class ToolBatch:
                 self.repeated_call(call)  # count it as the first run did
                 details = recorded.details
                 return started, recorded, not (isinstance(details, dict) and details.get("interrupted"))
-            lost = None if approvals.waited(self.journal, self.turns, call.id) else (  # waited: it runs again
-                self.journal.interrupted_result(call, self.config.tools.get(call.name)))
+        waited = approvals.waited(self.journal, self.turns, call.id)  # it waited for a person: it runs again
+        if self.journal is not None and not waited:
+            lost = self.journal.interrupted_result(call, self.config.tools.get(call.name))
             if lost is not None:
                 return started, lost, False
         refusal = self.check(call)
-        if refusal is None and self.journal is not None:
+        if refusal is None and self.journal is not None and not waited:  # a waited call's marker is recorded
             self.journal.tool_started(call)
         return started, refusal, False
 
