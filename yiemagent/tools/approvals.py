@@ -31,7 +31,12 @@ approval unless its server marks it ``readOnlyHint: true``). The rules (each has
 * a new input while a run awaits approval: the undecided calls are rejected
   with ``SUPERSEDED_REASON``, the waiting run resumes and ends (its answer is in
   the history and the events; with a store it is committed as its input's
-  answer), then the new input runs as its own run.
+  answer), then the new input runs as its own run;
+* a call whose tool raises ``AwaitingApproval`` (an agent behind ``as_tool``
+  whose run waits) makes the run wait for the calls it carries, recorded as
+  ``approval/<turn>/<call id>/<n>`` (ids ``"<call id>/<its id>"``); the other
+  results of the batch are recorded and replayed; once decided, the call runs
+  again with ``nested_decisions()`` (a waiting call is not "interrupted").
 """
 
 from __future__ import annotations
