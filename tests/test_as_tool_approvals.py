@@ -213,3 +213,36 @@ def test_a_sub_agent_whose_waiting_run_ended_elsewhere_is_not_asked_again() -> N
     assert files.deleted == ["/tmp/x"] and len(sub_llm.calls) == 2  # once, by the direct decision
     [result] = tool_texts(parent_llm.calls[1])
     assert "no longer waits" in result
+
+
+def test_two_waiting_calls_of_one_sub_agent_each_get_their_own_runs_answer() -> None:
+    """Both calls of one batch delegate to one sub-agent (sequentially): the second input supersedes the
+    first's waiting run (a sub-agent keeps one), so both parent calls wait, each on its own run's call. The
+    decisions reach only the run that asked (``agent_input_id``): the first call gets an error result, not
+    the second run's answer, /a is never deleted and /b once.
+    """
+    files = Files()
+
+    def cleaner(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        last = messages[-1]
+        if last["role"] == "tool":
+            return text_reply(f"after: {last['content']}")
+        return tool_call_reply("delete", {"path": last["content"]})
+
+    sub = Agent(cleaner, tools=[files.tool], name="sub")
+    both = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": "ask_sub", "arguments": json.dumps({"input": p})}}
+            for i, p in (("c1", "/a"), ("c2", "/b"))]}}]}
+    parent_llm = ScriptedLLM([both, text_reply("ok")])
+    parent = Agent(parent_llm, tools=[sub.as_tool("ask_sub", "Cleans.")], tool_execution="sequential")
+    answer = parent.ask("go", timeout_seconds=10)
+    pending = {c["arguments"]["path"]: c for c in answer["pending_approvals"]}
+    assert sorted(pending) == ["/a", "/b"] and pending["/a"]["agent_input_id"] != pending["/b"]["agent_input_id"]
+    assert pending["/a"]["tool_call_id"].startswith("c1/") and pending["/b"]["tool_call_id"].startswith("c2/")
+    done = parent.decide({c["tool_call_id"]: True for c in pending.values()}, timeout_seconds=10)
+    assert done["content"] == "ok"
+    first, second = tool_texts(parent_llm.calls[1])
+    assert "no longer waits" in first  # its run was superseded by the second input: /a was not deleted
+    assert second == "after: deleted /b"
+    assert files.deleted == ["/b"]

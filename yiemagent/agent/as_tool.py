@@ -47,7 +47,7 @@ run's usage and the whole answer dict). The rules:
   ``usage_limits`` with ``prices``).
 * **approvals reach the top run**: a sub-run that stops ``awaiting_approval``
   (a tool of the sub-agent needs approval) makes the call raise
-  ``yiemagent.tools.approvals.AwaitingApproval`` with the sub-run's pending calls
+  ``yiemagent.tools.nested_approvals.AwaitingApproval`` with the sub-run's pending calls
   (each with ``"agent"``, the agent that asks): the parent's run stops
   ``awaiting_approval`` too, those calls in its ``pending_approvals`` (ids
   ``"<parent's call id>/<sub's call id>"``, ``"via"`` the tool names asked
@@ -82,7 +82,7 @@ from .._internal.checks import check_number, check_str
 from ..exceptions import AgentBusyError, AgentClosedError, ApprovalError
 from ..loop import events as ev
 from ..loop.conversation import Input
-from ..tools import AgentTool, AgentToolResult, approvals
+from ..tools import AgentTool, AgentToolResult, nested_approvals
 from .approvals import AgentLike
 from .lifecycle import Lifecycle
 from .runs import Runs
@@ -244,20 +244,20 @@ class AgentAsTool:
 
         def execute(tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
             return self._delegate(name, tool_call_id, str(arguments["input"]), abort_event, timeout_seconds,
-                                  approvals.nested_decisions())  # {} unless the call resumes after a decision
+                                  nested_approvals.nested_calls())  # [] unless the call resumes after a decision
 
         return AgentTool(name=name, description=description, input_schema=INPUT_SCHEMA, execute=execute,
                          annotations={"title": f"Ask agent {self.name}", "readOnlyHint": False,
                                       "openWorldHint": True}, may_await_approval=True)
 
     def _delegate(self, tool_name: str, tool_call_id: str, text: str, abort_event: threading.Event,
-                  timeout_seconds: float | None, decided: dict[str, bool | str]) -> AgentToolResult:
+                  timeout_seconds: float | None, decided: list[dict[str, Any]]) -> AgentToolResult:
         """One call of the tool: wait for this agent's turn, serve ``text``, return its answer as a result.
 
-        ``decided``: the decisions about what the call waited on (a resume): its waiting run goes on instead.
+        ``decided``: the calls it waited on, decided (``nested_calls()``, a resume): its waiting run goes on.
 
         Raises:
-            AwaitingApproval: the run stopped for a person (``yiemagent.tools.approvals``).
+            AwaitingApproval: the run stopped for a person (``yiemagent.tools.nested_approvals``).
         """
         if self._lifecycle.closed:
             return AgentToolResult.error(f"Agent {self.name!r} was not asked: {self._lifecycle.closed_reason}.")
@@ -311,29 +311,39 @@ class AgentAsTool:
             return AgentToolResult.error(f"Agent {self.name!r} gave no answer within {timeout_seconds}s.")
         return None
 
-    def _resumed(self, decided: dict[str, bool | str]) -> Input | AgentToolResult:
+    def _resumed(self, decided: list[dict[str, Any]]) -> Input | AgentToolResult:
         """Record ``decided`` in this agent's conversation; its waiting input to serve again, or an error result.
+
+        Only calls still waiting in the run that raised them (its ``agent_input_id``) are decided: ids
+        repeat across runs, so a decision never reaches another run of this agent.
 
         Raises:
             AwaitingApproval: calls of its waiting run are still undecided (not known to the caller).
         """
         conversation = self._agent.conversation
+        asked: dict[tuple[Any, Any], bool | str] = {
+            (c.get("tool_call_id"), c.get("agent_input_id")): c["decision"] for c in decided if "decision" in c}
         try:
-            waiting = {c.get("tool_call_id") for c in conversation.pending_approvals()}
-            left, resume = conversation.decide({k: v for k, v in decided.items() if k in waiting}) if (
-                waiting & set(decided)) else ([], None)
+            mine = {str(c["tool_call_id"]): asked[key] for c in conversation.pending_approvals()
+                    if (key := (c.get("tool_call_id"), c.get("input_id"))) in asked}
+            left, resume = conversation.decide(mine) if mine else ([], None)
         except ApprovalError as exc:  # decided meanwhile by someone else (``sub.decide``): that run answered them
             left, resume = [], None
             logger.warning("agent %s: the decisions were not recorded: %s", self.name, exc)
         if left:
-            raise approvals.AwaitingApproval([dict(c, agent=c.get("agent", self.name)) for c in left])
+            raise nested_approvals.AwaitingApproval([self._asking(c) for c in left])
         if resume is None:
             return AgentToolResult.error(
                 f"Agent {self.name!r} was not asked again: it no longer waits for these decisions (its waiting run "
                 "ended: a new input, a decision made on it directly, or a restart).",
-                details={"agent": self.name, "status": "error", "lost_approvals": sorted(decided)})
+                details={"agent": self.name, "status": "error",
+                         "lost_approvals": sorted(str(c.get("tool_call_id")) for c in decided)})
         logger.info("agent %s: every waiting call is decided; resuming its run", self.name)
         return Input(message=resume.message, id=resume.id)
+
+    def _asking(self, call: dict[str, Any]) -> dict[str, Any]:
+        """A pending call of this agent as its callers see it: with ``agent`` and ``agent_input_id`` (its run's)."""
+        return dict(call, agent=call.get("agent", self.name), agent_input_id=call.get("input_id"))
 
     def _serve_one(self, tool_name: str, tool_call_id: str, entry: Input, abort_event: threading.Event,
                    deadline: float | None, timeout_seconds: float | None) -> AgentToolResult:
@@ -373,8 +383,8 @@ class AgentAsTool:
             run.forward = None  # late events of an aborted run are not the parent's news
         status = answer.get("status")
         if status == "awaiting_approval":  # a person decides first, through the top run (see the module's rules)
-            raise approvals.AwaitingApproval([dict(c, agent=c.get("agent", self.name))
-                                              for c in answer.get("pending_approvals") or [] if isinstance(c, dict)])
+            raise nested_approvals.AwaitingApproval([self._asking(c) for c in answer.get("pending_approvals") or []
+                                              if isinstance(c, dict)])
         content = answer.get("content")
         body = content if isinstance(content, str) else ""
         if status not in ("completed", "terminated", "error", "aborted"):

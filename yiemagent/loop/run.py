@@ -79,7 +79,7 @@ from ..context.usage_limits import LimitReached, UsageGuard, UsageLimits
 from ..exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
 from ..output.typed_run import TypedRun
-from ..tools import AgentToolResult, approvals
+from ..tools import AgentToolResult, approvals, nested_approvals
 from . import events as ev
 from .config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
 from .journal import Journal
@@ -368,7 +368,7 @@ class _Run(ModelTurn, ToolBatch):
                     self.limits.count_tools(self.usage, len(results))
                     for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
                         add_usage(self.usage, spent)
-                    waiting = [] if aborted else approvals.record_waits(reply.tool_calls, results, self.journal,
+                    waiting = [] if aborted else nested_approvals.record_waits(reply.tool_calls, results, self.journal,
                                                                          self.turns)  # a sub-agent waits
                     self.reached = None if waiting else self.limits.nested(results)  # a sub-agent's limit ends it
                 if waiting:  # a person decides first: the reply is not added, the run resumes by its journal

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..exceptions import SimulatedCrash, ToolError
 from ..messages import AssistantMessage, Message, ToolCall
-from ..tools import AgentToolResult, approvals, cap_result, to_result
+from ..tools import AgentToolResult, approvals, cap_result, nested_approvals, to_result
 from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
@@ -138,20 +138,20 @@ class ToolBatch:
             lambda progress: self.update(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         key = self.key(call)
-        decided = approvals.decisions_for(self.journal, self.turns, call.id)  # {}: the call never waited
+        decided = nested_approvals.decisions_for(self.journal, self.turns, call.id)  # []: the call never waited
         try:
             with report, ev.reporting(self.update):
                 if key is None and not decided and current_idempotency_key() is None and not instrumented():
                     outcome = found.execute(call.id, call.arguments, self.abort_event)  # nothing else to set
                 else:
-                    with idempotency_context(key), tool_scope(call.id), approvals.deciding(decided):
+                    with idempotency_context(key), tool_scope(call.id), nested_approvals.deciding(decided):
                         outcome = found.execute(call.id, call.arguments, self.abort_event)
                 result = cap_result(to_result(outcome), self.config.max_result_chars)
         except SimulatedCrash:
             raise
-        except approvals.AwaitingApproval as waiting:  # the run stops for a person; not this call's result
+        except nested_approvals.AwaitingApproval as waiting:  # the run stops for a person; not this call's result
             logger.info("tool %s waits for approval of: %s", call.name, waiting)
-            return approvals.waiting_result(call, waiting), self.abort_event.is_set()
+            return nested_approvals.waiting_result(call, waiting), self.abort_event.is_set()
         except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
             logger.info("tool %s raised: %r", call.name, exc)
             self.update(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
@@ -165,7 +165,7 @@ class ToolBatch:
     def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
         """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
         self.flush_updates()
-        if ran and not approvals.is_waiting(result):  # a call waiting for a person has not finished
+        if ran and not nested_approvals.is_waiting(result):  # a call waiting for a person has not finished
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
                                   idempotency_key=self.key(call))
             result = run_after_hook(self.config.after_tool_call, ctx)
@@ -202,7 +202,7 @@ class ToolBatch:
                 self.repeated_call(call)  # count it as the first run did
                 details = recorded.details
                 return started, recorded, not (isinstance(details, dict) and details.get("interrupted"))
-        waited = approvals.waited(self.journal, self.turns, call.id)  # it waited for a person: it runs again
+        waited = nested_approvals.waited(self.journal, self.turns, call.id)  # it waited for a person: it runs again
         if self.journal is not None and not waited:
             lost = self.journal.interrupted_result(call, self.config.tools.get(call.name))
             if lost is not None:

@@ -79,7 +79,7 @@ class AgentTool:
     own thread, without a hand-off to a worker, and an abort is seen when it returns."""
     may_await_approval: bool = field(default=False, compare=False)
     """True when a call may itself wait for a person (its ``execute`` raises
-    ``yiemagent.tools.approvals.AwaitingApproval``: an agent behind ``Agent.as_tool`` whose tools need
+    ``yiemagent.tools.nested_approvals.AwaitingApproval``: an agent behind ``Agent.as_tool`` whose tools need
     approval): the run keeps a journal so that it can stop ``awaiting_approval`` and resume."""
 
     def __post_init__(self) -> None:

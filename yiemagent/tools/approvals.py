@@ -33,10 +33,8 @@ approval unless its server marks it ``readOnlyHint: true``). The rules (each has
   the history and the events; with a store it is committed as its input's
   answer), then the new input runs as its own run;
 * a call whose tool raises ``AwaitingApproval`` (an agent behind ``as_tool``
-  whose run waits) makes the run wait for the calls it carries, recorded as
-  ``approval/<turn>/<call id>/<n>`` (ids ``"<call id>/<its id>"``); the other
-  results of the batch are recorded and replayed; once decided, the call runs
-  again with ``nested_decisions()`` (a waiting call is not "interrupted").
+  whose run waits) makes the run wait for the calls it carries
+  (``yiemagent.tools.nested_approvals``), decided as the run's own.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -57,16 +54,13 @@ from . import AgentTool, AgentToolResult, ToolRegistry
 __all__ = [
     "SUPERSEDED_REASON",
     "ApprovalPolicy",
-    "AwaitingApproval",
     "MemoryJournal",
     "ParkedRun",
     "Parking",
     "Steps",
     "calls_to_approve",
     "needs_approval",
-    "nested_decisions",
     "record_decisions",
-    "record_waits",
     "rejection",
     "requested",
     "undecided",
@@ -83,6 +77,7 @@ SUPERSEDED_REASON = "the user sent a new message instead of deciding"
 """The reason given to the model for calls left undecided when a new input arrived."""
 
 DEFAULT_REJECT_REASON = "the user rejected this call"
+"""The reason given to the model for a rejection without one."""
 
 
 def unless_read_only(tool: AgentTool) -> bool:
@@ -172,113 +167,6 @@ def calls_to_approve(calls: Sequence[ToolCall], tools: ToolRegistry, policy: App
     asked = (asked if isinstance(asked, list) else []) + [  # calls a tool of this turn waited on (AwaitingApproval)
         c for k in sorted(recorded) if k.startswith(f"{key}/") and isinstance(recorded[k], list) for c in recorded[k]]
     return [c for c in asked if isinstance(c, dict) and f"decision/{c.get('tool_call_id')}" not in recorded]
-
-
-class AwaitingApproval(Exception):
-    """Raised by a tool's ``execute``: this call waits for a person's decisions about ``calls``.
-
-    ``calls``: ``[{"tool_call_id", "name", "arguments", ...}]`` in the tool's own ids (an agent behind
-    ``Agent.as_tool`` raises its run's ``pending_approvals``, each with ``"agent"``, the agent that
-    asks). The run that called the tool stops with status ``awaiting_approval`` as if its model had
-    asked for these calls (``record_waits``): they are its pending approvals, each id prefixed
-    ``"<this call's id>/"`` and ``"via"`` (the tool names it was asked through, outermost first)
-    prepended with this tool's name. Once a person decided them, the run resumes and calls the tool
-    again, with the same call id and arguments, where ``nested_decisions()`` gives the decisions in
-    the tool's own ids; the result of that call is the call's result. Nothing else of the run runs twice.
-    """
-
-    def __init__(self, calls: Sequence[Mapping[str, Any]]) -> None:
-        self.calls = [dict(c) for c in calls if isinstance(c, Mapping) and isinstance(c.get("tool_call_id"), str)]
-        super().__init__("waiting for approval of: " + ", ".join(str(c.get("name")) for c in self.calls))
-
-
-_deciding = threading.local()
-
-
-def nested_decisions() -> dict[str, bool | str]:
-    """Inside a tool's ``execute``: the decisions about the calls this call waited on, else ``{}``.
-
-    ``{tool_call_id: True (approved) | "reason" (rejected)}`` in the ids the tool raised in
-    ``AwaitingApproval``, for the last time it raised; ``{}`` for a call that never waited.
-    """
-    return dict(getattr(_deciding, "decisions", None) or {})
-
-
-@contextmanager
-def deciding(decisions: Mapping[str, bool | str]) -> Iterator[None]:
-    """While the block runs on this thread, ``nested_decisions()`` returns ``decisions``."""
-    previous = getattr(_deciding, "decisions", None)
-    _deciding.decisions = dict(decisions)
-    try:
-        yield
-    finally:
-        _deciding.decisions = previous
-
-
-def _steps(journal: object) -> Steps | None:
-    return cast(Steps, journal) if isinstance(getattr(journal, "recorded", None), dict) else None
-
-
-def _rounds(journal: object, turn: int, call_id: str) -> list[Any]:
-    """The steps ``approval/<turn>/<call_id>/<n>`` (n = 1, 2, ...): what the call waited on each time."""
-    steps = _steps(journal)
-    found: list[Any] = []
-    while steps is not None and (key := f"approval/{turn}/{call_id}/{len(found) + 1}") in steps.recorded:
-        found.append(steps.recorded[key])
-    return found
-
-
-def waited(journal: object, turn: int, call_id: str) -> bool:
-    """True when call ``call_id`` of ``turn`` waited for a person before: it runs again (not "interrupted")."""
-    return bool(_rounds(journal, turn, call_id))
-
-
-def decisions_for(journal: object, turn: int, call_id: str) -> dict[str, bool | str]:
-    """The decisions about what call ``call_id`` of ``turn`` last waited on, in the tool's own ids (``{}``: none)."""
-    steps, rounds = _steps(journal), _rounds(journal, turn, call_id)
-    if steps is None or not rounds or not isinstance(rounds[-1], list):
-        return {}
-    decided: dict[str, bool | str] = {}
-    for asked in rounds[-1]:
-        full = asked.get("tool_call_id") if isinstance(asked, dict) else None
-        decision = steps.recorded.get(f"decision/{full}")
-        if isinstance(full, str) and full.startswith(f"{call_id}/") and isinstance(decision, dict):
-            decided[full[len(call_id) + 1:]] = (True if decision.get("approved") is True
-                                                else str(decision.get("reason") or DEFAULT_REJECT_REASON))
-    return decided
-
-
-def waiting_result(call: ToolCall, waiting: AwaitingApproval) -> AgentToolResult:
-    """What stands for a call that raised ``AwaitingApproval`` until the run stops (never recorded as its result)."""
-    return AgentToolResult.error(f"Tool {call.name!r} waits for a person's approval of: {waiting}; it did not finish.",
-                                 details={"awaiting_approval": waiting})
-
-
-def is_waiting(result: AgentToolResult) -> bool:
-    """True for a ``waiting_result``: the call waits for a person and has not finished."""
-    return isinstance(result.details, dict) and isinstance(result.details.get("awaiting_approval"), AwaitingApproval)
-
-
-def record_waits(calls: Sequence[ToolCall], results: Sequence[AgentToolResult], journal: object,
-                 turn: int) -> list[dict[str, Any]]:
-    """The calls a batch's tools wait on (``AwaitingApproval``), recorded as ``approval/<turn>/<call id>/<n>``.
-
-    Each as a pending approval of this run: ``tool_call_id`` ``"<call id>/<its id>"``, ``via``
-    ``[call name, *its via]``, its own ``input_id``/``seq`` left out. ``[]`` when no result waits, or
-    without a journal (``journal`` None: the run could not resume; the results stand as error results).
-    """
-    steps = _steps(journal)
-    waiting: list[dict[str, Any]] = []
-    for call, result in zip(calls, results, strict=False):
-        asked = result.details.get("awaiting_approval") if is_waiting(result) else None
-        if steps is None or not isinstance(asked, AwaitingApproval):
-            continue
-        mine = [dict({k: v for k, v in c.items() if k not in ("input_id", "seq")},
-                     tool_call_id=f"{call.id}/{c['tool_call_id']}", via=[call.name, *(c.get("via") or [])])
-                for c in asked.calls]
-        stored = steps.put(f"approval/{turn}/{call.id}/{len(_rounds(steps, turn, call.id)) + 1}", mine)
-        waiting += [c for c in stored if f"decision/{c.get('tool_call_id')}" not in steps.recorded]
-    return waiting
 
 
 def rejection(call: ToolCall, steps: Any) -> AgentToolResult | None:
