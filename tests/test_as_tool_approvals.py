@@ -246,3 +246,30 @@ def test_two_waiting_calls_of_one_sub_agent_each_get_their_own_runs_answer() -> 
     assert "no longer waits" in first  # its run was superseded by the second input: /a was not deleted
     assert second == "after: deleted /b"
     assert files.deleted == ["/b"]
+
+
+def test_a_durable_sub_agents_waiting_run_resumes_after_both_agents_are_made_again(tmp_path: Any) -> None:
+    """Parent and sub-agent each with a SQLite store: new objects for both (a restarted process) see the
+    waiting call and resume both runs from their stores; the tool runs once, no model answers a turn twice.
+    """
+    from yiemagent.store.sqlite import SQLiteStore
+
+    files = Files()
+
+    def agents(sub_replies: list[dict[str, Any]], parent_replies: list[dict[str, Any]]
+               ) -> tuple[Agent, ScriptedLLM, ScriptedLLM]:
+        sub_llm, parent_llm = ScriptedLLM(sub_replies), ScriptedLLM(parent_replies)
+        sub = Agent(sub_llm, tools=[files.tool], name="sub", store=SQLiteStore(str(tmp_path / "sub.db")),
+                    conversation_id="s")
+        parent = Agent(parent_llm, tools=[sub.as_tool("ask_sub", "Cleans.")],
+                       store=SQLiteStore(str(tmp_path / "parent.db")), conversation_id="p")
+        return parent, sub_llm, parent_llm
+
+    parent, _, _ = agents([tool_call_reply("delete", {"path": "/x"})], [tool_call_reply("ask_sub", {"input": "x"})])
+    assert parent.ask("go", timeout_seconds=10)["status"] == "awaiting_approval"
+    parent.shutdown()
+    again, sub_llm, parent_llm = agents([text_reply("deleted it")], [text_reply("all clean")])
+    [pending] = again.pending_approvals()
+    assert again.approve(pending["tool_call_id"], timeout_seconds=10)["content"] == "all clean"
+    assert files.deleted == ["/x"] and len(sub_llm.calls) == 1 and len(parent_llm.calls) == 1
+    assert tool_texts(parent_llm.calls[0]) == ["deleted it"]
