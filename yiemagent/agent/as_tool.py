@@ -45,6 +45,20 @@ run's usage and the whole answer dict). The rules:
   the parent's usage limits (``yiemagent.context.usage_limits``) see it before its
   next model request. A cost counts when the sub-agent prices its replies (its own
   ``usage_limits`` with ``prices``).
+* **approvals reach the top run**: a sub-run that stops ``awaiting_approval``
+  (a tool of the sub-agent needs approval) makes the call raise
+  ``yiemagent.tools.nested_approvals.AwaitingApproval`` with the sub-run's pending calls
+  (each with ``"agent"``, the agent that asks): the parent's run stops
+  ``awaiting_approval`` too, those calls in its ``pending_approvals`` (ids
+  ``"<parent's call id>/<sub's call id>"``, ``"via"`` the tool names asked
+  through), at any depth. ``parent.approve``/``reject``/``decide`` resume the
+  parent's run, which calls this tool again with the decisions
+  (``nested_decisions()``): they are recorded in the sub-agent's conversation
+  and its waiting run resumes (its approved tool runs once, a rejected call's
+  reason reaches its model); its answer is the call's result. Decide through
+  the top agent: a sub-agent's waiting run ended meanwhile (a new input, a
+  restart of a process that kept it in memory) gives an error result, never
+  a second run of its input;
 * **durable parents**: the result is journaled like any tool result (usage
   included), so a durable parent recovering after a crash never asks the
   sub-agent again for a call whose result was recorded; a call interrupted
@@ -65,10 +79,10 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from .._internal.checks import check_number, check_str
-from ..exceptions import AgentBusyError, AgentClosedError
+from ..exceptions import AgentBusyError, AgentClosedError, ApprovalError
 from ..loop import events as ev
 from ..loop.conversation import Input
-from ..tools import AgentTool, AgentToolResult
+from ..tools import AgentTool, AgentToolResult, nested_approvals
 from .approvals import AgentLike
 from .lifecycle import Lifecycle
 from .runs import Runs
@@ -229,15 +243,22 @@ class AgentAsTool:
         check_number("timeout_seconds", timeout_seconds, optional=True)
 
         def execute(tool_call_id: str, arguments: dict[str, Any], abort_event: threading.Event) -> AgentToolResult:
-            return self._delegate(name, tool_call_id, str(arguments["input"]), abort_event, timeout_seconds)
+            return self._delegate(name, tool_call_id, str(arguments["input"]), abort_event, timeout_seconds,
+                                  nested_approvals.nested_calls())  # [] unless the call resumes after a decision
 
         return AgentTool(name=name, description=description, input_schema=INPUT_SCHEMA, execute=execute,
                          annotations={"title": f"Ask agent {self.name}", "readOnlyHint": False,
-                                      "openWorldHint": True})
+                                      "openWorldHint": True}, may_await_approval=True)
 
     def _delegate(self, tool_name: str, tool_call_id: str, text: str, abort_event: threading.Event,
-                  timeout_seconds: float | None) -> AgentToolResult:
-        """One call of the tool: wait for this agent's turn, serve ``text``, return its answer as a result."""
+                  timeout_seconds: float | None, decided: list[dict[str, Any]]) -> AgentToolResult:
+        """One call of the tool: wait for this agent's turn, serve ``text``, return its answer as a result.
+
+        ``decided``: the calls it waited on, decided (``nested_calls()``, a resume): its waiting run goes on.
+
+        Raises:
+            AwaitingApproval: the run stopped for a person (``yiemagent.tools.nested_approvals``).
+        """
         if self._lifecycle.closed:
             return AgentToolResult.error(f"Agent {self.name!r} was not asked: {self._lifecycle.closed_reason}.")
         ident = threading.get_ident()
@@ -257,7 +278,10 @@ class AgentAsTool:
             with _graph_lock:
                 _active.append(entry)
             try:
-                return self._serve_one(tool_name, tool_call_id, text, abort_event, deadline, timeout_seconds)
+                served = self._runs.wrap(text) if not decided else self._resumed(decided)
+                if isinstance(served, AgentToolResult):
+                    return served
+                return self._serve_one(tool_name, tool_call_id, served, abort_event, deadline, timeout_seconds)
             finally:
                 with _graph_lock:
                     _active.remove(entry)
@@ -287,10 +311,43 @@ class AgentAsTool:
             return AgentToolResult.error(f"Agent {self.name!r} gave no answer within {timeout_seconds}s.")
         return None
 
-    def _serve_one(self, tool_name: str, tool_call_id: str, text: str, abort_event: threading.Event,
+    def _resumed(self, decided: list[dict[str, Any]]) -> Input | AgentToolResult:
+        """Record ``decided`` in this agent's conversation; its waiting input to serve again, or an error result.
+
+        Only calls still waiting in the run that raised them (its ``agent_input_id``) are decided: ids
+        repeat across runs, so a decision never reaches another run of this agent.
+
+        Raises:
+            AwaitingApproval: calls of its waiting run are still undecided (not known to the caller).
+        """
+        conversation = self._agent.conversation
+        asked: dict[tuple[Any, Any], bool | str] = {
+            (c.get("tool_call_id"), c.get("agent_input_id")): c["decision"] for c in decided if "decision" in c}
+        try:
+            mine = {str(c["tool_call_id"]): asked[key] for c in conversation.pending_approvals()
+                    if (key := (c.get("tool_call_id"), c.get("input_id"))) in asked}
+            left, resume = conversation.decide(mine) if mine else ([], None)
+        except ApprovalError as exc:  # decided meanwhile by someone else (``sub.decide``): that run answered them
+            left, resume = [], None
+            logger.warning("agent %s: the decisions were not recorded: %s", self.name, exc)
+        if left:
+            raise nested_approvals.AwaitingApproval([self._asking(c) for c in left])
+        if resume is None:
+            return AgentToolResult.error(
+                f"Agent {self.name!r} was not asked again: it no longer waits for these decisions (its waiting run "
+                "ended: a new input, a decision made on it directly, or a restart).",
+                details={"agent": self.name, "status": "error",
+                         "lost_approvals": sorted(str(c.get("tool_call_id")) for c in decided)})
+        logger.info("agent %s: every waiting call is decided; resuming its run", self.name)
+        return Input(message=resume.message, id=resume.id)
+
+    def _asking(self, call: dict[str, Any]) -> dict[str, Any]:
+        """A pending call of this agent as its callers see it: with ``agent`` and ``agent_input_id`` (its run's)."""
+        return dict(call, agent=call.get("agent", self.name), agent_input_id=call.get("input_id"))
+
+    def _serve_one(self, tool_name: str, tool_call_id: str, entry: Input, abort_event: threading.Event,
                    deadline: float | None, timeout_seconds: float | None) -> AgentToolResult:
         run = _SubRun(self, tool_name, tool_call_id, ev.reporter())
-        entry = self._runs.wrap(text)
         run.input_id = entry.id
         entry.listener = run.on_event
         try:
@@ -325,6 +382,9 @@ class AgentAsTool:
         finally:
             run.forward = None  # late events of an aborted run are not the parent's news
         status = answer.get("status")
+        if status == "awaiting_approval":  # a person decides first, through the top run (see the module's rules)
+            raise nested_approvals.AwaitingApproval([self._asking(c) for c in answer.get("pending_approvals") or []
+                                              if isinstance(c, dict)])
         content = answer.get("content")
         body = content if isinstance(content, str) else ""
         if status not in ("completed", "terminated", "error", "aborted"):

@@ -335,7 +335,8 @@ class Conversation:
 
     def _memory_journal(self, entry: Input) -> MemoryJournal | None:
         """The in-memory journal a run may stop and resume by (approvals), or None when none can wait."""
-        waits = self.parking.parked or self.config.approval_policy or any(t.needs_approval for t in self.config.tools)
+        waits = self.parking.parked or self.config.approval_policy or any(
+            t.needs_approval or t.may_await_approval for t in self.config.tools)  # as_tool: a sub-agent may wait
         return self.parking.journal_for(entry.id) if waits else None
 
     def pending_approvals(self) -> list[dict[str, Any]]:

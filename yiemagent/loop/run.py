@@ -79,7 +79,7 @@ from ..context.usage_limits import LimitReached, UsageGuard, UsageLimits
 from ..exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, SimulatedCrash
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
 from ..output.typed_run import TypedRun
-from ..tools import AgentToolResult, approvals
+from ..tools import AgentToolResult, approvals, nested_approvals
 from . import events as ev
 from .config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
 from .journal import Journal
@@ -352,6 +352,7 @@ class _Run(ModelTurn, ToolBatch):
                 if self.limits.active:
                     self.reached = self.limits.after_reply(self.usage) or self.limits.before_tools(self.usage, len(
                         reply.tool_calls))
+                waiting: list[dict[str, Any]] = []
                 if self.reached is not None:
                     results = [AgentToolResult.error(f"Tool {c.name!r} was not run: {self.reached.message()}")
                                for c in reply.tool_calls]
@@ -360,20 +361,19 @@ class _Run(ModelTurn, ToolBatch):
                     limit = self.config.max_turns
                     results, aborted = [AgentToolResult.error(f"Tool {c.name!r} was not run: the turn limit ({limit}) "
                                                               "was reached.") for c in reply.tool_calls], False
-                elif waiting := approvals.calls_to_approve(  # only calls that can run are asked about
+                elif not (waiting := approvals.calls_to_approve(  # only calls that can run are asked about
                         reply.tool_calls[:self.config.max_tool_calls_per_turn], self.config.tools,
-                        self.config.approval_policy, self.journal, self.turns):
-                    status, self.waiting = "awaiting_approval", waiting
-                    answer = approvals.waiting_answer(reply, waiting)
-                    self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))  # reply not added
-                    self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
-                    break
-                else:
+                        self.config.approval_policy, self.journal, self.turns)):
                     results, aborted = self.run_capped(reply.tool_calls)
                     self.limits.count_tools(self.usage, len(results))
                     for spent in self.limits.tool_usage(results):  # agents used as tools (Agent.as_tool)
                         add_usage(self.usage, spent)
-                    self.reached = self.limits.nested(results)  # a sub-agent's own limit ends this run too
+                    waiting = [] if aborted else nested_approvals.record_waits(reply.tool_calls, results, self.journal,
+                                                                         self.turns)  # a sub-agent waits
+                    self.reached = None if waiting else self.limits.nested(results)  # a sub-agent's limit ends it
+                if waiting:  # a person decides first: the reply is not added, the run resumes by its journal
+                    status, answer = "awaiting_approval", self.pause(reply, waiting, turn_started)
+                    break
                 self.answer_calls(reply, results)
                 if self.heard():
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import SimulatedCrash, ToolError
-from ..messages import Message, ToolCall
-from ..tools import AgentToolResult, approvals, cap_result, to_result
+from ..messages import AssistantMessage, Message, ToolCall
+from ..tools import AgentToolResult, approvals, cap_result, nested_approvals, to_result
 from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
@@ -53,10 +53,12 @@ class ToolBatch:
     abort_event: threading.Event
     updates: queue.SimpleQueue[Any]
     run_id: str
+    turns: int
     streak: tuple[str, str] | None
     streak_count: int
     repeated: bool
     interrupted: KeyboardInterrupt | None
+    waiting: list[dict[str, Any]] | None
 
     def emit(self, event: ev.Event) -> None:
         """Send ``event`` to the run's sink (with the run id)."""
@@ -136,16 +138,20 @@ class ToolBatch:
             lambda progress: self.update(ev.ToolExecutionUpdateEvent(tool_call_id=call.id, progress=progress))
         )
         key = self.key(call)
+        decided = nested_approvals.decisions_for(self.journal, self.turns, call.id)  # []: the call never waited
         try:
             with report, ev.reporting(self.update):
-                if key is None and current_idempotency_key() is None and not instrumented():
+                if key is None and not decided and current_idempotency_key() is None and not instrumented():
                     outcome = found.execute(call.id, call.arguments, self.abort_event)  # nothing else to set
                 else:
-                    with idempotency_context(key), tool_scope(call.id):
+                    with idempotency_context(key), tool_scope(call.id), nested_approvals.deciding(decided):
                         outcome = found.execute(call.id, call.arguments, self.abort_event)
                 result = cap_result(to_result(outcome), self.config.max_result_chars)
         except SimulatedCrash:
             raise
+        except nested_approvals.AwaitingApproval as waiting:  # the run stops for a person; not this call's result
+            logger.info("tool %s waits for approval of: %s", call.name, waiting)
+            return nested_approvals.waiting_result(call, waiting), self.abort_event.is_set()
         except BaseException as exc:  # SystemExit (argparse), KeyboardInterrupt...: a result, not a dead thread
             logger.info("tool %s raised: %r", call.name, exc)
             self.update(ev.ErrorEvent(where="tool", error=exc, message=f"{call.name}: {exc}"))
@@ -159,7 +165,7 @@ class ToolBatch:
     def finish(self, call: ToolCall, result: AgentToolResult, started: float, *, ran: bool) -> AgentToolResult:
         """Apply ``after_tool_call`` (only to calls that ran) and report the end."""
         self.flush_updates()
-        if ran:
+        if ran and not nested_approvals.is_waiting(result):  # a call waiting for a person has not finished
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
                                   idempotency_key=self.key(call))
             result = run_after_hook(self.config.after_tool_call, ctx)
@@ -196,11 +202,13 @@ class ToolBatch:
                 self.repeated_call(call)  # count it as the first run did
                 details = recorded.details
                 return started, recorded, not (isinstance(details, dict) and details.get("interrupted"))
+        waited = nested_approvals.waited(self.journal, self.turns, call.id)  # it waited for a person: it runs again
+        if self.journal is not None and not waited:
             lost = self.journal.interrupted_result(call, self.config.tools.get(call.name))
             if lost is not None:
                 return started, lost, False
         refusal = self.check(call)
-        if refusal is None and self.journal is not None:
+        if refusal is None and self.journal is not None and not waited:  # a waited call's marker is recorded
             self.journal.tool_started(call)
         return started, refusal, False
 
@@ -270,6 +278,17 @@ class ToolBatch:
                     self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=results[i], is_error=True,
                                                              annotations=self.annotations(call)))
         return [r for r in results if r is not None], aborted
+
+    def pause(self, reply: AssistantMessage, waiting: list[dict[str, Any]], turn_started: float) -> AssistantMessage:
+        """Stop the run for a person's decisions about ``waiting`` (``yiemagent.tools.approvals``); its answer.
+
+        Sends ``approval_requested`` and ``turn_end``; the reply is not added to the history (the
+        resumed run replays it and the results recorded in the journal).
+        """
+        self.waiting = waiting
+        self.emit(ev.ApprovalRequestedEvent(turn=self.turns, pending=waiting))
+        self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
+        return approvals.waiting_answer(reply, waiting)
 
     def run_capped(self, calls: list[ToolCall]) -> tuple[list[AgentToolResult], bool]:
         """``run_batch`` on the first ``max_tool_calls_per_turn`` calls; the rest are answered "not run"."""

@@ -77,6 +77,10 @@ class AgentTool:
     inline: bool = field(default=False, compare=False)
     """True when the tool returns at once (a pure function, a lookup in memory): it runs on the loop's
     own thread, without a hand-off to a worker, and an abort is seen when it returns."""
+    may_await_approval: bool = field(default=False, compare=False)
+    """True when a call may itself wait for a person (its ``execute`` raises
+    ``yiemagent.tools.nested_approvals.AwaitingApproval``: an agent behind ``Agent.as_tool`` whose tools need
+    approval): the run keeps a journal so that it can stop ``awaiting_approval`` and resume."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _VALID_NAME.match(self.name):

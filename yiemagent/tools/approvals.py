@@ -31,7 +31,10 @@ approval unless its server marks it ``readOnlyHint: true``). The rules (each has
 * a new input while a run awaits approval: the undecided calls are rejected
   with ``SUPERSEDED_REASON``, the waiting run resumes and ends (its answer is in
   the history and the events; with a store it is committed as its input's
-  answer), then the new input runs as its own run.
+  answer), then the new input runs as its own run;
+* a call whose tool raises ``AwaitingApproval`` (an agent behind ``as_tool``
+  whose run waits) makes the run wait for the calls it carries
+  (``yiemagent.tools.nested_approvals``), decided as the run's own.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ SUPERSEDED_REASON = "the user sent a new message instead of deciding"
 """The reason given to the model for calls left undecided when a new input arrived."""
 
 DEFAULT_REJECT_REASON = "the user rejected this call"
+"""The reason given to the model for a rejection without one."""
 
 
 def unless_read_only(tool: AgentTool) -> bool:
@@ -159,9 +163,9 @@ def calls_to_approve(calls: Sequence[ToolCall], tools: ToolRegistry, policy: App
             asked.append(_call_dict(call))
         if asked and steps is not None:
             asked = steps.put(key, asked)
-    if not isinstance(asked, list):
-        return []
     recorded = {} if steps is None else steps.recorded
+    asked = (asked if isinstance(asked, list) else []) + [  # calls a tool of this turn waited on (AwaitingApproval)
+        c for k in sorted(recorded) if k.startswith(f"{key}/") and isinstance(recorded[k], list) for c in recorded[k]]
     return [c for c in asked if isinstance(c, dict) and f"decision/{c.get('tool_call_id')}" not in recorded]
 
 
