@@ -41,13 +41,16 @@ def test_cancellation_on_stdio_reaches_the_call() -> None:
     server = MCPServer("s", "1", tools=[waiting_tool(started)])
     read_end, write_end = os.pipe()
     out = io.BytesIO()
-    with open(read_end, "rb", buffering=0) as stdin, open(write_end, "wb", buffering=0) as feed:
-        thread = threading.Thread(target=serve_stdio, args=(server,), kwargs={"stdin": stdin, "stdout": out})
-        thread.start()
+    stdin = open(read_end, "rb", buffering=0)  # noqa: SIM115 - closed after the server thread ends
+    thread = threading.Thread(target=serve_stdio, args=(server,), kwargs={"stdin": stdin, "stdout": out})
+    thread.start()
+    with open(write_end, "wb", buffering=0) as feed:
         feed.write(b'{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"wait_for_abort"}}\n')
         assert started.wait(30)
         feed.write(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1"}}\n')
         feed.write(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
     thread.join(30)
+    stdin.close()
+    assert not thread.is_alive()
     replies = [json.loads(line) for line in out.getvalue().splitlines()]
     assert replies == [{"jsonrpc": "2.0", "id": 2, "result": {}}]  # the cancelled call is not answered
