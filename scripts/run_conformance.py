@@ -265,7 +265,7 @@ def _main_server(args: argparse.Namespace) -> int:
     failed = False
     for revision in args.revision or ["2025-11-25"]:
         try:
-            outcomes, output = run_server(args.server_url, revision, args.timeout_seconds)
+            outcomes, _ = run_server(args.server_url, revision, args.timeout_seconds)
         except (FileNotFoundError, subprocess.SubprocessError) as exc:
             print(f"server conformance {revision}: cannot run at all: {exc}", file=sys.stderr)
             return 2

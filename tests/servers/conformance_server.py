@@ -117,7 +117,8 @@ def build() -> MCPServer:
                lambda a: [{"role": "user", "content": {"type": "resource", "resource": {
                    "uri": a["resourceUri"], "mimeType": "text/plain",
                    "text": "Embedded resource content for testing."}}},
-                   {"role": "user", "content": {"type": "text", "text": "Please process the embedded resource above."}}],
+                   {"role": "user",
+                    "content": {"type": "text", "text": "Please process the embedded resource above."}}],
                description="A prompt embedding a resource",
                arguments=[PromptArgument("resourceUri", "URI of the resource to embed", True)]),
         Prompt("test_prompt_with_image",

@@ -1,6 +1,7 @@
 """Served over real HTTP (issue 28 points 1 and 4): werkzeug's threaded server on a socket, talked to by
 yiemagent's own ``MCPClient`` (an ``Agent`` using the served tools end to end) and by the official ``mcp``
-SDK client (``mcp.client.streamable_http``)."""
+SDK client (``mcp.client.streamable_http``).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Served over stdio (issue 28 points 1 and 5): ``python -m yiemagent.mcp.server module:server`` started from
 exactly the ``mcpServers`` entry of docs/guides/serving.rst, talked to by yiemagent's ``MCPClient`` (stdio
-transport, through ``yiemagent.mcp.config``) and by the official ``mcp`` SDK client (``mcp.client.stdio``)."""
+transport, through ``yiemagent.mcp.config``) and by the official ``mcp`` SDK client (``mcp.client.stdio``).
+"""
 
 from __future__ import annotations
 

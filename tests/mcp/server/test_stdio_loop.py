@@ -41,7 +41,7 @@ def test_cancellation_on_stdio_reaches_the_call() -> None:
     server = MCPServer("s", "1", tools=[waiting_tool(started)])
     read_end, write_end = os.pipe()
     out = io.BytesIO()
-    stdin = open(read_end, "rb", buffering=0)  # noqa: SIM115 - closed after the server thread ends
+    stdin = open(read_end, "rb", buffering=0)
     thread = threading.Thread(target=serve_stdio, args=(server,), kwargs={"stdin": stdin, "stdout": out})
     thread.start()
     with open(write_end, "wb", buffering=0) as feed:

@@ -1,5 +1,6 @@
 """``WSGIApp``: Streamable HTTP 2025-11-25 as a WSGI app (issue 28 point 1), through werkzeug's test client
-(in-process: the real app and werkzeug's real WSGI plumbing, no socket)."""
+(in-process: the real app and werkzeug's real WSGI plumbing, no socket).
+"""
 
 from __future__ import annotations
 

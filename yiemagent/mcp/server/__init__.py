@@ -13,6 +13,8 @@ log messages, the abort event). The guide is docs/guides/serving.rst.
 Spec: MCP 2025-11-25 (server side).
 """
 
+from typing import Any
+
 from .calls import MemorySessions, RequestContext, ServedCall, ServerSession, current_call
 from .catalog import Prompt, PromptArgument, Resource, ResourceTemplate
 from .content import ToolReply
@@ -35,9 +37,9 @@ __all__ = [
 ]
 
 
-def make_wsgi_app(server: MCPServer, **options: object) -> WSGIApp:
+def make_wsgi_app(server: MCPServer, **options: Any) -> WSGIApp:
     """``server.wsgi_app(**options)``: the WSGI app of ``server`` (options in ``WSGIApp``)."""
-    return WSGIApp(server, **options)  # type: ignore[arg-type]
+    return WSGIApp(server, **options)
 
 
 __all__ += ["make_wsgi_app"]

@@ -27,9 +27,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["LOG_LEVELS", "MemorySessions", "RequestContext", "ServedCall", "ServerSession", "current_call"]
+__all__ = ["LOG_LEVELS", "MemorySessions", "MessageHandler", "RequestContext", "ServedCall", "ServerSession",
+           "current_call"]
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """The syslog severities of MCP logging, least severe first (RFC 5424)."""
@@ -137,6 +138,14 @@ class RequestContext:
     """Where notifications about this request go (progress, log messages)."""
 
 
+class MessageHandler(Protocol):
+    """What the transports need of a server: ``MCPServer.handle``."""
+
+    def handle(self, message: Any, context: RequestContext | None = None) -> dict[str, Any] | None:
+        """The reply to ``message``, or None (see ``MCPServer.handle``)."""
+        ...
+
+
 _current = threading.local()
 
 
@@ -165,8 +174,10 @@ class ServedCall:
         self.context.notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
 
     def report(self, value: Any) -> None:
-        """``yiemagent.tools.report_progress`` inside a served tool: a number, or
-        ``{"progress", "total"?, "message"?}``; anything else is sent as the ``message``."""
+        """Send what ``yiemagent.tools.report_progress`` got inside a served tool as progress.
+
+        A number, or ``{"progress", "total"?, "message"?}``; anything else is sent as the ``message``.
+        """
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             self.progress(value)
         elif isinstance(value, dict) and isinstance(value.get("progress"), (int, float)):

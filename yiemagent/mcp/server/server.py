@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...__version__ import __version__
 from ...exceptions import ConfigError, ToolArgumentsError
@@ -46,19 +46,28 @@ from ..jsonrpc import make_response
 from .calls import LOG_LEVELS, RequestContext, ServedCall, running
 from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_of
 from .content import call_result
+from .wire import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    error_response,
+)
 
 if TYPE_CHECKING:
     from .wsgi import WSGIApp
 
-__all__ = ["LATEST_PROTOCOL_VERSION", "PARSE_ERROR", "MCPServer", "error_response"]
+__all__ = ["LATEST_PROTOCOL_VERSION", "PARSE_ERROR", "MCPServer", "error_response"]  # the codes: .wire
 
 logger = logging.getLogger("yiemagent.mcp.server")
 
 LATEST_PROTOCOL_VERSION = "2025-11-25"
 """What ``initialize`` answers a client asking for a version the server does not speak."""
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
-RESOURCE_NOT_FOUND = -32002
-"""MCP 2025-11-25 "Resources", Error Handling."""
+
+
+_Handler = Callable[["MCPServer", Any, dict[str, Any], RequestContext], "dict[str, Any] | None"]
 
 
 class _Refusal(Exception):
@@ -70,18 +79,14 @@ class _Refusal(Exception):
         self.message = message
 
 
-def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    """``{"jsonrpc": "2.0", "id": request_id, "error": {"code", "message"}}``; the message with secrets ``***``."""
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": scrub_secrets(message)}}
-
-
 def _failure(exc: BaseException) -> str:
     return scrub_secrets(display_text(f"{type(exc).__name__}: {exc}"))[:2000]
 
 
 class MCPServer:
-    """Tools (``@tool`` functions, any ``AgentTool``, an agent's ``agent.as_tool(...)``), resources and
-    prompts served over MCP.
+    """Tools, resources and prompts served over MCP.
+
+    Tools: ``@tool`` functions, any ``AgentTool``, an agent's ``agent.as_tool(...)``.
 
     Args:
         name: ``serverInfo.name``.
@@ -127,9 +132,12 @@ class MCPServer:
 
     # ------------------------------------------------------------------ what is served
 
-    def add_tool(self, new: AgentTool | Callable[..., Any], *, output_schema: dict[str, Any] | None = None) -> AgentTool:
-        """Serve ``new`` (a function is made a tool with ``@tool``); ``output_schema``: its ``outputSchema``
-        (a JSON Schema of ``"type": "object"``; a ``dict`` the tool returns is then ``structuredContent``).
+    def add_tool(self, new: AgentTool | Callable[..., Any], *,
+                 output_schema: dict[str, Any] | None = None) -> AgentTool:
+        """Serve ``new`` (a function is made a tool with ``@tool``); returns the served tool.
+
+        ``output_schema``: its ``outputSchema`` (a JSON Schema of ``"type": "object"``; a ``dict`` the tool
+        returns is then ``structuredContent``).
 
         Raises:
             ConfigError: a tool of that name is served already, or ``output_schema`` is not an object schema.
@@ -184,8 +192,11 @@ class MCPServer:
     # ------------------------------------------------------------------ transports
 
     def wsgi_app(self, path: str = "/mcp", **options: Any) -> WSGIApp:
-        """A PEP 3333 WSGI app serving Streamable HTTP at ``path`` (``yiemagent.mcp.server.wsgi.WSGIApp``
-        has the options: ``allowed_origins``, ``allowed_hosts``, ``stateless``, ``max_body_bytes``...)."""
+        """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
+
+        ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
+        ``stateless``, ``sessions``, ``max_body_bytes``.
+        """
         from .wsgi import WSGIApp
 
         return WSGIApp(self, path=path, **options)
@@ -422,7 +433,7 @@ class MCPServer:
     def _complete(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {"completion": {"values": [], "hasMore": False}}
 
-    _METHODS: dict[str, Callable[[MCPServer, Any, dict[str, Any], RequestContext], dict[str, Any] | None]] = {
+    _METHODS: ClassVar[dict[str, _Handler]] = {
         "initialize": _initialize, "ping": _ping, "tools/list": _tools_list, "tools/call": _tools_call,
         "resources/list": _resources_list, "resources/templates/list": _templates_list,
         "resources/read": _resources_read, "prompts/list": _prompts_list, "prompts/get": _prompts_get,

@@ -21,21 +21,17 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from ..limits import DEFAULT_MAX_JSON_DEPTH, DEFAULT_MAX_LINE_BYTES
 from ..lines import LineReader, OversizedLine
-from .calls import RequestContext, ServerSession
-from .server import INTERNAL_ERROR, INVALID_REQUEST, error_response
-from .wire import read_message, reply_bytes
-
-if TYPE_CHECKING:
-    from .server import MCPServer
+from .calls import MessageHandler, RequestContext, ServerSession
+from .wire import INTERNAL_ERROR, INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["serve_stdio"]
 
 
-def serve_stdio(server: MCPServer, *, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
+def serve_stdio(server: MessageHandler, *, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None,
                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_concurrent: int = 16,
                 drain_seconds: float = 10.0) -> None:
     """Serve ``server`` until ``stdin`` ends (defaults: the process's stdin and stdout, binary).

@@ -19,12 +19,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...textpolicy import boundary, json_text
+from ...textpolicy import boundary, json_text, scrub_secrets
 from ..limits import DEFAULT_MAX_JSON_DEPTH
 from ..lines import parse_line
-from .server import INVALID_REQUEST, PARSE_ERROR, error_response
 
-__all__ = ["read_message", "reply_bytes"]
+__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR",
+           "RESOURCE_NOT_FOUND", "error_response", "read_message", "reply_bytes"]
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+"""The JSON-RPC 2.0 error codes."""
+RESOURCE_NOT_FOUND = -32002
+"""MCP 2025-11-25 "Resources", Error Handling."""
+
+
+def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    """``{"jsonrpc": "2.0", "id": request_id, "error": {"code", "message"}}``; the message with secrets ``***``."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": scrub_secrets(message)}}
 
 
 def read_message(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, dict[str, Any] | None]:

@@ -40,16 +40,12 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..era import LEGACY_PROTOCOL_VERSIONS
-from .calls import MemorySessions, RequestContext, ServerSession
-from .server import INVALID_REQUEST, error_response
-from .wire import read_message, reply_bytes
-
-if TYPE_CHECKING:
-    from .server import MCPServer
+from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
+from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
 
@@ -71,7 +67,7 @@ class WSGIApp:
     """The WSGI callable (see the module docstring for the behaviour and the options).
 
     Args:
-        server: the ``MCPServer`` answering the messages.
+        server: the ``MCPServer`` (any ``MessageHandler``) answering the messages.
         path: the endpoint (``PATH_INFO``); other paths get 404. Mounted under a prefix (werkzeug's
             ``DispatcherMiddleware({"/mcp": app})``), ``PATH_INFO`` is what follows the prefix: pass ``path="/"``
             (``""`` is the same).
@@ -85,7 +81,7 @@ class WSGIApp:
         ValueError: ``max_body_bytes`` below 1.
     """
 
-    def __init__(self, server: MCPServer, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
+    def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
                  sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         if max_body_bytes < 1:
@@ -101,6 +97,7 @@ class WSGIApp:
     # ------------------------------------------------------------------ WSGI
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """Answer one HTTP request (PEP 3333)."""
         if environ.get("PATH_INFO", "").rstrip("/") != self.path:
             return _plain(start_response, 404, "not found")
         refusal = self._check_origin(environ)
@@ -175,7 +172,8 @@ class WSGIApp:
             return _plain(start_response, 202, "", headers)
         return _json(start_response, 200, reply, headers)
 
-    def _session(self, environ: dict[str, Any], initializing: bool) -> tuple[ServerSession | int, list[tuple[str, str]]]:
+    def _session(self, environ: dict[str, Any],
+                 initializing: bool) -> tuple[ServerSession | int, list[tuple[str, str]]]:
         """The request's session and the headers to answer with, or (HTTP status, []) when refused."""
         if self.stateless or initializing:
             return ServerSession(), []
