@@ -88,3 +88,27 @@ def test_the_mcp_sdk_client_over_streamable_http(served: str) -> None:
     assert seen["progress"] == [(1, 3), (2, 3), (3, 3)]
     assert seen["resource"].contents[0].text == "note 7"
     assert seen["prompt"].messages[0].content.text == "Say hello to Bo"
+
+
+@pytest.mark.parametrize(("app", "workers"), [("stateless", "2"), ("sessions", "1")])
+def test_under_gunicorn_threaded_workers(app: str, workers: str) -> None:
+    """The guide's gunicorn deployments: stateless with 2 workers (any worker answers any request), and
+    sessions with one worker (sessions live in the process)."""
+    from tests.helpers import PYTHON, free_port, process_output, start_process, stop_process, wait_for_port
+
+    port = free_port()
+    process = start_process([PYTHON, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "-k", "gthread",
+                             "--workers", workers, "--threads", "4", "--timeout", "120",
+                             f"tests.servers.served_wsgi:{app}"])
+    try:
+        wait_for_port(port, process=process)
+        for _ in range(3):  # new connections: with 2 workers, more than one of them answers
+            with MCPClient(f"http://127.0.0.1:{port}/mcp", timeout_seconds=60) as client:
+                assert [t["name"] for t in client.list_tools()] == ["add", "leaky", "steps"]
+                for a in range(4):
+                    assert client.call_tool("add", {"a": a, "b": 1})["content"][0]["text"] == str(a + 1)
+    except Exception:
+        print(process_output(process))
+        raise
+    finally:
+        stop_process(process)
