@@ -93,7 +93,8 @@ def test_the_mcp_sdk_client_over_streamable_http(served: str) -> None:
 @pytest.mark.parametrize(("app", "workers"), [("stateless", "2"), ("sessions", "1")])
 def test_under_gunicorn_threaded_workers(app: str, workers: str) -> None:
     """The guide's gunicorn deployments: stateless with 2 workers (any worker answers any request), and
-    sessions with one worker (sessions live in the process)."""
+    sessions with one worker (sessions live in the process).
+    """
     from tests.helpers import PYTHON, free_port, process_output, start_process, stop_process, wait_for_port
 
     port = free_port()
