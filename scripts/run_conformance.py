@@ -3,6 +3,11 @@
 Usage::
 
     python scripts/run_conformance.py [--revision 2025-11-25|2026-07-28|0.1.16 ...] [--timeout-seconds 30] [--json]
+    python scripts/run_conformance.py --server-url http://127.0.0.1:PORT/mcp [--revision 2025-11-25]
+
+Server mode (``--server-url``, ``run_server``): the suite's *server* scenarios (``conformance server --url ...
+--requirements <revision>``) against a running MCP server, e.g. tests/servers/conformance_server.py (yiemagent's
+``MCPServer``); tests/mcp/server/test_conformance_server.py runs it.
 
 Suites (npm ``@modelcontextprotocol/conformance``, pinned in lockfiles and installed with ``npm ci`` by the
 test run, tests/helpers.py ``ensure_npm_packages``), run with Node >= 22 (``node24()``: the binary of the
@@ -118,16 +123,9 @@ def client_scenarios(version: str = "0.1.16") -> list[str]:
             if line.strip().startswith("- ")]
 
 
-def run_requirements(revision: str, timeout_seconds: float = 30.0) -> tuple[list[Outcome], str]:
-    """Run 0.2.0-alpha.12's requirement set of ``revision``; the outcomes and the suite's output."""
-    done = subprocess.run(
-        [*suite_command(), "client", "--command", _client_command(), "--requirements", revision,
-         "--timeout", str(int(timeout_seconds * 1000))],
-        capture_output=True, text=True, timeout=timeout_seconds * 4 + 120, cwd=ROOT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    output = _clean(done.stdout + done.stderr)
-    summary = output.split("=== SUITE SUMMARY ===", 1)[-1]
+def _summary_outcomes(output: str) -> list[Outcome]:
+    """The outcomes in the ``=== SUMMARY ===`` of a suite run (client or server), scored or not."""
+    summary = output.split("SUMMARY ===", 1)[-1]
     unscored = {match.group(1) for match in map(_UNSCORED_LINE.match, summary.splitlines()) if match}
     outcomes = []
     for match in map(_SUMMARY_LINE.match, summary.splitlines()):
@@ -140,7 +138,41 @@ def run_requirements(revision: str, timeout_seconds: float = 30.0) -> tuple[list
         outcomes.append(Outcome(name, status, checks, reason, scored=name not in unscored))
     if not outcomes:
         raise subprocess.SubprocessError(f"no summary in the suite's output: {output[-1000:]}")
-    return outcomes, output
+    return outcomes
+
+
+def run_requirements(revision: str, timeout_seconds: float = 30.0) -> tuple[list[Outcome], str]:
+    """Run 0.2.0-alpha.12's requirement set of ``revision``; the outcomes and the suite's output."""
+    done = subprocess.run(
+        [*suite_command(), "client", "--command", _client_command(), "--requirements", revision,
+         "--timeout", str(int(timeout_seconds * 1000))],
+        capture_output=True, text=True, timeout=timeout_seconds * 4 + 120, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    output = _clean(done.stdout + done.stderr)
+    return _summary_outcomes(output), output
+
+
+def run_server(url: str, revision: str = "2025-11-25", timeout_seconds: float = 30.0,
+               scenario: str | None = None) -> tuple[list[Outcome], str]:
+    """Server mode: 0.2.0-alpha.12's *server* scenarios against the MCP server at ``url``.
+
+    ``conformance server --url <url> --requirements <revision>`` (every scenario the revision requires,
+    plus the ones it runs unscored), or with ``scenario`` only that one (``--scenario``, at
+    ``--spec-version <revision>``). Never raises for a failing scenario.
+
+    Raises:
+        FileNotFoundError: no Node or no suite.
+        subprocess.SubprocessError: the suite printed no summary (it could not run at all), or hung.
+    """
+    selection = ["--scenario", scenario, "--spec-version", revision] if scenario else ["--requirements", revision]
+    done = subprocess.run(
+        [*suite_command(), "server", "--url", url, *selection, "--timeout", str(int(timeout_seconds * 1000))],
+        capture_output=True, text=True, timeout=timeout_seconds * 40 + 120, cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    output = _clean(done.stdout + done.stderr)
+    return _summary_outcomes(output), output
 
 
 def run_scenario(scenario: str, timeout_seconds: float = 30.0, version: str = "0.1.16") -> tuple[Outcome, str]:
@@ -202,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--revision", action="append", choices=REVISIONS, help="run only this one (repeatable)")
     parser.add_argument("--timeout-seconds", type=float, default=30.0)
     parser.add_argument("--json", action="store_true", help="print the outcomes as JSON")
+    parser.add_argument("--server-url", help="server mode: run the server scenarios against this MCP endpoint")
     args = parser.parse_args(argv)
+    if args.server_url:
+        return _main_server(args)
     everything: dict[str, list[Outcome]] = {}
     failed = False
     for revision in args.revision or REVISIONS:
@@ -223,6 +258,24 @@ def main(argv: list[str] | None = None) -> int:
                 print("    " + output[-3000:].replace("\n", "\n    "))
     if args.json:
         print(json.dumps({rev: [asdict(o) for o in outs] for rev, outs in everything.items()}, indent=2))
+    return 1 if failed else 0
+
+
+def _main_server(args: argparse.Namespace) -> int:
+    failed = False
+    for revision in args.revision or ["2025-11-25"]:
+        try:
+            outcomes, _ = run_server(args.server_url, revision, args.timeout_seconds)
+        except (FileNotFoundError, subprocess.SubprocessError) as exc:
+            print(f"server conformance {revision}: cannot run at all: {exc}", file=sys.stderr)
+            return 2
+        failed = failed or any(o.status == "failed" and o.scored for o in outcomes)
+        if args.json:
+            print(json.dumps({revision: [asdict(o) for o in outcomes]}, indent=2))
+        else:
+            print(f"== server {revision} ==")
+            print(table(outcomes))
+            print("server " + summary(revision, outcomes))
     return 1 if failed else 0
 
 

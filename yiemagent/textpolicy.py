@@ -386,6 +386,7 @@ BOUNDARIES: dict[str, Boundary] = {}
 EXPECTED_BOUNDARIES = frozenset({
     "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "log",
     "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr", "exception", "span",
+    "mcp_server_reply",
 })
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,61 @@
+"""``python -m yiemagent.mcp.server module:attribute``: serve an ``MCPServer`` on stdin/stdout.
+
+``module`` is imported (the current directory is on ``sys.path``), ``attribute``
+names an ``MCPServer`` or a function returning one. Logs go to stderr
+(``--log-level``, default WARNING); stdout carries only the protocol. Exit
+status: 0 when stdin ends, 2 for a bad argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+from .server import MCPServer
+
+
+def load(target: str) -> MCPServer:
+    """The ``MCPServer`` named by ``module:attribute``.
+
+    Raises:
+        ValueError: ``target`` is not ``module:attribute`` or names no ``MCPServer``.
+        ImportError: the module cannot be imported.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected module:attribute, not {target!r}")
+    value = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    if callable(value) and not isinstance(value, MCPServer):
+        value = value()
+    if not isinstance(value, MCPServer):
+        raise ValueError(f"{target} is {type(value).__name__}, not an MCPServer")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, load the server, serve stdio; the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m yiemagent.mcp.server",
+                                     description="Serve a yiemagent MCPServer over stdio.")
+    parser.add_argument("target", help="module:attribute naming an MCPServer (or a function returning one)")
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        server = load(args.target)
+    except (ValueError, ImportError, AttributeError) as exc:
+        print(f"python -m yiemagent.mcp.server: {exc}", file=sys.stderr)
+        return 2
+    server.run_stdio()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,448 @@
+"""``MCPServer``: tools, resources and prompts served over MCP, answering one JSON-RPC message at a time.
+
+``MCPServer.handle(message, context) -> reply | None`` is transport-free and
+thread-safe: ``wsgi_app`` (Streamable HTTP) and ``run_stdio`` call it, each
+request on its own thread. Methods answered (2025-11-25, and the versions the
+SDK servers accept: 2025-06-18, 2025-03-26, 2024-11-05):
+
+- ``initialize`` (the client's version if supported, else 2025-11-25),
+  ``notifications/initialized``, ``ping``;
+- ``tools/list`` (paged: ``nextCursor``, ``page_size`` tools a page),
+  ``tools/call`` (``isError`` results; ``structuredContent`` for a tool added
+  with an ``output_schema``; progress and log notifications during the call;
+  ``notifications/cancelled`` sets the call's abort event, and no answer is sent);
+- ``resources/list``, ``resources/read``, ``resources/templates/list`` and
+  ``prompts/list``, ``prompts/get`` (when the server has resources / prompts);
+- ``logging/setLevel``, ``completion/complete`` (answers no values).
+
+Errors (JSON-RPC 2.0 codes): -32700 parse error, -32600 invalid request (not
+an object, no ``"jsonrpc": "2.0"``, a bad ``id``, a batch), -32601 method not
+found, -32602 invalid params (an unknown tool or prompt, a bad cursor, a missing
+prompt argument), -32002 resource not found, -32603 internal error. An error
+never carries a traceback: a tool's or reader's exception is logged (logger
+``yiemagent.mcp.server``) and the client gets its type and message with known
+secrets ``***`` (``yiemagent.textpolicy.scrub_secrets``). A tool's invalid
+arguments are an ``isError`` result (the model can correct them), as 2025-11-25 says.
+
+Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Resources", "Prompts",
+"Utilities" (Ping, Cancellation, Progress, Logging, Completion); JSON-RPC 2.0.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...__version__ import __version__
+from ...exceptions import ConfigError, ToolArgumentsError
+from ...textpolicy import display_text, scrub_secrets
+from ...tools import AgentTool, tool
+from ...tools.registry import progress_reporter
+from ...tools.schema_checks import safe_validator_class
+from ..era import LEGACY_PROTOCOL_VERSIONS
+from ..jsonrpc import make_response
+from .calls import LOG_LEVELS, RequestContext, ServedCall, running
+from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_of
+from .content import call_result
+from .wire import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    error_response,
+)
+
+if TYPE_CHECKING:
+    from .wsgi import WSGIApp
+
+__all__ = ["LATEST_PROTOCOL_VERSION", "PARSE_ERROR", "MCPServer", "error_response"]  # the codes: .wire
+
+logger = logging.getLogger("yiemagent.mcp.server")
+
+LATEST_PROTOCOL_VERSION = "2025-11-25"
+"""What ``initialize`` answers a client asking for a version the server does not speak."""
+
+
+_Handler = Callable[["MCPServer", Any, dict[str, Any], RequestContext], "dict[str, Any] | None"]
+
+
+class _Refusal(Exception):
+    """A request answered with a JSON-RPC error (code and message shown to the client)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _failure(exc: BaseException) -> str:
+    return scrub_secrets(display_text(f"{type(exc).__name__}: {exc}"))[:2000]
+
+
+class MCPServer:
+    """Tools, resources and prompts served over MCP.
+
+    Tools: ``@tool`` functions, any ``AgentTool``, an agent's ``agent.as_tool(...)``.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        tools: ``AgentTool`` objects or plain typed functions (made tools with ``@tool``).
+        resources: ``Resource`` and ``ResourceTemplate`` objects.
+        prompts: ``Prompt`` objects.
+        instructions: ``initialize``'s ``instructions`` (how to use the server), or None.
+        page_size: entries per page of ``tools/list``, ``resources/list``, ``prompts/list`` (>= 1).
+
+    Raises:
+        ConfigError: two tools, prompts or resources with one name / URI, or a bad ``page_size``.
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> server = MCPServer("calc", "1.0", tools=[add])
+        >>> server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        ...                "params": {"name": "add", "arguments": {"a": 2, "b": 3}}})["result"]["content"]
+        [{'type': 'text', 'text': '5'}]
+    """
+
+    def __init__(self, name: str, version: str = __version__, *, tools: Iterable[AgentTool | Callable[..., Any]] = (),
+                 resources: Iterable[Resource | ResourceTemplate] = (), prompts: Iterable[Prompt] = (),
+                 instructions: str | None = None, page_size: int = 100) -> None:
+        if not isinstance(page_size, int) or page_size < 1:
+            raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
+        self.name, self.version, self.instructions, self.page_size = name, version, instructions, page_size
+        self._tools: dict[str, AgentTool] = {}
+        self._output_schemas: dict[str, dict[str, Any]] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: list[ResourceTemplate] = []
+        self._prompts: dict[str, Prompt] = {}
+        self._lock = threading.Lock()
+        for each in tools:
+            self.add_tool(each)
+        for item in resources:
+            self.add_resource(item)
+        for prompt in prompts:
+            self.add_prompt(prompt)
+
+    # ------------------------------------------------------------------ what is served
+
+    def add_tool(self, new: AgentTool | Callable[..., Any], *,
+                 output_schema: dict[str, Any] | None = None) -> AgentTool:
+        """Serve ``new`` (a function is made a tool with ``@tool``); returns the served tool.
+
+        ``output_schema``: its ``outputSchema`` (a JSON Schema of ``"type": "object"``; a ``dict`` the tool
+        returns is then ``structuredContent``).
+
+        Raises:
+            ConfigError: a tool of that name is served already, or ``output_schema`` is not an object schema.
+        """
+        made = new if isinstance(new, AgentTool) else tool(new)
+        if output_schema is not None:
+            if not isinstance(output_schema, dict) or output_schema.get("type") != "object":
+                raise ConfigError(f"tool {made.name!r}: output_schema must be a JSON Schema with \"type\": \"object\"")
+            safe_validator_class(output_schema).check_schema(output_schema)
+        with self._lock:
+            if made.name in self._tools:
+                raise ConfigError(f"a tool named {made.name!r} is served already")
+            self._tools[made.name] = made
+            if output_schema is not None:
+                self._output_schemas[made.name] = output_schema
+        return made
+
+    def add_resource(self, item: Resource | ResourceTemplate) -> None:
+        """Serve a resource or a resource template.
+
+        Raises:
+            ConfigError: a resource with that URI is served already.
+        """
+        with self._lock:
+            if isinstance(item, ResourceTemplate):
+                self._templates.append(item)
+            elif item.uri in self._resources:
+                raise ConfigError(f"a resource {item.uri!r} is served already")
+            else:
+                self._resources[item.uri] = item
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        """Serve ``prompt``.
+
+        Raises:
+            ConfigError: a prompt of that name is served already.
+        """
+        with self._lock:
+            if prompt.name in self._prompts:
+                raise ConfigError(f"a prompt named {prompt.name!r} is served already")
+            self._prompts[prompt.name] = prompt
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server's ``capabilities``: tools, logging, completions, and resources / prompts when there are any."""
+        caps: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}, "completions": {}}
+        if self._resources or self._templates:
+            caps["resources"] = {"subscribe": False, "listChanged": False}
+        if self._prompts:
+            caps["prompts"] = {"listChanged": False}
+        return caps
+
+    # ------------------------------------------------------------------ transports
+
+    def wsgi_app(self, path: str = "/mcp", **options: Any) -> WSGIApp:
+        """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
+
+        ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
+        ``stateless``, ``sessions``, ``max_body_bytes``.
+        """
+        from .wsgi import WSGIApp
+
+        return WSGIApp(self, path=path, **options)
+
+    def run_stdio(self, **options: Any) -> None:
+        """Serve newline-delimited JSON-RPC on stdin/stdout until stdin ends (``yiemagent.mcp.server.stdio``)."""
+        from .stdio import serve_stdio
+
+        serve_stdio(self, **options)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle(self, message: Any, context: RequestContext | None = None) -> dict[str, Any] | None:
+        """Answer one JSON-RPC message.
+
+        Args:
+            message: the decoded message (a dict; anything else is an invalid request).
+            context: the session and where notifications about this request go; None: a fresh
+                session whose notifications are dropped.
+
+        Returns:
+            The response (``{"jsonrpc", "id", "result"}`` or ``{"jsonrpc", "id", "error"}``), or None for a
+            notification, a response, or a ``tools/call`` the client cancelled.
+
+        Never raises for what a client sends; errors are responses (codes in the module docstring).
+        """
+        context = context or RequestContext()
+        if not isinstance(message, dict):
+            code = INVALID_REQUEST
+            return error_response(None, code, "batches are not accepted" if isinstance(message, list)
+                                  else "a JSON-RPC message must be an object")
+        request_id = message.get("id")
+        has_id = "id" in message
+        method = message.get("method")
+        if message.get("jsonrpc") != "2.0":
+            return error_response(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
+                                  'a JSON-RPC message must have "jsonrpc": "2.0"')
+        if method is None and has_id and ("result" in message or "error" in message):
+            return None  # a response: this server sends no requests yet
+        if not isinstance(method, str):
+            return error_response(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
+                                  "method must be a string")
+        params = message.get("params", {})
+        if params is None:
+            params = {}
+        if not has_id:
+            if isinstance(params, dict):
+                self._notification(method, params, context)
+            return None
+        if not _valid_id(request_id):
+            return error_response(None, INVALID_REQUEST, "id must be a string or an integer")
+        if not isinstance(params, dict):
+            return error_response(request_id, INVALID_PARAMS, "params must be an object")
+        handler = self._METHODS.get(method)
+        if handler is None or not self._offers(method):
+            return error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}"[:300])
+        try:
+            result = handler(self, request_id, params, context)
+        except _Refusal as refusal:
+            return error_response(request_id, refusal.code, refusal.message)
+        except Exception:
+            logger.exception("MCP %s failed", method)
+            return error_response(request_id, INTERNAL_ERROR, "internal error")
+        return None if result is None else make_response(request_id, result)
+
+    def _offers(self, method: str) -> bool:
+        if method.startswith("resources/"):
+            return bool(self._resources or self._templates)
+        if method.startswith("prompts/"):
+            return bool(self._prompts)
+        return True
+
+    def _notification(self, method: str, params: dict[str, Any], context: RequestContext) -> None:
+        if method == "notifications/initialized":
+            context.session.initialized = True
+        elif method == "notifications/cancelled":
+            context.session.cancel(params.get("requestId"))
+
+    # ------------------------------------------------------------------ methods
+
+    def _initialize(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise _Refusal(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
+        version = requested if requested in LEGACY_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        session = context.session
+        session.protocol_version = version
+        capabilities, info = params.get("capabilities"), params.get("clientInfo")
+        session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        session.client_info = info if isinstance(info, dict) else {}
+        result: dict[str, Any] = {"protocolVersion": version, "capabilities": self.capabilities(),
+                                  "serverInfo": {"name": self.name, "version": self.version}}
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    def _ping(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {}
+
+    def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isdigit() or int(cursor) > len(entries):
+                raise _Refusal(INVALID_PARAMS, "invalid cursor")
+            start = int(cursor)
+        end = start + self.page_size
+        page: dict[str, Any] = {key: entries[start:end]}
+        if end < len(entries):
+            page["nextCursor"] = str(end)
+        return page
+
+    def _tools_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            served = list(self._tools.values())
+            schemas = dict(self._output_schemas)
+        entries = []
+        for each in served:
+            entry: dict[str, Any] = {"name": each.name, "description": each.description,
+                                     "inputSchema": each.input_schema}
+            if each.title is not None:
+                entry["title"] = each.title
+            if each.annotations:
+                entry["annotations"] = each.annotations
+            if each.icons:
+                entry["icons"] = each.icons
+            if each.name in schemas:
+                entry["outputSchema"] = schemas[each.name]
+            entries.append(entry)
+        return self._page(entries, params, "tools")
+
+    def _tools_call(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any] | None:
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise _Refusal(INVALID_PARAMS, "tools/call needs params.name (a string) and params.arguments (an object)")
+        with self._lock:
+            found, output_schema = self._tools.get(name), self._output_schemas.get(name)
+        if found is None:
+            raise _Refusal(INVALID_PARAMS, f"Unknown tool: {name}"[:300])
+        try:
+            found.validate(arguments, str(request_id))
+        except ToolArgumentsError as exc:
+            return {"content": [{"type": "text", "text": scrub_secrets(str(exc))}], "isError": True}
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        abort = threading.Event()
+        session = context.session
+        with session.lock:
+            session.calls[request_id] = abort
+        call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None, abort)
+        try:
+            with running(call), progress_reporter(call.report):
+                value = found.execute(f"mcp-{request_id}", arguments, abort)
+            result = call_result(value, output_schema)
+        except Exception as exc:
+            logger.warning("served tool %s raised %s", name, type(exc).__name__, exc_info=True)
+            result = {"content": [{"type": "text", "text": f"tool {name!r} raised {_failure(exc)}"}], "isError": True}
+        finally:
+            with session.lock:
+                session.calls.pop(request_id, None)
+        if abort.is_set():
+            return None  # cancelled: the spec says no response is sent
+        if output_schema is not None and "structuredContent" in result and not result["isError"]:
+            errors = [e.message for e in safe_validator_class(output_schema)(output_schema).iter_errors(
+                result["structuredContent"])]
+            if errors:
+                return {"content": [{"type": "text", "text": "the tool's result does not match its outputSchema: "
+                                     + scrub_secrets("; ".join(errors))[:2000]}], "isError": True}
+        return result
+
+    def _resources_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            entries = [r.listing() for r in self._resources.values()]
+        return self._page(entries, params, "resources")
+
+    def _templates_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            entries = [t.listing() for t in self._templates]
+        return self._page(entries, params, "resourceTemplates")
+
+    def _resources_read(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise _Refusal(INVALID_PARAMS, "resources/read needs params.uri (a string)")
+        with self._lock:
+            resource, templates = self._resources.get(uri), list(self._templates)
+        try:
+            if resource is not None:
+                return {"contents": contents_of(uri, resource.read(), resource.mime_type)}
+            for template in templates:
+                values = template.match(uri)
+                if values is not None:
+                    return {"contents": contents_of(uri, template.read(uri, values), template.mime_type)}
+        except Exception as exc:
+            logger.warning("reading resource %s raised %s", uri, type(exc).__name__, exc_info=True)
+            raise _Refusal(INTERNAL_ERROR, f"reading the resource failed: {_failure(exc)}") from None
+        raise _Refusal(RESOURCE_NOT_FOUND, f"Resource not found: {uri}"[:300])
+
+    def _prompts_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        with self._lock:
+            entries = [p.listing() for p in self._prompts.values()]
+        return self._page(entries, params, "prompts")
+
+    def _prompts_get(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        name, arguments = params.get("name"), params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise _Refusal(INVALID_PARAMS, "prompts/get needs params.name (a string) and params.arguments (an object)")
+        with self._lock:
+            prompt = self._prompts.get(name)
+        if prompt is None:
+            raise _Refusal(INVALID_PARAMS, f"Unknown prompt: {name}"[:300])
+        missing = prompt.missing(arguments)
+        if missing:
+            raise _Refusal(INVALID_PARAMS, f"prompt {name!r} needs the arguments: {', '.join(missing)}"[:300])
+        try:
+            messages = messages_of(prompt.render({str(k): str(v) for k, v in arguments.items()}))
+        except Exception as exc:
+            logger.warning("prompt %s raised %s", name, type(exc).__name__, exc_info=True)
+            raise _Refusal(INTERNAL_ERROR, f"rendering the prompt failed: {_failure(exc)}") from None
+        result: dict[str, Any] = {"messages": messages}
+        if prompt.description is not None:
+            result["description"] = prompt.description
+        return result
+
+    def _set_level(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            raise _Refusal(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
+        context.session.log_level = level
+        return {}
+
+    def _complete(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {"completion": {"values": [], "hasMore": False}}
+
+    _METHODS: ClassVar[dict[str, _Handler]] = {
+        "initialize": _initialize, "ping": _ping, "tools/list": _tools_list, "tools/call": _tools_call,
+        "resources/list": _resources_list, "resources/templates/list": _templates_list,
+        "resources/read": _resources_read, "prompts/list": _prompts_list, "prompts/get": _prompts_get,
+        "logging/setLevel": _set_level, "completion/complete": _complete,
+    }
+
+    def __repr__(self) -> str:
+        return display_text(f"MCPServer({self.name!r}, tools={list(self._tools)})")
+
+
+def _valid_id(request_id: Any) -> bool:
+    return isinstance(request_id, (str, int)) and not isinstance(request_id, bool)

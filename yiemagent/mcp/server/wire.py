@@ -1,0 +1,62 @@
+"""Reading a client's message and writing the server's: the bytes on stdio lines and HTTP bodies.
+
+``read_message(raw)`` decodes one message with the client's reader
+(``yiemagent.mcp.lines.parse_line``: UTF-8, strict JSON, bounded nesting) and
+returns ``(message, None)``, or ``(None, error response)``: -32700 for what is
+not JSON (or too deep), -32600 for JSON that is not one message object (a batch:
+JSON-RPC batching was removed in 2025-06-18).
+
+``reply_bytes(message)`` writes every message the server sends (the
+``mcp_server_reply`` boundary of ``yiemagent.textpolicy``: the ``json`` rule, so
+NaN -> null, a lone surrogate -> U+FFFD, known secrets -> ``***``; no raw control
+character or newline; never raises).
+
+Spec: JSON-RPC 2.0 ("Error object"); MCP 2025-11-25 "Transports"; RFC 8259.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...textpolicy import boundary, json_text, scrub_secrets
+from ..limits import DEFAULT_MAX_JSON_DEPTH
+from ..lines import parse_line
+
+__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR",
+           "RESOURCE_NOT_FOUND", "error_response", "read_message", "reply_bytes"]
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+"""The JSON-RPC 2.0 error codes."""
+RESOURCE_NOT_FOUND = -32002
+"""MCP 2025-11-25 "Resources", Error Handling."""
+
+
+def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    """``{"jsonrpc": "2.0", "id": request_id, "error": {"code", "message"}}``; the message with secrets ``***``."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": scrub_secrets(message)}}
+
+
+def read_message(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, dict[str, Any] | None]:
+    """``(message, None)`` for one JSON-RPC message object in ``raw``, else ``(None, error response)``."""
+    if raw.lstrip().startswith(b"["):
+        return None, error_response(None, INVALID_REQUEST, "batches are not accepted (removed in 2025-06-18)")
+    try:
+        messages = parse_line(raw, max_depth=max_depth)
+    except ValueError as exc:
+        try:
+            json.loads(raw)
+        except (ValueError, RecursionError):
+            return None, error_response(None, PARSE_ERROR, "parse error: not JSON")
+        deep = "nested" in str(exc)
+        return None, error_response(None, PARSE_ERROR if deep else INVALID_REQUEST,
+                                    "parse error: nested too deeply" if deep else "not a JSON-RPC message object")
+    if len(messages) != 1:
+        return None, error_response(None, INVALID_REQUEST, "empty message")
+    return messages[0], None
+
+
+@boundary("mcp_server_reply", "json")
+def reply_bytes(message: Any) -> bytes:
+    """``message`` (a JSON-RPC response or notification) as UTF-8 JSON text, by the ``json`` rule."""
+    return json_text(message).encode("utf-8")

@@ -1,0 +1,266 @@
+"""Streamable HTTP as a plain PEP 3333 WSGI app: mount it in Flask or Django, run it under gunicorn.
+
+``WSGIApp(server, path="/mcp")`` (``MCPServer.wsgi_app``) answers, at ``path``:
+
+- ``POST`` one JSON-RPC message (``Content-Type: application/json``, else 415;
+  the body at most ``max_body_bytes``, else 413; a client accepting neither
+  ``application/json`` nor ``text/event-stream`` gets 406). A notification or a
+  response: 202, no body. A request: 200 ``application/json`` with the response;
+  a ``tools/call`` whose tool sends progress or log notifications while the client
+  accepts ``text/event-stream``: 200 ``text/event-stream``, the notifications and
+  then the response as ``event: message`` events. A client that disconnects from
+  that stream cancels the call (its abort event is set). Unreadable JSON: 400 with
+  a JSON-RPC error.
+- Sessions (2025-11-25, the default): ``initialize`` answers with an
+  ``Mcp-Session-Id`` header (192 random bits, visible ASCII); every later request
+  must carry it: none, 400; unknown, ended or expired, 404 (the client starts a
+  new session). ``DELETE`` with it ends the session (200; calls in flight are
+  aborted). Sessions live in this process (``MemorySessions``): with several
+  gunicorn workers use ``stateless=True``, or one worker with threads.
+- ``stateless=True``: no session ids; each request stands alone (as the SDK's
+  ``stateless_http``): any worker can answer any request, a
+  ``notifications/cancelled`` on another request cannot reach a call, and
+  ``logging/setLevel`` lasts one request. ``DELETE``: 405.
+- ``MCP-Protocol-Version`` (sent after initialize) must name a version the server
+  speaks, else 400.
+- ``GET``: 405 (no standalone server-to-client stream is offered); other methods 405.
+- DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
+  Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
+  each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
+  without ``Origin`` (programs, not browsers) pass. ``allowed_hosts`` (e.g.
+  ``["localhost", "127.0.0.1"]``, ports ignored), when given, also refuses any
+  other ``Host`` with 403.
+
+Spec: MCP 2025-11-25, "Transports", Streamable HTTP (Sending Messages to the
+Server, Session Management, Protocol Version Header, Security Warning); PEP 3333.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..era import LEGACY_PROTOCOL_VERSIONS
+from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
+from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body read (bytes); a longer one is answered 413 unread."""
+
+StartResponse = Callable[..., Any]
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+_DONE = object()
+
+
+def _status(code: int) -> str:
+    return {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 403: "403 Forbidden", 404: "404 Not Found",
+            405: "405 Method Not Allowed", 406: "406 Not Acceptable", 413: "413 Content Too Large",
+            415: "415 Unsupported Media Type"}[code]
+
+
+class WSGIApp:
+    """The WSGI callable (see the module docstring for the behaviour and the options).
+
+    Args:
+        server: the ``MCPServer`` (any ``MessageHandler``) answering the messages.
+        path: the endpoint (``PATH_INFO``); other paths get 404. Mounted under a prefix (werkzeug's
+            ``DispatcherMiddleware({"/mcp": app})``), ``PATH_INFO`` is what follows the prefix: pass ``path="/"``
+            (``""`` is the same).
+        allowed_origins: browser origins allowed besides localhost ones.
+        allowed_hosts: when given, the only ``Host`` names accepted.
+        stateless: serve without sessions.
+        sessions: the session store (default ``MemorySessions()``).
+        max_body_bytes: largest request body.
+
+    Raises:
+        ValueError: ``max_body_bytes`` below 1.
+    """
+
+    def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
+                 allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
+                 sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        if max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be at least 1")
+        self.server = server
+        self.path = path.rstrip("/")
+        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
+        self.stateless = stateless
+        self.sessions = sessions if sessions is not None else MemorySessions()
+        self.max_body_bytes = max_body_bytes
+
+    # ------------------------------------------------------------------ WSGI
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """Answer one HTTP request (PEP 3333)."""
+        if environ.get("PATH_INFO", "").rstrip("/") != self.path:
+            return _plain(start_response, 404, "not found")
+        refusal = self._check_origin(environ)
+        if refusal:
+            return _plain(start_response, 403, refusal)
+        method = environ.get("REQUEST_METHOD", "")
+        if method == "POST":
+            return self._post(environ, start_response)
+        if method == "DELETE" and not self.stateless:
+            return self._delete(environ, start_response)
+        allow = "POST" if self.stateless else "POST, DELETE"
+        start_response(_status(405), [("Allow", allow), ("Content-Type", "text/plain"), ("Content-Length", "18")])
+        return [b"method not allowed"]
+
+    def _check_origin(self, environ: dict[str, Any]) -> str:
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None:
+            parts = urlsplit(origin.strip())
+            host = (parts.hostname or "").lower()
+            local = parts.scheme in ("http", "https") and (host in _LOCAL_HOSTS or f"[{host}]" in _LOCAL_HOSTS)
+            if not local and origin.strip().rstrip("/").lower() not in self.allowed_origins:
+                return "origin not allowed"
+        if self.allowed_hosts is not None:
+            host_header = environ.get("HTTP_HOST", "").lower()
+            name = host_header.rsplit(":", 1)[0] if not host_header.endswith("]") else host_header
+            if name not in self.allowed_hosts and host_header not in self.allowed_hosts:
+                return "host not allowed"
+        return ""
+
+    def _delete(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            return _rpc_error(start_response, 400, "Bad Request: Mcp-Session-Id header is required")
+        if not self.sessions.remove(session_id):
+            return _rpc_error(start_response, 404, "Session not found")
+        return _plain(start_response, 200, "")
+
+    def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json":
+            return _rpc_error(start_response, 415, "Unsupported Media Type: Content-Type must be application/json")
+        accept = environ.get("HTTP_ACCEPT", "").lower()
+        wants_json = not accept or "application/json" in accept or "*/*" in accept
+        wants_sse = "text/event-stream" in accept or "*/*" in accept
+        if not wants_json and not wants_sse:
+            return _rpc_error(start_response, 406, "Not Acceptable: accept application/json or text/event-stream")
+        body = self._read_body(environ)
+        if body is None:
+            return _rpc_error(start_response, 413, f"request body larger than {self.max_body_bytes} bytes")
+        message, error = read_message(body)
+        if error is not None:
+            return _json(start_response, 400, error)
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is not None and version not in LEGACY_PROTOCOL_VERSIONS:
+            return _rpc_error(start_response, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r:.60}")
+        is_request = isinstance(message, dict) and "method" in message and "id" in message
+        initializing = is_request and message.get("method") == "initialize"
+        session, headers = self._session(environ, initializing)
+        if isinstance(session, int):
+            return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
+                              if session == 400 else "Session not found")
+        if not is_request:
+            self.server.handle(message, RequestContext(session=session))
+            return _plain(start_response, 202, "", headers)
+        if message.get("method") == "tools/call" and wants_sse:
+            return self._call_streaming(message, session, headers, start_response, wants_json)
+        reply = self.server.handle(message, RequestContext(session=session))
+        if initializing and not self.stateless and reply is not None and "result" in reply:
+            self.sessions.add(session)
+            headers = [("Mcp-Session-Id", session.id)]
+        if reply is None:
+            return _plain(start_response, 202, "", headers)
+        return _json(start_response, 200, reply, headers)
+
+    def _session(self, environ: dict[str, Any],
+                 initializing: bool) -> tuple[ServerSession | int, list[tuple[str, str]]]:
+        """The request's session and the headers to answer with, or (HTTP status, []) when refused."""
+        if self.stateless or initializing:
+            return ServerSession(), []
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            return 400, []
+        session = self.sessions.get(session_id)
+        if session is None:
+            return 404, []
+        return session, [("Mcp-Session-Id", session.id)]
+
+    def _read_body(self, environ: dict[str, Any]) -> bytes | None:
+        stream = environ["wsgi.input"]
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or -1)
+        except ValueError:
+            length = -1
+        if length > self.max_body_bytes:
+            return None
+        body = stream.read(length) if length >= 0 else stream.read(self.max_body_bytes + 1)
+        return None if len(body) > self.max_body_bytes else bytes(body)
+
+    # ------------------------------------------------------------------ a call that may stream
+
+    def _call_streaming(self, message: dict[str, Any], session: ServerSession, headers: list[tuple[str, str]],
+                        start_response: StartResponse, wants_json: bool) -> Iterable[bytes]:
+        """Run the call on a thread; answer JSON if its reply comes first, else SSE: notifications, then the reply."""
+        events: queue.Queue[Any] = queue.Queue()
+
+        def run() -> None:
+            try:
+                events.put(("reply", self.server.handle(message, RequestContext(session=session, notify=notify))))
+            finally:
+                events.put(_DONE)
+
+        def notify(note: dict[str, Any]) -> None:
+            events.put(("note", note))
+
+        threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True).start()
+        first = events.get()
+        if wants_json and (first is _DONE or first[0] == "reply"):
+            reply = None if first is _DONE else first[1]
+            if reply is None:
+                return _plain(start_response, 202, "", headers)
+            return _json(start_response, 200, reply, headers)
+        start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                      ("X-Accel-Buffering", "no"), *headers])
+        return _Stream(first, events, lambda: session.cancel(message.get("id")))
+
+
+class _Stream:
+    """The SSE body of one call: closes (client gone) before the reply cancel the call."""
+
+    def __init__(self, first: Any, events: queue.Queue[Any], cancel: Callable[[], Any]) -> None:
+        self._first, self._events, self._cancel, self._answered = first, events, cancel, False
+
+    def __iter__(self) -> Iterator[bytes]:
+        item = self._first
+        while item is not _DONE:
+            kind, payload = item
+            if kind == "reply":
+                self._answered = True
+            if payload is not None:
+                yield b"event: message\ndata: " + reply_bytes(payload) + b"\n\n"
+            item = self._events.get()
+        self._answered = True
+
+    def close(self) -> None:
+        if not self._answered:
+            self._cancel()
+
+
+def _plain(start_response: StartResponse, status: int, text: str,
+           headers: Sequence[tuple[str, str]] = ()) -> list[bytes]:
+    data = text.encode("utf-8")
+    start_response(_status(status), [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data))),
+                                     *headers])
+    return [data] if data else []
+
+
+def _json(start_response: StartResponse, status: int, message: dict[str, Any],
+          headers: Sequence[tuple[str, str]] = ()) -> list[bytes]:
+    data = reply_bytes(message)
+    start_response(_status(status), [("Content-Type", "application/json"), ("Content-Length", str(len(data))),
+                                     *headers])
+    return [data]
+
+
+def _rpc_error(start_response: StartResponse, status: int, text: str) -> list[bytes]:
+    return _json(start_response, status, error_response(None, -32000 if status != 413 else INVALID_REQUEST, text))
