@@ -36,6 +36,8 @@ The authorization server (``AutoApproveProvider``, in memory) is the SDK's ``OAu
 Test-only routes (no auth; on the authorization server's origin):
     GET  /_counts   {"registrations", "authorizations", "code_grants", "refresh_grants", "rs_401", "rs_403",
                      "rs_requests", "step_ups"}
+    POST /introspect  RFC 7662 introspection of an access token (``token=...``): ``{"active", "scope", "client_id",
+                    "exp", "aud"}`` (a resource server of another program, yiemagent's ``IntrospectionVerifier``)
     GET  /_secrets  every secret this server minted or received: {"access_tokens", "refresh_tokens", "codes",
                     "client_secrets", "code_verifiers"} (the sentinels of the leak tests)
     GET  /_log      every request each origin received: [{"origin": "as"|"rs"|"trap", "method", "path",
@@ -392,8 +394,21 @@ def test_routes(provider: AutoApproveProvider) -> list[Route]:
         provider.refresh.clear()
         return JSONResponse({"revoked": True})
 
+    async def introspect(request: Request) -> Response:
+        """RFC 7662 token introspection (a resource server of another program asks here: issue 28)."""
+        form = await request.form()
+        token = provider.access.get(str(form.get("token", "")))
+        if token is None or (token.expires_at is not None and token.expires_at <= time.time()):
+            return JSONResponse({"active": False})
+        answer = {"active": True, "scope": " ".join(token.scopes), "client_id": token.client_id,
+                  "exp": token.expires_at, "token_type": "Bearer"}
+        if token.resource:
+            answer["aud"] = token.resource
+        return JSONResponse(answer)
+
     return [Route("/_counts", counts), Route("/_secrets", issued), Route("/_log", log),
-            Route("/_expire", expire, methods=["POST"]), Route("/_revoke", revoke, methods=["POST"])]
+            Route("/_expire", expire, methods=["POST"]), Route("/_revoke", revoke, methods=["POST"]),
+            Route("/introspect", introspect, methods=["POST"])]
 
 
 def redirect_token(app: Any, trap: str) -> Any:
