@@ -295,3 +295,26 @@ def test_kindly_web_search_87_every_yiemagent_exception_hides_a_registered_secre
     late = YiemagentError("made before its secret: sk-later-0123456789abcdef")
     register_secrets(["sk-later-0123456789abcdef"])
     assert str(late) == "made before its secret: ***"
+
+
+def test_a_traceback_logged_with_exc_info_quotes_no_secret_and_forges_no_line():
+    """The log boundary covers the traceback too: ``logger.warning(..., exc_info=True)`` of an exception whose
+    message holds a registered secret (a served MCP tool's ``RuntimeError("... password sk-...")``, found by
+    tests/mcp/server/test_hostile_clients.py) printed it in the traceback, where the message rule never looked.
+    """
+    register_secrets(["tok_traceback_0123456789"])
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    log = logging.getLogger("yiemagent.mcp.server")
+    log.addHandler(handler)
+    try:
+        try:
+            raise RuntimeError("cannot reach db with password tok_traceback_0123456789\nFAKE LOG LINE \x1b[2J")
+        except RuntimeError:
+            log.warning("served tool %s raised %s", "leaky", "RuntimeError", exc_info=True)
+    finally:
+        log.removeHandler(handler)
+    text = stream.getvalue()
+    assert "Traceback" in text and "RuntimeError: cannot reach db" in text
+    assert "tok_traceback_0123456789" not in text and "\x1b" not in text
+    assert not any(line.startswith("FAKE LOG LINE") for line in text.splitlines())

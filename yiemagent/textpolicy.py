@@ -414,7 +414,9 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
     """Rewrite ``record`` in place: secrets ``***``, control characters in its arguments shown escaped.
 
     The format string is yiemagent's own (its line breaks are kept); arguments
-    and a message without arguments are text from elsewhere and follow the ``log`` rule.
+    and a message without arguments are text from elsewhere and follow the ``log`` rule;
+    so does each line of an exception's traceback (``exc_info``: formatted here into
+    ``exc_text``, which handlers print as it is) and of ``stack_info``.
     """
     if getattr(record, "_yiemagent_policed", False):
         return record
@@ -432,8 +434,29 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
         except Exception:
             record.msg = log_text(record.msg)
         record.args = ()
+    if record.exc_info and not record.exc_text:  # the traceback quotes the exception's own words: same rule
+        try:
+            record.exc_text = _traceback_text(record.exc_info)
+        except Exception:
+            record.exc_text = "(the exception could not be formatted)"
+    if record.stack_info:
+        record.stack_info = "\n".join(log_text(line) for line in str(record.stack_info).splitlines())
     record._yiemagent_policed = True
     return record
+
+
+def _traceback_text(exc_info: Any) -> str:
+    """A traceback by the ``log`` rule: each frame line escaped and scrubbed, and each exception's own text
+    (``Type: message``, which a peer may have written) kept on one line, so it cannot start a fake log line."""
+    import traceback
+
+    out: list[str] = []
+    for chunk in traceback.TracebackException(*exc_info[:3]).format():
+        if chunk.startswith(("Traceback", "  ", "\n")):  # frames, the chain's separators: the interpreter's lines
+            out += [log_text(line) for line in chunk.rstrip("\n").split("\n")]
+        else:  # "Type: message" (and notes): the message's line breaks shown escaped
+            out.append(log_text(chunk.rstrip("\n")))
+    return "\n".join(out)
 
 
 class _Policed:

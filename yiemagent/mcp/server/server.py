@@ -406,6 +406,8 @@ class MCPServer:
         name, arguments = params.get("name"), params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise _Refusal(INVALID_PARAMS, "prompts/get needs params.name (a string) and params.arguments (an object)")
+        if not all(isinstance(value, str) for value in arguments.values()):  # the schema: {[key: string]: string}
+            raise _Refusal(INVALID_PARAMS, "prompt arguments must be strings")
         with self._lock:
             prompt = self._prompts.get(name)
         if prompt is None:
@@ -414,7 +416,7 @@ class MCPServer:
         if missing:
             raise _Refusal(INVALID_PARAMS, f"prompt {name!r} needs the arguments: {', '.join(missing)}"[:300])
         try:
-            messages = messages_of(prompt.render({str(k): str(v) for k, v in arguments.items()}))
+            messages = messages_of(prompt.render({str(k): v for k, v in arguments.items()}))
         except Exception as exc:
             logger.warning("prompt %s raised %s", name, type(exc).__name__, exc_info=True)
             raise _Refusal(INTERNAL_ERROR, f"rendering the prompt failed: {_failure(exc)}") from None
