@@ -446,8 +446,12 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
 
 
 def _traceback_text(exc_info: Any) -> str:
-    """A traceback by the ``log`` rule: each frame line escaped and scrubbed, and each exception's own text
-    (``Type: message``, which a peer may have written) kept on one line, so it cannot start a fake log line."""
+    """A traceback by the ``log`` rule.
+
+    Each frame line is escaped and scrubbed, and each exception's own text
+    (``Type: message``, which a peer may have written) is kept on one line,
+    so it cannot start a fake log line.
+    """
     import traceback
 
     out: list[str] = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-from typing import Any
 
 import pytest
 from werkzeug.test import Client
