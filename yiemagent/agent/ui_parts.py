@@ -9,7 +9,7 @@ dict) and yields ``UIPart`` records in the order a frontend renders them::
       tool_start / tool_args / tool_end   (tool-call deltas, or the whole call at message_end)
       tool_result                         (tool_execution_end, else the tool message's message_end)
     step_end                              (turn_end, or before the answer)
-    notice                                (an ``error`` event the run went on after)
+    notice                                (an ``error`` event: the run may go on; the answer says)
     answer                                (last: the answer dict)
 
 Every opened text, reasoning, tool call and step is closed before the next
@@ -159,8 +159,8 @@ class _Parts:
                 yield from self.call_args(call.id, call.raw_arguments if call.error and call.raw_arguments
                                           else json.dumps(call.arguments, ensure_ascii=False))
             yield from self.end_call(call.id, call.arguments)
-        for call_id, call in list(self.calls.items()):  # streamed, then dropped from the message
-            yield from self.end_call(call_id, _parsed("".join(call.args)))
+        for call_id, streamed in list(self.calls.items()):  # streamed, then dropped from the message
+            yield from self.end_call(call_id, _parsed("".join(streamed.args)))
         self.message_id, self.shown, self.at_index, self.waiting = "", set(), {}, {}
 
     def result(self, call_id: str, text: str, is_error: bool, details: Any) -> Iterator[UIPart]:

@@ -16,11 +16,11 @@ yiemagent                  AG-UI 1.0                                    Vercel A
 =========================  ===========================================  ==============================================
 the stream starts          ``RUN_STARTED``                              ``start``
 ``turn_start``/``_end``    ``STEP_STARTED``/``STEP_FINISHED``           ``start-step``/``finish-step``
-reasoning                  ``REASONING_START``, ``REASONING_MESSAGE_*``  ``reasoning-start``/``-delta``/``-end``
+reasoning                  ``REASONING_*`` (start, message, end)        ``reasoning-start``/``-delta``/``-end``
 text                       ``TEXT_MESSAGE_START``/``CONTENT``/``END``   ``text-start``/``text-delta``/``text-end``
 a tool call                ``TOOL_CALL_START``/``ARGS``/``END``         ``tool-input-start``/``-delta``/``-available``
 its result                 ``TOOL_CALL_RESULT`` (errors: ``metadata``)  ``tool-output-available``/``-error``/``-denied``
-``error`` (run goes on)    ``CUSTOM`` ``yiemagent.error``               ``data-yiemagent-error`` (transient)
+an ``error`` event         ``CUSTOM`` ``yiemagent.error``               ``data-yiemagent-error`` (transient)
 ``awaiting_approval``      ``RUN_FINISHED`` outcome ``interrupt``       ``tool-approval-request`` each, ``finish``
 status ``error``           ``RUN_ERROR``                                ``error``, ``finish`` (``error``)
 status ``aborted``         ``RUN_FINISHED`` outcome ``cancelled``       ``abort``
@@ -50,7 +50,6 @@ Vercel AI SDK UI message stream protocol v1 (``ai`` 7 ``uiMessageChunkSchema``, 
 from __future__ import annotations
 
 import copy
-import json
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -102,8 +101,7 @@ def ui_data_line(data: Any) -> str:
 
 def _lines(items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None,
            render: Callable[[UIPart], Iterator[dict[str, Any]]], first: dict[str, Any]) -> Iterator[str]:
-    """``first``, then the ``data:`` lines ``render(part)`` makes of ``items``' parts, keep-alive comments
-    between them; closing it closes ``items``."""
+    """``first``, then the ``data:`` lines ``render(part)`` makes of ``items``' parts (closing it closes ``items``)."""
     parts = UIParts()
     try:
         yield ui_data_line(first)
@@ -158,7 +156,7 @@ def ag_ui_events(
     ``TOOL_CALL_RESULT`` ``{"messageId", "toolCallId", "content", "role": "tool"}``
     (``metadata.yiemagent`` ``{"is_error", "rejected"}`` when the call failed or a
     person rejected it); each turn a ``STEP_STARTED``/``STEP_FINISHED`` pair named
-    ``"turn N"``; an ``error`` event the run goes on after is ``CUSTOM``
+    ``"turn N"``; an ``error`` event (the run may go on) is ``CUSTOM``
     ``{"name": "yiemagent.error", "value": {"where", "message"}}``.
 
     Args:
@@ -168,6 +166,7 @@ def ag_ui_events(
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).
 
     Example:
+        >>> import json
         >>> from yiemagent.loop.events import MessageUpdateEvent
         >>> for line in ag_ui_events([MessageUpdateEvent(delta="Hi"), {"content": "Hi", "status": "completed"}],
         ...                          thread_id="t1", run_id="r1"):
@@ -253,8 +252,8 @@ def vercel_ai_events(
     ``tool-input-delta`` ``{"inputTextDelta"}``, ``tool-input-available``
     ``{"input"}`` (the parsed arguments), then ``tool-output-available``
     ``{"output": <result text>}``, ``tool-output-error`` ``{"errorText"}`` or,
-    for a call a person rejected, ``tool-output-denied``; an ``error`` event the
-    run goes on after is a transient ``data-yiemagent-error`` ``{"where",
+    for a call a person rejected, ``tool-output-denied``; an ``error`` event (the
+    run may go on) is a transient ``data-yiemagent-error`` ``{"where",
     "message"}``. The end: ``awaiting_approval`` gives one ``tool-approval-request``
     ``{"approvalId": tool_call_id, "toolCallId"}`` per waiting call; a failed run
     ``{"type": "error", "errorText"}``; an aborted one ``{"type": "abort",
