@@ -20,7 +20,7 @@ then the chat sends): the resumed run's messages reach the client whole, after i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 
@@ -35,10 +35,13 @@ from yiemagent.agent.ui_streams import (
     vercel_approval_decisions,
 )
 
-if TYPE_CHECKING:
-    from yiemagent.examples.flask_chat import Conversations
+__all__ = ["Conversations", "add_protocol_routes"]
 
-__all__ = ["add_protocol_routes"]
+
+class Conversations(Protocol):
+    """What the routes use of ``flask_chat.Conversations``: a conversation's started agent, made on first use."""
+
+    def get(self, conversation_id: str) -> Agent: ...  # noqa: D102
 
 
 def _text_of(message: Any, parts_key: str) -> str:
