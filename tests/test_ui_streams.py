@@ -174,7 +174,7 @@ def test_a_failed_run_is_run_error_with_the_secret_scrubbed():
     assert events[-1]["type"] == "RUN_ERROR" and "the model is down" in events[-1]["message"]
     assert "RUN_FINISHED" not in [e["type"] for e in events]
     notice = next(e for e in events if e["type"] == "CUSTOM")
-    assert notice["name"] == "yiemagent.error" and notice["value"]["where"] == "llm_call"
+    assert notice["name"] == "yiemagent-error" and notice["value"]["where"] == "llm_call"
     assert SECRET not in "".join(lines) and "***" in events[-1]["message"]
 
 

@@ -20,7 +20,7 @@ reasoning                  ``REASONING_*`` (start, message, end)        ``reason
 text                       ``TEXT_MESSAGE_START``/``CONTENT``/``END``   ``text-start``/``text-delta``/``text-end``
 a tool call                ``TOOL_CALL_START``/``ARGS``/``END``         ``tool-input-start``/``-delta``/``-available``
 its result                 ``TOOL_CALL_RESULT`` (errors: ``metadata``)  ``tool-output-available``/``-error``/``-denied``
-an ``error`` event         ``CUSTOM`` ``yiemagent.error``               ``data-yiemagent-error`` (transient)
+an ``error`` event         ``CUSTOM`` ``yiemagent-error``               ``data-yiemagent-error`` (transient)
 ``awaiting_approval``      ``RUN_FINISHED`` outcome ``interrupt``       ``tool-approval-request`` each, ``finish``
 status ``error``           ``RUN_ERROR``                                ``error``, ``finish`` (``error``)
 status ``aborted``         ``RUN_FINISHED`` outcome ``cancelled``       ``abort``
@@ -157,7 +157,7 @@ def ag_ui_events(
     (``metadata.yiemagent`` ``{"is_error", "rejected"}`` when the call failed or a
     person rejected it); each turn a ``STEP_STARTED``/``STEP_FINISHED`` pair named
     ``"turn N"``; an ``error`` event (the run may go on) is ``CUSTOM``
-    ``{"name": "yiemagent.error", "value": {"where", "message"}}``.
+    ``{"name": "yiemagent-error", "value": {"where", "message"}}``.
 
     Args:
         items: events then the answer dict; an ``AgentStream`` is closed when this generator is.
@@ -214,7 +214,7 @@ def ag_ui_events(
                                                    "rejected": part.data["rejected"]}}
             yield event
         elif kind == "notice":
-            yield {"type": "CUSTOM", "name": "yiemagent.error", "value": part.data}
+            yield {"type": "CUSTOM", "name": "yiemagent-error", "value": part.data}
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
