@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from yiemagent import Agent, tool
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_streams import (
     AG_UI_HEADERS,
+    KEEP_ALIVE,
     VERCEL_AI_HEADERS,
     ag_ui_events,
     approval_decisions,
@@ -201,6 +203,19 @@ def test_closing_the_generator_closes_the_agent_stream():
     next(vercel)
     vercel.close()
     assert repr(vercel.gi_frame) == "None"  # finished
+
+
+def test_a_quiet_spell_sends_keep_alive_comments_between_events():
+    def slow(messages, tools):
+        time.sleep(0.4)
+        return _reply({"role": "assistant", "content": "Late but here."})
+
+    agent = Agent(ScriptedLLM([slow]))
+    lines = list(vercel_ai_events(agent.stream("hello"), heartbeat_seconds=0.05))
+    assert lines.count(KEEP_ALIVE) >= 2
+    chunks = _data(lines)
+    assert "".join(c["delta"] for c in chunks[:-1] if c["type"] == "text-delta") == "Late but here."
+    assert chunks[-1] == "[DONE]"
 
 
 # --------------------------------------------------------------------------- Vercel AI, Python

@@ -62,6 +62,7 @@ from .ui_parts import UIPart, UIParts
 __all__ = [
     "AG_UI_HEADERS",
     "APPROVAL_RESPONSE_SCHEMA",
+    "KEEP_ALIVE",
     "VERCEL_AI_HEADERS",
     "ag_ui_events",
     "approval_decisions",
@@ -84,6 +85,7 @@ APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
 """The JSON Schema of the ``payload`` an AG-UI client resumes an approval interrupt with."""
 
 KEEP_ALIVE = ": keep-alive\n\n"
+"""The SSE comment both streams send after ``heartbeat_seconds`` without an event (clients ignore it)."""
 
 _FINISH_REASONS = {"completed": "stop", "truncated": "length", "awaiting_approval": "tool-calls"}
 

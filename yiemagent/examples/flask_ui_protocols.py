@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 
-from yiemagent import Agent, ApprovalError, ConfigError, FormatError
+from yiemagent import Agent, ConfigError, FormatError, YiemagentError
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_streams import (
     AG_UI_HEADERS,
@@ -60,7 +60,7 @@ def _deciding(agent: Agent, decisions: dict[str, bool | str]) -> Any:
     """The resumed run's items for a protocol stream; a decision that fails is an error answer."""
     try:
         yield from decided_items(agent, decisions, timeout_seconds=300)
-    except (ApprovalError, TimeoutError) as exc:
+    except (YiemagentError, TimeoutError) as exc:  # ApprovalError (decided meanwhile), AgentClosedError...
         yield {"role": "assistant", "content": f"Error: {exc}", "status": "error", "error": str(exc)}
 
 
