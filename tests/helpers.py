@@ -227,9 +227,11 @@ def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread,
     return thread, out
 
 
-NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance", TESTS / "node" / "conformance-0.1")
-"""The npm folders the tests use: real MCP servers and the official conformance suites 0.2.0-alpha.12 and
-0.1.16 (each has a lockfile; installed with the system ``npm ci``, run with ``node24()``)."""
+NPM_FOLDERS = (TESTS / "node" / "servers", TESTS / "node" / "conformance", TESTS / "node" / "conformance-0.1",
+               TESTS / "node" / "ui")
+"""The npm folders the tests use: real MCP servers, the official conformance suites 0.2.0-alpha.12 and
+0.1.16, and the web-frontend protocol clients (``@ag-ui/client``, ``ai``: tests/test_ui_streams.py) (each has
+a lockfile; installed with the system ``npm ci``, run with ``node24()``)."""
 
 
 def _lock_digest(folder: Path) -> str:

@@ -384,7 +384,7 @@ BOUNDARIES: dict[str, Boundary] = {}
 ``EXPECTED_BOUNDARIES`` names the rows the package must have."""
 
 EXPECTED_BOUNDARIES = frozenset({
-    "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "log",
+    "model_request", "mcp_request_stdio", "mcp_request_http", "store_row", "saved_state", "sse", "ui_stream", "log",
     "terminal", "mcp_status", "mcp_unavailable", "repr_http_transport", "repr", "exception", "span",
     "mcp_server_reply",
 })

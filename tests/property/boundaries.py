@@ -56,6 +56,8 @@ def feed(boundary: Boundary, value: Any) -> Any:
         return boundary.apply(record).getMessage()
     if boundary.name == "sse":
         return boundary.apply("answer", {"content": value})
+    if boundary.name == "ui_stream":
+        return boundary.apply({"type": "TEXT_MESSAGE_CONTENT", "delta": value})
     if boundary.name == "mcp_unavailable":
         return json.dumps(boundary.apply(_text(value), _text(value)), ensure_ascii=False)
     if boundary.kind in ("terminal", "display"):
@@ -86,9 +88,10 @@ def check(boundary: Boundary, value: Any) -> None:
     text.encode("utf-8")  # no lone surrogate
     assert SECRET not in text, (boundary.name, text)
     if boundary.kind == "json":
-        body = text.split("data: ", 1)[1] if boundary.name == "sse" else text
+        sse = boundary.name in ("sse", "ui_stream")
+        body = text.split("data: ", 1)[1] if sse else text
         json.loads(body, parse_constant=_no_constant)
-        assert not _bad_controls(text, "\n" if boundary.name == "sse" else ""), (boundary.name, text)
+        assert not _bad_controls(text, "\n" if sse else ""), (boundary.name, text)
     elif boundary.kind == "terminal":
         assert not _bad_controls(text, "\n\t"), (boundary.name, text)
         assert not any(0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069 for c in text)

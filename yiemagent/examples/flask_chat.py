@@ -20,6 +20,9 @@ Routes:
     ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
                        decide about tool calls waiting for approval (``yiemagent.tools.approvals``); 409
                        ``{"error"}`` for a call not waiting or already decided
+    ``POST /ag-ui``    AG-UI ``RunAgentInput`` -> AG-UI events (``HttpAgent``, CopilotKit)
+    ``POST /api/chat`` ``useChat``'s body ``{"id", "messages"}`` -> a Vercel AI UI message stream
+                       (both: ``yiemagent.examples.flask_ui_protocols``)
 
 An answer with ``status: "awaiting_approval"`` (a tool declared ``@tool(needs_approval=True)``,
 or ``Agent(approval_policy=...)``) shows each pending call with Approve and Reject buttons; a
@@ -58,6 +61,7 @@ from yiemagent import (
     openai_chat,
     sse_events,
 )
+from yiemagent.examples.flask_ui_protocols import add_protocol_routes
 
 __all__ = ["PAGE", "Conversations", "create_app", "from_env", "main"]
 
@@ -181,6 +185,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     def history() -> Any:
         return jsonify(messages=conversations.get(conversation_id()).openai_messages())
 
+    add_protocol_routes(app, conversations)
     return app
 
 
