@@ -415,8 +415,7 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
 
     The format string is yiemagent's own (its line breaks are kept); arguments
     and a message without arguments are text from elsewhere and follow the ``log`` rule;
-    so does each line of an exception's traceback (``exc_info``: formatted here into
-    ``exc_text``, which handlers print as it is) and of ``stack_info``.
+    so does an exception's traceback (``exc_info``: formatted here into ``exc_text``).
     """
     if getattr(record, "_yiemagent_policed", False):
         return record
@@ -435,31 +434,24 @@ def policed_log_record(record: logging.LogRecord) -> logging.LogRecord:
             record.msg = log_text(record.msg)
         record.args = ()
     if record.exc_info and not record.exc_text:  # the traceback quotes the exception's own words: same rule
-        try:
-            record.exc_text = _traceback_text(record.exc_info)
-        except Exception:
-            record.exc_text = "(the exception could not be formatted)"
-    if record.stack_info:
-        record.stack_info = "\n".join(log_text(line) for line in str(record.stack_info).splitlines())
+        record.exc_text = _traceback_text(record.exc_info)
     record._yiemagent_policed = True
     return record
 
 
 def _traceback_text(exc_info: Any) -> str:
-    """A traceback by the ``log`` rule.
-
-    Each frame line is escaped and scrubbed, and each exception's own text
-    (``Type: message``, which a peer may have written) is kept on one line,
-    so it cannot start a fake log line.
-    """
+    """A traceback by the ``log`` rule: each line scrubbed and escaped, an exception's own text on one line."""
     import traceback
 
     out: list[str] = []
-    for chunk in traceback.TracebackException(*exc_info[:3]).format():
-        if chunk.startswith(("Traceback", "  ", "\n")):  # frames, the chain's separators: the interpreter's lines
-            out += [log_text(line) for line in chunk.rstrip("\n").split("\n")]
-        else:  # "Type: message" (and notes): the message's line breaks shown escaped
-            out.append(log_text(chunk.rstrip("\n")))
+    try:
+        for chunk in traceback.TracebackException(*exc_info[:3]).format():
+            if chunk.startswith(("Traceback", "  ", "\n")):  # frames, the chain's separators: the interpreter's
+                out += [log_text(line) for line in chunk.rstrip("\n").split("\n")]
+            else:  # "Type: message", which a peer may have written: its line breaks shown escaped (no fake line)
+                out.append(log_text(chunk.rstrip("\n")))
+    except Exception:
+        return "(the exception could not be formatted)"
     return "\n".join(out)
 
 

@@ -30,8 +30,8 @@ The token that passed is ``environ["yiemagent.mcp.access_token"]`` (an ``AccessT
 below. Tokens never reach a log, an error or a response (the text policy's known secrets).
 
 Verifiers (``TokenVerifier``: ``verify(token) -> AccessToken | None``): ``IntrospectionVerifier``
-(RFC 7662, with ``requests``) and ``JWTVerifier`` (signed JWTs, with PyJWT: ``pip install
-yiemagent[jwt]``; a JWKS URL or a key). Both check ``exp`` and the audience against ``resource``.
+(RFC 7662, with ``requests``) and ``JWTVerifier`` (signed JWTs, with PyJWT: ``pip install -e
+".[jwt]"`` in the checkout; a JWKS URL or a key). Both check ``exp`` and the audience against ``resource``.
 
 Spec: MCP 2025-11-25 "Authorization" (Protected Resource Metadata Discovery, Access Token Usage, Token
 Audience Binding and Validation, Scope Challenge Handling); RFC 9728; RFC 6750 §3 (``WWW-Authenticate``);
@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..._internal.checks import install_hint
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
 from ...textpolicy import register_secrets
@@ -195,7 +196,7 @@ class JWTVerifier:
         leeway_seconds: clock skew allowed on ``exp``/``nbf``.
 
     Raises:
-        ConfigError: PyJWT is not installed (``pip install yiemagent[jwt]``), neither or both of
+        ConfigError: PyJWT is not installed (the ``jwt`` extra), neither or both of
             ``jwks_url`` and ``key``, or ``none`` among the algorithms.
     """
 
@@ -205,7 +206,7 @@ class JWTVerifier:
         try:
             import jwt
         except ImportError as exc:
-            raise ConfigError("JWTVerifier needs PyJWT: pip install 'yiemagent[jwt]'") from exc
+            raise ConfigError(f"JWTVerifier needs PyJWT: {install_hint('jwt')}") from exc
         if (jwks_url is None) == (key is None):
             raise ConfigError("JWTVerifier needs exactly one of jwks_url and key")
         if any(a.lower() == "none" for a in algorithms):
