@@ -16,10 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
-import queue
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import SimulatedCrash, ToolError
@@ -29,6 +26,7 @@ from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
 from .config import LoopConfig
+from .handoff import POLL_SECONDS, Aborted, Handoffs
 from .journal import Journal, current_idempotency_key, idempotency_context
 from .tracing import instrumented, tool_scope
 
@@ -36,27 +34,17 @@ __all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
 
 logger = logging.getLogger("yiemagent.loop")
 
-POLL_SECONDS = 0.05
-"""How often a wait re-checks the abort event."""
 
-
-class Aborted(Exception):
-    """Internal: the abort event was set while waiting."""
-
-
-class ToolBatch:
+class ToolBatch(Handoffs):
     """Running the tool calls of one reply (mixed into the loop's run state, which sets these attributes)."""
 
     config: LoopConfig
     journal: Journal | None
     history: list[Message]
-    abort_event: threading.Event
-    updates: queue.SimpleQueue[Any]
     run_id: str
     streak: tuple[str, str] | None
     streak_count: int
     repeated: bool
-    interrupted: KeyboardInterrupt | None
 
     def emit(self, event: ev.Event) -> None:
         """Send ``event`` to the run's sink (with the run id)."""
@@ -64,26 +52,6 @@ class ToolBatch:
 
     def heard(self) -> bool:
         """Whether an event made now reaches anyone."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def update(self, event: ev.Event) -> None:
-        """An update from a call (any thread): emitted at once on the loop's thread, else queued."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def flush_updates(self) -> None:
-        """Emit what worker threads queued (tool progress)."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
-        """Wait for ``future``; raise ``Aborted`` when the abort event is set."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        """Run ``fn(*args)`` on a worker thread."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def here(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on this thread (an inline call); raise ``Aborted`` if the abort event is set first."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
     def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
@@ -231,14 +199,14 @@ class ToolBatch:
                         raise Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
                     continue
-                future = self.submit(self.execute, call)
-                pending[future] = (i, started)
-                if sequential:
-                    result, late = self.wait(future)
-                    del pending[future]
+                if sequential or (not pending and i == len(calls) - 1):  # nothing else runs meanwhile
+                    result, late = self.call(self.execute, call)
                     if late:
                         raise Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
+                    continue
+                future = self.submit(self.execute, call)
+                pending[future] = (i, started)
             while pending:
                 done, _ = concurrent.futures.wait(
                     pending, timeout=POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
