@@ -130,3 +130,32 @@ def test_what_a_handed_call_raises_is_raised_by_result(one_thread):
     assert done.get(timeout=WATCHDOG_SECONDS) is handed
     with pytest.raises(ValueError, match="no"):
         handed.result()
+
+
+def test_a_parallel_batch_emits_each_calls_progress_before_its_end_and_answers_in_order():
+    from yiemagent.testing import EventRecorder
+    from yiemagent.tools import report_progress
+
+    both_started = threading.Barrier(2, timeout=WATCHDOG_SECONDS)
+
+    @tool
+    def step(n: int) -> str:
+        """Step n."""
+        both_started.wait()  # the two calls run at once
+        for k in range(3):
+            report_progress({"call": n, "k": k})
+        return str(n)
+
+    llm = ScriptedLLM([calls_reply(("a", "step", {"n": 1}), ("b", "step", {"n": 2})), text_reply("done")])
+    recorder = EventRecorder()
+    result = run_turns([], [UserMessage("go")], LoopConfig(llm, ToolRegistry([step]), tool_execution="parallel"),
+                       emit=recorder)
+    assert result.status == "completed"
+    assert [m.text for m in result.new_messages if m.role == "tool"] == ["1", "2"]
+    for call_id, n in (("a", 1), ("b", 2)):
+        mine = [e for e in recorder.events if getattr(e, "tool_call_id", None) == call_id
+                or getattr(getattr(e, "tool_call", None), "id", None) == call_id]
+        kinds = [e.type for e in mine]
+        assert kinds == ["tool_execution_start", *["tool_execution_update"] * 3, "tool_execution_end"], kinds
+        assert [e.progress["k"] for e in mine[1:4]] == [0, 1, 2]
+        assert all(e.progress["call"] == n for e in mine[1:4])

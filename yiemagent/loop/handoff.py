@@ -15,9 +15,11 @@ worker's last act before it blocks for the next call.
 The lane serves on a thread of the run's executor (an ``Agent``'s pool: its
 threads are known as the agent's), taken at the first call and given back
 when the run ends (``close``), when it waited ``LINGER_SECONDS`` for a call,
-or before the loop waits on several calls at once (a parallel batch: the
+or before the loop starts several calls at once (a parallel batch: the
 pool's threads are theirs), so the lane never keeps from the pool a thread
-that other calls of the run wait for.
+that other calls of the run wait for. The calls of a parallel batch are
+submitted to the pool one ``Handed`` each (``launch``) and come back on the
+same update queue (``collect``): their updates are emitted as they come.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from . import events as ev
@@ -67,6 +69,14 @@ class Handed:
         finally:
             self.finished = True
 
+    def run_then(self, done: Callable[[Handed], object]) -> None:
+        """Run the call unless it was cancelled first, then hand it to ``done`` (the worker's last act)."""
+        if not self.cancelled:
+            self.run()
+        else:
+            self.finished = True
+        done(self)
+
     def result(self) -> Any:
         """What the call returned; what it raised is raised here."""
         if self.error is not None:
@@ -105,7 +115,7 @@ class Lane:
 
     def serve(self) -> None:
         """The lane's thread: run each handed call, hand it back, until closed or idle too long."""
-        get, done = self.calls.get, self.done
+        get = self.calls.get
         while True:
             try:
                 handed = get(timeout=LINGER_SECONDS)
@@ -117,12 +127,12 @@ class Lane:
                 continue
             if handed is None:  # closed (``close`` cleared ``serving``)
                 return
-            if not handed.cancelled:
-                handed.run()
-            else:
-                handed.finished = True
-            self.busy = False
-            done(handed)  # the last thing before blocking again: the loop wakes to a GIL about to be free
+            handed.run_then(self.came_back)  # the last thing before blocking again: the loop wakes to a free GIL
+
+    def came_back(self, handed: Handed) -> None:
+        """A handed call is done (or skipped): the lane is free, the call goes to ``done``."""
+        self.busy = False
+        self.done(handed)
 
     def close(self) -> None:
         """Give the thread back to the pool (at once when idle; after its call when one runs)."""
@@ -133,7 +143,7 @@ class Lane:
 
 
 class Handoffs:
-    """How the loop runs a call: on a worker (``call``, ``submit``) or here (``here``); updates emitted in order.
+    """How the loop runs a call: on a worker (``call``; ``launch`` and ``collect``) or here (``here``).
 
     Mixed into the loop's run state (``yiemagent.loop``), which sets the attributes.
     """
@@ -146,6 +156,8 @@ class Handoffs:
     lane: Lane | None
     loop_thread: int
     updates: queue.SimpleQueue[Any]
+    back: list[Handed]
+    """Calls that came back while ``flush_updates`` emitted updates: ``collect`` takes them first."""
 
     def emit(self, event: ev.Event) -> None:
         """Send ``event`` to the run's sink (with the run id)."""
@@ -166,8 +178,10 @@ class Handoffs:
                 item = self.updates.get_nowait()
             except queue.Empty:
                 return
-            if item.__class__ is not Handed:  # a call abandoned by an abort came back: nothing to say
+            if item.__class__ is not Handed:
                 self.emit(item)
+            else:  # a call of a parallel batch: kept for ``collect`` (or one abandoned by an abort)
+                self.back.append(item)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on a worker thread (the run's ``Lane``) and wait; ``Aborted`` once the abort event is set.
@@ -180,7 +194,26 @@ class Handoffs:
             if lane is not None:
                 lane.close()
             lane = self.lane = Lane(self.pool(), self.updates.put)
-        handed = lane.hand(fn, args)
+        return self.collect((lane.hand(fn, args),)).result()
+
+    def launch(self, fn: Callable[..., Any], *args: Any) -> Handed:
+        """Start ``fn(*args)`` on a pool thread (one call of a parallel batch); ``collect`` gets it back."""
+        if self.lane is not None:  # calls run at once: the lane's thread is theirs
+            self.lane.close()
+        handed = Handed(fn, args)
+        self.pool().submit(handed.run_then, self.updates.put)
+        return handed
+
+    def collect(self, pending: Collection[Handed]) -> Handed:
+        """Wait until one of ``pending`` comes back and return it; emit the updates that come before it, in order.
+
+        Raises ``Aborted`` once the abort event is set (those not finished are
+        marked cancelled: not run if not started); Ctrl-C here is an abort.
+        """
+        for handed in self.back:  # came back while ``flush_updates`` emitted what was before it
+            if handed in pending:
+                self.back.remove(handed)
+                return handed
         get = self.updates.get
         while True:
             try:
@@ -191,12 +224,14 @@ class Handoffs:
                 self.interrupted = exc
                 self.abort_event.set()
                 item = None
-            if item is handed:
-                return handed.result()
-            if item is not None and item.__class__ is not Handed:
-                self.emit(item)
-            if self.abort_event.is_set() and not handed.finished:  # finished: it is on the queue, taken next
-                handed.cancelled = True  # not run if it has not started
+            if item is not None:
+                if item.__class__ is not Handed:
+                    self.emit(item)
+                elif item in pending:
+                    return item
+            if self.abort_event.is_set() and not any(handed.finished for handed in pending):  # finished: next
+                for handed in pending:
+                    handed.cancelled = True
                 raise Aborted()
 
     def here(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -224,9 +259,3 @@ class Handoffs:
             )
             self.executor = self.own_executor
         return self.executor
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        """Start ``fn(*args)`` on a pool thread (one call of a parallel batch); its ``Future``."""
-        if self.lane is not None:  # calls run at once (a parallel batch): the lane's thread is theirs
-            self.lane.close()
-        return self.pool().submit(fn, *args)

@@ -82,7 +82,7 @@ from ..output.typed_run import TypedRun
 from ..tools import AgentToolResult, approvals
 from . import events as ev
 from .config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
-from .handoff import Aborted, Lane
+from .handoff import Aborted, Handed, Lane
 from .journal import Journal
 from .model_turn import ModelTurn
 from .tool_batch import ToolBatch
@@ -150,6 +150,7 @@ class _Run(ModelTurn, ToolBatch):
         """The thread running the loop (``run_turns``' caller): inline calls run here."""
         self.updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
         """Events from worker threads (tool progress, model deltas) and finished calls (``Handed``)."""
+        self.back: list[Handed] = []
         self.streak: tuple[str, str] | None = None
         self.streak_count = 0
         self.repeated = False

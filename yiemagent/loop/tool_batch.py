@@ -13,7 +13,6 @@ unfinished get "cancelled" results.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import logging
 import time
@@ -26,7 +25,7 @@ from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
 from .config import LoopConfig
-from .handoff import POLL_SECONDS, Aborted, Handoffs
+from .handoff import POLL_SECONDS, Aborted, Handed, Handoffs
 from .journal import Journal, current_idempotency_key, idempotency_context
 from .tracing import instrumented, tool_scope
 
@@ -180,7 +179,7 @@ class ToolBatch(Handoffs):
         allowed ones at once; ``after_tool_call`` runs here as each finishes.
         """
         results: list[AgentToolResult | None] = [None] * len(calls)
-        pending: dict[concurrent.futures.Future[tuple[AgentToolResult, bool]], tuple[int, float]] = {}
+        pending: dict[Handed, tuple[int, float]] = {}  # calls running at once, by their hand-off
         sequential = self.config.tool_execution == "sequential" or any(
             getattr(self.config.tools.get(call.name), "sequential", False) for call in calls
         )
@@ -205,18 +204,13 @@ class ToolBatch(Handoffs):
                         raise Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
                     continue
-                future = self.submit(self.execute, call)
-                pending[future] = (i, started)
-            while pending:
-                done, _ = concurrent.futures.wait(
-                    pending, timeout=POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                self.flush_updates()
-                for future in done:
-                    i, started = pending.pop(future)
-                    result, late = future.result()
-                    if not late:  # finished before the abort: a real result
-                        results[i] = self.finish(calls[i], result, started, ran=True)
+                pending[self.launch(self.execute, call)] = (i, started)
+            while pending:  # each as it finishes, its updates emitted first
+                handed = self.collect(pending)
+                i, started = pending.pop(handed)
+                result, late = handed.result()
+                if not late:  # finished before the abort: a real result
+                    results[i] = self.finish(calls[i], result, started, ran=True)
                 if self.abort_event.is_set():
                     raise Aborted()
         except Aborted:
@@ -226,8 +220,8 @@ class ToolBatch(Handoffs):
             self.abort_event.set()
             aborted = True
         finally:
-            for future in pending:
-                future.cancel()
+            for handed in pending:
+                handed.cancelled = True  # not run if not started
             for i, call in enumerate(calls):
                 if results[i] is None:
                     reason = "aborted by the user" if aborted else "internal error"
