@@ -159,3 +159,41 @@ def test_a_parallel_batch_emits_each_calls_progress_before_its_end_and_answers_i
         assert kinds == ["tool_execution_start", *["tool_execution_update"] * 3, "tool_execution_end"], kinds
         assert [e.progress["k"] for e in mine[1:4]] == [0, 1, 2]
         assert all(e.progress["call"] == n for e in mine[1:4])
+
+
+class _EndlessCalls:
+    """A model that asks for ``ping`` again and again until ``stop`` is set (at most ``cap`` times)."""
+
+    def __init__(self, stop: threading.Event, cap: int) -> None:
+        self.stop, self.cap, self.made = stop, cap, 0
+
+    def __call__(self, messages, tools):
+        self.made += 1
+        if self.stop.is_set() or self.made > self.cap:
+            return text_reply("done")
+        return calls_reply((f"c{self.made}", "ping", {}))
+
+
+def test_runs_sharing_a_one_thread_executor_take_turns(one_thread):
+    """A busy run's lane gives the pool thread back after its lease: another run on the same pool gets it."""
+    other_done = threading.Event()
+
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    busy = _EndlessCalls(other_done, cap=100_000)  # without turns, the other run would wait for all of these
+    busy_thread = threading.Thread(target=watched_run, args=(busy, [ping], one_thread),
+                                   kwargs={"max_turns": busy.cap + 2, "max_repeated_calls": None})
+    busy_thread.start()
+    try:
+        while busy.made < 3:  # the busy run holds the lane
+            threading.Event().wait(0.001)
+        other = watched_run(ScriptedLLM([calls_reply(("x", "ping", {})), text_reply("ok")]), [ping], one_thread)
+        other_done.set()
+    finally:
+        other_done.set()
+        busy_thread.join(WATCHDOG_SECONDS)
+    assert other.status == "completed"
+    assert busy.made <= busy.cap  # the busy run was still going when the other one ended

@@ -15,6 +15,8 @@ worker's last act before it blocks for the next call.
 The lane serves on a thread of the run's executor (an ``Agent``'s pool: its
 threads are known as the agent's), taken at the first call and given back
 when the run ends (``close``), when it waited ``LINGER_SECONDS`` for a call,
+after a call once it held it ``LEASE_SECONDS`` (runs sharing a small pool
+take turns),
 or before the loop starts several calls at once (a parallel batch: the
 pool's threads are theirs), so the lane never keeps from the pool a thread
 that other calls of the run wait for. The calls of a parallel batch are
@@ -27,19 +29,26 @@ from __future__ import annotations
 import concurrent.futures
 import queue
 import threading
+import time
 from collections.abc import Callable, Collection
 from typing import Any
 
 from . import events as ev
 from .config import LoopConfig
 
-__all__ = ["LINGER_SECONDS", "POLL_SECONDS", "Aborted", "Handed", "Handoffs", "Lane"]
+__all__ = ["LEASE_SECONDS", "LINGER_SECONDS", "POLL_SECONDS", "Aborted", "Handed", "Handoffs", "Lane"]
 
 POLL_SECONDS = 0.05
 """How often a wait re-checks the abort event."""
 
 LINGER_SECONDS = 0.5
 """How long an idle lane keeps its pool thread waiting for the run's next call."""
+
+LEASE_SECONDS = 0.05
+"""How long a lane keeps its pool thread, call after call, before it gives it back at the end of a call.
+
+The next call takes a thread again, queued behind what else waits for the pool: runs sharing one small
+executor (``LoopConfig.executor``) take turns as they did when each call was submitted on its own."""
 
 
 class Aborted(Exception):
@@ -116,18 +125,22 @@ class Lane:
     def serve(self) -> None:
         """The lane's thread: run each handed call, hand it back, until closed or idle too long."""
         get = self.calls.get
+        until = time.monotonic() + LEASE_SECONDS
         while True:
             try:
                 handed = get(timeout=LINGER_SECONDS)
             except queue.Empty:
+                handed = None
+                until = 0.0
+            else:
+                if handed is None:  # closed (``close`` cleared ``serving``)
+                    return
+                handed.run_then(self.came_back)  # the last thing before blocking again: the loop wakes to a free GIL
+            if time.monotonic() >= until:  # idle too long, or held long enough: give the thread back
                 with self.lock:  # a call put after this finds ``serving`` False and takes a new thread
                     if self.calls.empty():
                         self.serving = False
                         return
-                continue
-            if handed is None:  # closed (``close`` cleared ``serving``)
-                return
-            handed.run_then(self.came_back)  # the last thing before blocking again: the loop wakes to a free GIL
 
     def came_back(self, handed: Handed) -> None:
         """A handed call is done (or skipped): the lane is free, the call goes to ``done``."""
