@@ -32,7 +32,8 @@ from ..output.typed_run import TypedRun
 from . import events as ev
 from . import tracing
 from .config import add_usage
-from .tool_batch import Aborted, ToolBatch
+from .handoff import Aborted
+from .tool_batch import ToolBatch
 
 __all__ = ["ModelTurn"]
 
@@ -87,10 +88,6 @@ class ModelTurn(ToolBatch):
 
     def error(self, where: str, exc: BaseException) -> None:
         """Log and emit an ``error`` event."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def update(self, event: ev.Event) -> None:
-        """An update from a call (any thread): emitted at once on the loop's thread, else queued."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
     def on_delta(
@@ -206,7 +203,7 @@ class ModelTurn(ToolBatch):
 
         def write(summarise: Callable[[], str]) -> str:
             try:
-                return str(self.wait(self.submit(summarise)))
+                return str(self.call(summarise))
             except LLMError as exc:  # reported; the window is kept without a summary (compaction's leave_out)
                 self.error("compaction", exc)
                 raise
@@ -288,7 +285,7 @@ class ModelTurn(ToolBatch):
                 # another way (its ``cancel()``: the request fails at once, and the loop sees the abort)
                 response = self.here(_contained, self.update, _unboxed, llm_call, box, tools)
             else:
-                response = self.wait(self.submit(_contained, self.updates.put, _unboxed, llm_call, box, tools))
+                response = self.call(_contained, self.updates.put, _unboxed, llm_call, box, tools)
         except Aborted:
             raise
         except Exception as exc:

@@ -82,15 +82,15 @@ from ..output.typed_run import TypedRun
 from ..tools import AgentToolResult, approvals, nested_approvals
 from . import events as ev
 from .config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
+from .handoff import Aborted, Handed, Lane
 from .journal import Journal
 from .model_turn import ModelTurn
-from .tool_batch import POLL_SECONDS, Aborted, ToolBatch
+from .tool_batch import ToolBatch
 
 __all__ = ["LLMCall", "LoopConfig", "RunResult", "Status", "Steering", "UsageLimits", "add_usage", "run_turns"]
 
 logger = logging.getLogger("yiemagent.loop")
 
-_WAKE = object()  # put on a run's update queue when a future it waits for is done
 _CUT = ("length", "incomplete")
 """``finish_reason`` values of a reply cut short (token limit; a stream that ended without one)."""
 
@@ -144,10 +144,13 @@ class _Run(ModelTurn, ToolBatch):
         self.input_ids: list[str] = []
         self.executor = config.executor
         self.own_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.lane: Lane | None = None
+        """The worker the loop hands its calls to one at a time (``yiemagent.loop.handoff``), once one is."""
         self.loop_thread = threading.get_ident()
         """The thread running the loop (``run_turns``' caller): inline calls run here."""
         self.updates: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        """Events from worker threads (tool progress, model deltas) and ``_WAKE``; emitted by the loop."""
+        """Events from worker threads (tool progress, model deltas) and finished calls (``Handed``)."""
+        self.back: list[Handed] = []
         self.streak: tuple[str, str] | None = None
         self.streak_count = 0
         self.repeated = False
@@ -177,74 +180,6 @@ class _Run(ModelTurn, ToolBatch):
         event.run_id = self.run_id
         ev.emit(self.sink, event)
         ev.observe(event)
-
-    def update(self, event: ev.Event) -> None:
-        """An update from a call: emitted at once on the loop's thread (inline), else queued for the loop."""
-        if threading.get_ident() == self.loop_thread:
-            self.flush_updates()
-            self.emit(event)
-        else:
-            self.updates.put(event)
-
-    def flush_updates(self) -> None:
-        """Emit progress reported by tools on worker threads, here on the loop's thread."""
-        while True:
-            try:
-                item = self.updates.get_nowait()
-            except queue.Empty:
-                return
-            if item is not _WAKE:
-                self.emit(item)
-
-    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
-        """Wait for ``future``; raise ``Aborted`` as soon as the abort event is set.
-
-        Updates (tool progress, model deltas) put by worker threads are emitted
-        here as they arrive, in order; the future's end wakes the wait at once.
-        """
-        future.add_done_callback(lambda _: self.updates.put(_WAKE))
-        while True:
-            try:
-                item = self.updates.get(timeout=POLL_SECONDS)
-            except queue.Empty:
-                item = _WAKE
-            except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: an abort
-                self.interrupted = exc
-                self.abort_event.set()
-                item = _WAKE
-            if item is not _WAKE:
-                self.emit(item)
-            if future.done():
-                self.flush_updates()
-                return future.result()
-            if self.abort_event.is_set():
-                future.cancel()
-                raise Aborted()
-
-    def here(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on this thread (``LoopConfig.inline``, ``AgentTool.inline``); its updates emitted after.
-
-        Raises ``Aborted`` when the abort event is set before it starts; what
-        ``fn`` raises goes up as ``wait`` would raise it.
-        """
-        if self.abort_event.is_set():
-            raise Aborted()
-        try:
-            return fn(*args)
-        except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: an abort
-            self.interrupted = exc
-            self.abort_event.set()
-            raise Aborted() from exc
-        finally:
-            self.flush_updates()
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        if self.executor is None:
-            self.own_executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=self.config.max_parallel_tools + 1, thread_name_prefix="yiemagent-run"
-            )
-            self.executor = self.own_executor
-        return self.executor.submit(fn, *args)
 
     def add(self, message: Message) -> None:
         heard = self.heard()
@@ -300,7 +235,7 @@ class _Run(ModelTurn, ToolBatch):
             if self.config.output is not None:  # a typed answer: its mode may add the final_answer tool
                 self.typed = TypedRun(self.config.output, self.config.llm_call, self.config.tools,
                                       runner=self.here if self.config.inline else
-                                      lambda check: self.wait(self.submit(check)))  # an abort cuts a validator
+                                      self.call)  # an abort cuts a validator
                 self.config = dataclasses.replace(self.config, tools=self.typed.tools)
             self.limits = UsageGuard(self.config.usage_limits, self.config.conversation_usage_limits,
                                      self.history[:self.start_len] if self.config.conversation_usage_limits
@@ -433,6 +368,8 @@ class _Run(ModelTurn, ToolBatch):
         finally:
             if self.config.spend is not None:
                 self.config.spend.close()
+            if self.lane is not None:
+                self.lane.close()
             if self.own_executor is not None:
                 self.own_executor.shutdown(wait=False, cancel_futures=True)
         if status == "error":

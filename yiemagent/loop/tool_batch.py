@@ -13,13 +13,9 @@ unfinished get "cancelled" results.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import logging
-import queue
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import SimulatedCrash, ToolError
@@ -29,6 +25,7 @@ from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
 from .config import LoopConfig
+from .handoff import POLL_SECONDS, Aborted, Handed, Handoffs
 from .journal import Journal, current_idempotency_key, idempotency_context
 from .tracing import instrumented, tool_scope
 
@@ -36,28 +33,18 @@ __all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
 
 logger = logging.getLogger("yiemagent.loop")
 
-POLL_SECONDS = 0.05
-"""How often a wait re-checks the abort event."""
 
-
-class Aborted(Exception):
-    """Internal: the abort event was set while waiting."""
-
-
-class ToolBatch:
+class ToolBatch(Handoffs):
     """Running the tool calls of one reply (mixed into the loop's run state, which sets these attributes)."""
 
     config: LoopConfig
     journal: Journal | None
     history: list[Message]
-    abort_event: threading.Event
-    updates: queue.SimpleQueue[Any]
     run_id: str
     turns: int
     streak: tuple[str, str] | None
     streak_count: int
     repeated: bool
-    interrupted: KeyboardInterrupt | None
     waiting: list[dict[str, Any]] | None
 
     def emit(self, event: ev.Event) -> None:
@@ -66,26 +53,6 @@ class ToolBatch:
 
     def heard(self) -> bool:
         """Whether an event made now reaches anyone."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def update(self, event: ev.Event) -> None:
-        """An update from a call (any thread): emitted at once on the loop's thread, else queued."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def flush_updates(self) -> None:
-        """Emit what worker threads queued (tool progress)."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def wait(self, future: concurrent.futures.Future[Any]) -> Any:
-        """Wait for ``future``; raise ``Aborted`` when the abort event is set."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
-        """Run ``fn(*args)`` on a worker thread."""
-        raise NotImplementedError  # pragma: no cover - the run defines it
-
-    def here(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` on this thread (an inline call); raise ``Aborted`` if the abort event is set first."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
     def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
@@ -220,7 +187,7 @@ class ToolBatch:
         allowed ones at once; ``after_tool_call`` runs here as each finishes.
         """
         results: list[AgentToolResult | None] = [None] * len(calls)
-        pending: dict[concurrent.futures.Future[tuple[AgentToolResult, bool]], tuple[int, float]] = {}
+        pending: dict[Handed, tuple[int, float]] = {}  # calls running at once, by their hand-off
         sequential = self.config.tool_execution == "sequential" or any(
             getattr(self.config.tools.get(call.name), "sequential", False) for call in calls
         )
@@ -239,24 +206,19 @@ class ToolBatch:
                         raise Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
                     continue
-                future = self.submit(self.execute, call)
-                pending[future] = (i, started)
-                if sequential:
-                    result, late = self.wait(future)
-                    del pending[future]
+                if sequential or (not pending and i == len(calls) - 1):  # nothing else runs meanwhile
+                    result, late = self.call(self.execute, call)
                     if late:
                         raise Aborted()
                     results[i] = self.finish(call, result, started, ran=True)
-            while pending:
-                done, _ = concurrent.futures.wait(
-                    pending, timeout=POLL_SECONDS, return_when=concurrent.futures.FIRST_COMPLETED
-                )
-                self.flush_updates()
-                for future in done:
-                    i, started = pending.pop(future)
-                    result, late = future.result()
-                    if not late:  # finished before the abort: a real result
-                        results[i] = self.finish(calls[i], result, started, ran=True)
+                    continue
+                pending[self.launch(self.execute, call)] = (i, started)
+            while pending:  # each as it finishes, its updates emitted first
+                handed = self.collect(pending)
+                i, started = pending.pop(handed)
+                result, late = handed.result()
+                if not late:  # finished before the abort: a real result
+                    results[i] = self.finish(calls[i], result, started, ran=True)
                 if self.abort_event.is_set():
                     raise Aborted()
         except Aborted:
@@ -266,8 +228,8 @@ class ToolBatch:
             self.abort_event.set()
             aborted = True
         finally:
-            for future in pending:
-                future.cancel()
+            for handed in pending:
+                handed.cancelled = True  # not run if not started
             for i, call in enumerate(calls):
                 if results[i] is None:
                     reason = "aborted by the user" if aborted else "internal error"
