@@ -37,16 +37,20 @@ import hashlib
 import hmac
 import json
 import secrets
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...exceptions import ConfigError
-from .calls import ServedCall
-from .inputs import InputLimits
+from ...textpolicy import scrub_secrets
+from ...tools.registry import progress_reporter
+from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from .calls import RequestContext, ServedCall, running
+from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
 from .wire import INTERNAL_ERROR, INVALID_PARAMS, Refusal
 
-__all__ = ["InvalidRequestState", "RequestStateCodec", "Rounds"]
+__all__ = ["InvalidRequestState", "RequestStateCodec", "Rounds", "binding", "run_asking"]
 
 _VERSION = "y1"
 
@@ -209,3 +213,41 @@ class Rounds:
             raise Refusal(INTERNAL_ERROR, f"the answers and saved state of this request exceed the requestState "
                                           f"bound ({self.limits.max_state_chars} characters)")
         return {"resultType": "input_required", "inputRequests": requests, "requestState": token}
+
+
+def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
+               context: RequestContext, work: Callable[[], Any], abort: threading.Event, codec: RequestStateCodec,
+               limits: InputLimits) -> tuple[Any, dict[str, Any] | None]:
+    """Run ``work()`` as the current ``ServedCall`` of one ``tools/call``, ``prompts/get`` or ``resources/read``.
+
+    ``name``: the tool or prompt name, or the resource URI; ``arguments``: the call's (bound into the state).
+
+    Returns:
+        ``(work's value, None)``, or ``(None, the input_required result)`` when it asked for an input the
+        client has not answered yet (2026-07-28: ``context.modern`` set).
+
+    Raises:
+        Refusal: -32021 an input needs a capability the client did not declare
+            (``data.requiredCapabilities``); -32602 an invalid answer, ``inputResponses`` or ``requestState``
+            (``Rounds.begin``) or too many rounds; -32603 a state too large.
+        Exception: what ``work`` raises otherwise.
+    """
+    rounds = Rounds.begin(params, binding(method, name, arguments), codec, limits) \
+        if context.modern is not None else None
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None, abort,
+                      limits=limits, answers=rounds.answers if rounds else None,
+                      saved=rounds.saved if rounds else None)
+    try:
+        with running(call), progress_reporter(call.report):
+            return work(), None
+    except InputRequired as need:
+        if rounds is None:  # pragma: no cover - ServedCall.ask raises it in 2026-07-28 only
+            raise RuntimeError("input required outside the 2026-07-28 era") from None
+        return None, rounds.input_required(call, need.requests)
+    except MissingClientCapability as exc:
+        raise Refusal(MISSING_REQUIRED_CLIENT_CAPABILITY, str(exc),
+                      {"requiredCapabilities": {exc.capability: {}}}) from None
+    except InvalidInputResponse as exc:
+        raise Refusal(INVALID_PARAMS, scrub_secrets(str(exc))[:1000]) from None

@@ -58,16 +58,15 @@ from ...__version__ import __version__
 from ...exceptions import ConfigError, ToolArgumentsError
 from ...textpolicy import display_text, scrub_secrets
 from ...tools import AgentTool, tool
-from ...tools.registry import progress_reporter
 from ...tools.schema_checks import safe_validator_class
 from ..era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, make_response
-from .calls import LOG_LEVELS, RequestContext, ServedCall, running
+from ..jsonrpc import make_response
+from .calls import LOG_LEVELS, RequestContext
 from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_of
 from .content import call_result
-from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
+from .inputs import InputLimits
 from .modern import REMOVED_METHODS, check_request, finish_result, request_era
-from .rounds import RequestStateCodec, Rounds, binding
+from .rounds import RequestStateCodec, run_asking
 from .wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -351,33 +350,9 @@ class MCPServer:
     def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                 context: RequestContext, work: Callable[[], Any],
                 abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
-        """Run ``work()`` as the current ``ServedCall``: ``(its value, None)``, or ``(None, input_required result)``.
-
-        The second when it asked for an input the client has not answered yet (2026-07-28).
-
-        Raises:
-            Refusal: -32021 an input needs a capability the client did not declare; -32602 an invalid answer,
-                ``inputResponses`` or ``requestState`` (``rounds``).
-        """
-        rounds = Rounds.begin(params, binding(method, name, arguments), self._state_codec, self.input_limits) \
-            if context.modern is not None else None
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None,
-                          abort or threading.Event(), limits=self.input_limits,
-                          answers=rounds.answers if rounds else None, saved=rounds.saved if rounds else None)
-        try:
-            with running(call), progress_reporter(call.report):
-                return work(), None
-        except InputRequired as need:
-            if rounds is None:  # pragma: no cover - ServedCall.ask raises it in 2026-07-28 only
-                raise RuntimeError("input required outside the 2026-07-28 era") from None
-            return None, rounds.input_required(call, need.requests)
-        except MissingClientCapability as exc:
-            raise Refusal(MISSING_REQUIRED_CLIENT_CAPABILITY, str(exc),
-                          {"requiredCapabilities": {exc.capability: {}}}) from None
-        except InvalidInputResponse as exc:
-            raise Refusal(INVALID_PARAMS, scrub_secrets(str(exc))[:1000]) from None
+        """``rounds.run_asking`` with this server's codec and limits."""
+        return run_asking(method, name, arguments, request_id, params, context, work, abort or threading.Event(),
+                          self._state_codec, self.input_limits)
 
     def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
         cursor = params.get("cursor")
