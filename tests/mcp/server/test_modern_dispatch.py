@@ -26,6 +26,7 @@ from yiemagent.mcp.server.modern import request_era
 from yiemagent.tools import AgentTool
 
 V = "2026-07-28"
+VERSION = "io.modelcontextprotocol/protocolVersion"
 META = {"io.modelcontextprotocol/protocolVersion": V,
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}, "roots": {}}}
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -87,7 +88,7 @@ def test_removed_and_unknown_methods_and_a_bad_meta() -> None:
     no_caps = server.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
                              "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": V}}})
     assert no_caps is not None and no_caps["error"]["code"] == -32602 and no_caps["id"] == 3
-    old = server.handle(request("tools/list", {"_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}}))
+    old = server.handle(request("tools/list", {"_meta": {**META, VERSION: "2099-01-01"}}))
     assert old is not None and old["error"]["code"] == -32022
     assert old["error"]["data"] == {"supported": [V], "requested": "2099-01-01"}
 
@@ -120,7 +121,7 @@ def test_http_header_checks_and_statuses() -> None:
                     {"Mcp-Name": "where", "Mcp-Param-Region": encoded, "MCP-Protocol-Version": "2099-01-01"}):
         refused = post(client, where, **headers)
         assert (refused.status_code, refused.json["error"]["code"], refused.json["id"]) == (400, -32020, 1), headers
-    unsupported = post(client, request("tools/list", {"_meta": {**META, "io.modelcontextprotocol/protocolVersion": "v9"}}),
+    unsupported = post(client, request("tools/list", {"_meta": {**META, VERSION: "v9"}}),
                        **{"MCP-Protocol-Version": "v9"})
     assert (unsupported.status_code, unsupported.json["error"]["code"]) == (400, -32022)
     missing = post(client, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
@@ -189,9 +190,10 @@ def test_input_bounds_and_answers_held_to_their_shapes() -> None:
     past = call(server, "book", {"room": "Lab"}, inputResponses={"confirm": accept(ok=True)},
                 requestState=first["requestState"])
     assert past["error"]["code"] == -32602 and "1 rounds" in past["error"]["message"]
-    cases: list[tuple[Any, str]] = [({"confirm": 12345}, "must be an object"), (None, "inputResponses must be an object"),
-             ({"a": {}, "b": {}, "c": {}}, "at most 2"), ({"confirm": {"action": "maybe"}}, "action must be"),
-             ({"confirm": accept(ok="yes")}, "requestedSchema")]
+    cases: list[tuple[Any, str]] = [
+        ({"confirm": 12345}, "must be an object"), (None, "inputResponses must be an object"),
+        ({"a": {}, "b": {}, "c": {}}, "at most 2"), ({"confirm": {"action": "maybe"}}, "action must be"),
+        ({"confirm": accept(ok="yes")}, "requestedSchema")]
     for responses, text in cases:
         reply = call(server, "book", {"room": "Lab"}, inputResponses=responses)
         assert reply["error"]["code"] == -32602 and text in reply["error"]["message"], (responses, reply)
