@@ -9,8 +9,10 @@ yiemagent's ``MCPClient`` (negotiated default: 2026-07-28, ``input_required`` ro
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,7 +22,7 @@ from werkzeug.serving import make_server
 from tests.mcp.server.kit import Booking
 from yiemagent.mcp import MCPClient
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow  # servers on sockets, a server process (stdio)
 
 
 @pytest.fixture
@@ -99,3 +101,18 @@ def test_the_mcp_sdk_client_answers_an_elicitation(booking: tuple[Booking, str],
     assert seen["asked"] == ["Book Hall for 160 EUR?"]
     assert seen["result"].content[0].text == "booked Hall for 160 EUR; roots: none"  # no roots capability
     assert kept.runs == ["Hall"] * runs
+
+
+@pytest.mark.parametrize(("pinned", "era"), [(None, ("modern", "2026-07-28")),
+                                             ("2025-11-25", ("legacy", "2025-11-25"))])
+def test_over_stdio_in_both_eras(pinned: str | None, era: tuple[str, str]) -> None:
+    """``python -m yiemagent.mcp.server``: 2026-07-28 rounds, or 2025-11-25 requests on stdout answered on stdin."""
+    root = Path(__file__).resolve().parents[3]
+    asked: list[dict[str, Any]] = []
+    with MCPClient.stdio(sys.executable, ["-m", "yiemagent.mcp.server", "tests.servers.served_booking:server"],
+                         cwd=str(root), env={"PYTHONPATH": str(root)}, protocol_version=pinned, timeout_seconds=60,
+                         **person(asked)) as client:
+        result = client.call_tool("book", {"room": "Lab"})
+        assert (client.era, client.protocol_version) == era
+    assert result["content"][0]["text"] == "booked Lab for 120 EUR; roots: file:///work"
+    assert [a["method"] for a in asked] == ["elicitation/create", "roots/list"]
