@@ -229,16 +229,17 @@ class RequestContext:
     """True when the client can answer a request sent with ``notify`` (a session's SSE stream, stdio)."""
     headers: dict[str, str] | None = None
     """The HTTP request's headers (lower-case names), for the 2026-07-28 header checks; None off HTTP."""
-    modern: ModernRequest | None = None
+    modern_request: ModernRequest | None = None
     """Set by ``MCPServer.handle`` for a 2026-07-28 request."""
 
     def client_capabilities(self) -> dict[str, Any]:
         """The client's capabilities: the request's (2026-07-28) or the session's (``initialize``)."""
-        return self.modern.client_capabilities if self.modern is not None else self.session.client_capabilities
+        request = self.modern_request
+        return request.client_capabilities if request is not None else self.session.client_capabilities
 
     def log_level(self) -> str | None:
         """The least severe level sent, or None for no log messages."""
-        return self.modern.log_level if self.modern is not None else self.session.log_level
+        return self.modern_request.log_level if self.modern_request is not None else self.session.log_level
 
 
 class MessageHandler(Protocol):
@@ -308,7 +309,7 @@ class ServedCall:
                 raise ValueError(f"cannot ask the client for {request.get('method')!r}")
             if not self.client_supports(capability):
                 raise MissingClientCapability(capability, request["method"])
-        if self.context.modern is not None:
+        if self.context.modern_request is not None:
             missing = {key: request for key, request in requests.items() if key not in self.answers}
             if missing:
                 raise InputRequired(missing)

@@ -224,7 +224,7 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
 
     Returns:
         ``(work's value, None)``, or ``(None, the input_required result)`` when it asked for an input the
-        client has not answered yet (2026-07-28: ``context.modern`` set).
+        client has not answered yet (2026-07-28: ``context.modern_request`` set).
 
     Raises:
         Refusal: -32021 an input needs a capability the client did not declare
@@ -233,7 +233,7 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
         Exception: what ``work`` raises otherwise.
     """
     rounds = Rounds.begin(params, binding(method, name, arguments), codec, limits) \
-        if context.modern is not None else None
+        if context.modern_request is not None else None
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None, abort,

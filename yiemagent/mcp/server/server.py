@@ -282,7 +282,7 @@ class MCPServer:
         modern = request_era(message, context.headers) == "modern"
         if modern:
             try:
-                context = replace(context, modern=check_request(message, context.headers, self._input_schema))
+                context = replace(context, modern_request=check_request(message, context.headers, self._input_schema))
             except Refusal as refusal:
                 return refusal.response(request_id)
         handler = self._METHODS.get(method)
@@ -464,7 +464,7 @@ class MCPServer:
         if pending is not None or value is not None:
             return pending if pending is not None else value
         # SEP-2164 (2026-07-28): -32602 with the URI; 2025-11-25: -32002
-        raise Refusal(INVALID_PARAMS if context.modern is not None else RESOURCE_NOT_FOUND,
+        raise Refusal(INVALID_PARAMS if context.modern_request is not None else RESOURCE_NOT_FOUND,
                       f"Resource not found: {uri}"[:300], {"uri": uri})
 
     def _prompts_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
