@@ -284,3 +284,15 @@ def test_the_2025_back_channel_sends_the_request_and_takes_the_answer() -> None:
     assert "InputUnavailable" in stateless["result"]["content"][0]["text"]
     assert server.handle({"jsonrpc": "2.0", "id": "yiemagent-999", "result": {}}, RequestContext(session=session)) \
         is None  # an answer nobody waits for is dropped
+
+
+def test_header_values_decode_what_the_client_encodes() -> None:
+    from yiemagent.mcp.http_headers import decode_header_value, encode_header_value
+
+    for value in ("plain", "Köln", " padded ", "=?base64?looks-like-it?=", "line\nbreak", ""):
+        assert decode_header_value(encode_header_value(value)) == value
+    assert decode_header_value("\t=?base64?SGVsbG8=?= ") == "Hello"
+    assert decode_header_value("=?base64?SGVsbG8") == "=?base64?SGVsbG8"  # no ?= : a literal
+    for bad in ("=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?=", "=?base64?/w==?="):  # padding, alphabet, not UTF-8
+        with pytest.raises(ValueError, match="invalid Base64"):
+            decode_header_value(bad)
