@@ -59,7 +59,7 @@ from .inputs import (
     sampling_request,
 )
 
-__all__ = ["LOG_LEVELS", "InvalidInputResponse", "MemorySessions", "MessageHandler", "ModernRequest",
+__all__ = ["LOG_LEVELS", "MemorySessions", "MessageHandler", "ModernRequest",
            "RequestContext", "ServedCall", "ServerSession", "current_call"]
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
