@@ -51,7 +51,6 @@ from .inputs import (
     InputLimits,
     InputRequired,
     InputUnavailable,
-    InvalidInputResponse,
     MissingClientCapability,
     check_answer,
     elicitation_request,
