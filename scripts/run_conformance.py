@@ -3,11 +3,12 @@
 Usage::
 
     python scripts/run_conformance.py [--revision 2025-11-25|2026-07-28|0.1.16 ...] [--timeout-seconds 30] [--json]
-    python scripts/run_conformance.py --server-url http://127.0.0.1:PORT/mcp [--revision 2025-11-25]
+    python scripts/run_conformance.py --server-url http://127.0.0.1:PORT/mcp [--revision 2026-07-28] [--scenario S]
 
 Server mode (``--server-url``, ``run_server``): the suite's *server* scenarios (``conformance server --url ...
---requirements <revision>``) against a running MCP server, e.g. tests/servers/conformance_server.py (yiemagent's
-``MCPServer``); tests/mcp/server/test_conformance_server.py runs it.
+--requirements <revision>``, or one ``--scenario`` at ``--spec-version <revision>``) against a running MCP
+server, at 2025-11-25 and 2026-07-28 unless ``--revision`` names one, e.g. tests/servers/conformance_server.py
+(yiemagent's ``MCPServer``, both eras); tests/mcp/server/test_conformance_server.py runs it.
 
 Suites (npm ``@modelcontextprotocol/conformance``, pinned in lockfiles and installed with ``npm ci`` by the
 test run, tests/helpers.py ``ensure_npm_packages``), run with Node >= 22 (``node24()``: the binary of the
@@ -172,6 +173,12 @@ def run_server(url: str, revision: str = "2025-11-25", timeout_seconds: float = 
         env={**os.environ, "NO_COLOR": "1"},
     )
     output = _clean(done.stdout + done.stderr)
+    if scenario:  # one scenario prints its checks and "Passed: a/b, f failed, w warnings", no summary
+        checks = next((line.strip() for line in output.splitlines() if line.startswith("Passed:")), "")
+        if not checks:
+            raise subprocess.SubprocessError(f"no result in the suite's output: {output[-1000:]}")
+        status = "passed" if " 0 failed" in checks else "failed"
+        return [Outcome(scenario, status, checks)], output
     return _summary_outcomes(output), output
 
 
@@ -235,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-seconds", type=float, default=30.0)
     parser.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     parser.add_argument("--server-url", help="server mode: run the server scenarios against this MCP endpoint")
+    parser.add_argument("--scenario", help="server mode: run only this scenario")
     args = parser.parse_args(argv)
     if args.server_url:
         return _main_server(args)
@@ -263,9 +271,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main_server(args: argparse.Namespace) -> int:
     failed = False
-    for revision in args.revision or ["2025-11-25"]:
+    for revision in args.revision or ["2025-11-25", "2026-07-28"]:
         try:
-            outcomes, _ = run_server(args.server_url, revision, args.timeout_seconds)
+            outcomes, _ = run_server(args.server_url, revision, args.timeout_seconds, scenario=args.scenario)
         except (FileNotFoundError, subprocess.SubprocessError) as exc:
             print(f"server conformance {revision}: cannot run at all: {exc}", file=sys.stderr)
             return 2

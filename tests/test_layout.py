@@ -43,6 +43,7 @@ def test_import_contracts_hold():
 
 ONE_CLASS_MODULES = {
     "yiemagent/agent/agent.py": "the Agent facade: one public class, its documented API delegating to its parts",
+    "yiemagent/mcp/server/server.py": "MCPServer: one method per JSON-RPC method it answers, in both eras (issue 28)",
 }
 """Modules allowed past ~500 lines because they hold one class (issue 25 point 3: the budget is per concept;
 never split one class across files to meet it), each at most 750 lines."""

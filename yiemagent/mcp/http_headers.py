@@ -28,7 +28,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["encode_header_value", "header_paths", "message_headers", "param_headers", "request_headers",
+__all__ = ["decode_header_value", "encode_header_value", "header_paths", "message_headers", "param_headers",
+           "request_headers",
            "tool_header_problem"]
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -47,6 +48,26 @@ def encode_header_value(value: str) -> str:
     if _SAFE.match(value) and value == value.strip(" \t") and not sentinel:
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def decode_header_value(value: str) -> str:
+    """What a header value carries: ``encode_header_value`` reversed (the server side of the same codec).
+
+    Leading and trailing whitespace is dropped first (RFC 9110 5.5: OWS is not part of the value). A value
+    ``=?base64?<data>?=`` is the UTF-8 text of ``<data>`` decoded as strict Base64 (RFC 4648 alphabet, correct
+    padding); any other value is itself, literally (``=?base64?abc`` without the ``?=`` too).
+
+    Raises:
+        ValueError: a ``=?base64?...?=`` value whose data is not valid Base64 or not UTF-8.
+    """
+    text = value.strip(" \t")
+    if not (text.startswith("=?base64?") and text.endswith("?=") and len(text) >= len("=?base64??=")):
+        return text
+    data = text[len("=?base64?"):-2]
+    try:
+        return base64.b64decode(data.encode("ascii"), validate=True).decode("utf-8")
+    except (ValueError, UnicodeError) as exc:  # binascii.Error is a ValueError
+        raise ValueError(f"invalid Base64 header value: {exc}") from None
 
 
 def request_headers(method: str, params: Mapping[str, Any] | None) -> dict[str, str]:

@@ -61,3 +61,44 @@ def build(**kwargs: Any) -> MCPServer:
         prompts=[Prompt("greet", lambda a: f"Say hello to {a['who']}", description="Greets",
                         arguments=[PromptArgument("who", "whom", required=True)])],
         instructions="Use add for sums.", **kwargs)
+
+
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+class Booking:
+    """A tool that asks the person to confirm (elicitation), then the client's roots, and a sampling tool.
+
+    ``runs`` counts the runs of ``book``: 2026-07-28 runs it again after each answered round, 2025-11-25
+    once; the price is looked up once and kept in ``current_call().saved`` across the rounds (``lookups``).
+    """
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.lookups: list[str] = []
+
+    def book(self, room: str) -> str:
+        """Book a room once the person confirms."""
+        call = current_call()
+        assert call is not None
+        self.runs.append(room)
+        if "price" not in call.saved:
+            self.lookups.append(room)
+            call.saved["price"] = f"{len(room) * 40} EUR"
+        answer = call.elicit(f"Book {room} for {call.saved['price']}?", CONFIRM, key="confirm")
+        if answer["action"] != "accept" or not (answer.get("content") or {}).get("ok"):
+            return f"not booked ({answer['action']})"
+        roots = call.list_roots() if call.client_supports("roots") else []
+        return f"booked {room} for {call.saved['price']}; roots: {', '.join(r['uri'] for r in roots) or 'none'}"
+
+    @staticmethod
+    def summarize(text: str) -> str:
+        """Summarize ``text`` with the client's model."""
+        call = current_call()
+        assert call is not None
+        reply = call.sample(f"Summarize: {text}", max_tokens=50)
+        return f"{reply['model']} says: {reply['content']['text']}"
+
+    def server(self, **kwargs: Any) -> MCPServer:
+        """A server with ``book`` and ``summarize``."""
+        return MCPServer("booking", "1.0", tools=[tool(self.book), tool(self.summarize)], **kwargs)

@@ -8,9 +8,13 @@ client's ``mcpServers`` entry runs). ``Resource``, ``ResourceTemplate``,
 ``Prompt``, ``PromptArgument`` (``catalog``) describe what is offered besides
 tools; ``ToolReply`` (``content``) lets a tool answer with MCP content blocks;
 ``current_call()`` (``calls``) is the call running on this thread (progress,
-log messages, the abort event). The guide is docs/guides/serving.rst.
+log messages, the abort event, and asking the client: ``elicit``, ``sample``,
+``list_roots``, ``ask`` with the requests of ``inputs``). Both protocol eras are
+served by one app: 2025-11-25 (sessions; asking by back-channel requests) and
+2026-07-28 (stateless, ``modern``; asking by ``input_required`` rounds,
+``rounds``). The guide is docs/guides/serving.rst.
 
-Spec: MCP 2025-11-25 (server side).
+Spec: MCP 2025-11-25 and 2026-07-28 (server side).
 """
 
 from typing import Any
@@ -18,12 +22,25 @@ from typing import Any
 from .calls import MemorySessions, RequestContext, ServedCall, ServerSession, current_call
 from .catalog import Prompt, PromptArgument, Resource, ResourceTemplate
 from .content import ToolReply
+from .inputs import (
+    InputLimits,
+    InputUnavailable,
+    InvalidInputResponse,
+    MissingClientCapability,
+    elicitation_request,
+    roots_request,
+    sampling_request,
+)
 from .server import MCPServer
 from .wsgi import WSGIApp
 
 __all__ = [
+    "InputLimits",
+    "InputUnavailable",
+    "InvalidInputResponse",
     "MCPServer",
     "MemorySessions",
+    "MissingClientCapability",
     "Prompt",
     "PromptArgument",
     "RequestContext",
@@ -34,6 +51,9 @@ __all__ = [
     "ToolReply",
     "WSGIApp",
     "current_call",
+    "elicitation_request",
+    "roots_request",
+    "sampling_request",
 ]
 
 

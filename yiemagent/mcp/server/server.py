@@ -2,7 +2,12 @@
 
 ``MCPServer.handle(message, context) -> reply | None`` is transport-free and
 thread-safe: ``wsgi_app`` (Streamable HTTP) and ``run_stdio`` call it, each
-request on its own thread. Methods answered (2025-11-25, and the versions the
+request on its own thread. Both protocol eras, placed per request
+(``yiemagent.mcp.server.modern.request_era``): 2026-07-28 (stateless: each
+request carries its version and the client's capabilities in ``params._meta``;
+``server/discover``; results with ``resultType`` and, where cacheable,
+``ttlMs``/``cacheScope``; ``input_required`` rounds, ``yiemagent.mcp.server.rounds``)
+and the handshake era. Methods answered (2025-11-25, and the versions the
 SDK servers accept: 2025-06-18, 2025-03-26, 2024-11-05):
 
 - ``initialize`` (the client's version if supported, else 2025-11-25),
@@ -13,39 +18,55 @@ SDK servers accept: 2025-06-18, 2025-03-26, 2024-11-05):
   ``notifications/cancelled`` sets the call's abort event, and no answer is sent);
 - ``resources/list``, ``resources/read``, ``resources/templates/list`` and
   ``prompts/list``, ``prompts/get`` (when the server has resources / prompts);
-- ``logging/setLevel``, ``completion/complete`` (answers no values).
+- ``logging/setLevel``, ``completion/complete`` (answers no values);
+- 2026-07-28: ``server/discover``, and all of the above but ``initialize``,
+  ``ping``, ``logging/setLevel`` (log messages go to a request whose ``_meta``
+  names ``io.modelcontextprotocol/logLevel``).
+
+A tool (a prompt's ``render``, a resource's ``read``) may ask the client for
+elicitation, sampling or roots through ``current_call()`` (``ServedCall.ask``):
+back-channel requests in 2025-11-25, ``input_required`` rounds in 2026-07-28
+(the tool runs again with the answers; see ``yiemagent.mcp.server.calls``).
 
 Errors (JSON-RPC 2.0 codes): -32700 parse error, -32600 invalid request (not
 an object, no ``"jsonrpc": "2.0"``, a bad ``id``, a batch), -32601 method not
 found, -32602 invalid params (an unknown tool or prompt, a bad cursor, a missing
-prompt argument), -32002 resource not found, -32603 internal error. An error
+prompt argument; in 2026-07-28 also an unknown resource, with ``data.uri``, and a
+bad ``_meta``, ``inputResponses`` or ``requestState``), -32002 resource not found
+(2025-11-25, ``data.uri``), -32603 internal error; 2026-07-28: -32020 header
+mismatch, -32021 a client capability the request needs is not declared
+(``data.requiredCapabilities``), -32022 unsupported version (``data.supported``). An error
 never carries a traceback: a tool's or reader's exception is logged (logger
 ``yiemagent.mcp.server``) and the client gets its type and message with known
 secrets ``***`` (``yiemagent.textpolicy.scrub_secrets``). A tool's invalid
 arguments are an ``isError`` result (the model can correct them), as 2025-11-25 says.
 
 Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Resources", "Prompts",
-"Utilities" (Ping, Cancellation, Progress, Logging, Completion); JSON-RPC 2.0.
+"Utilities" (Ping, Cancellation, Progress, Logging, Completion); MCP 2026-07-28
+"Discovery", "Multi Round-Trip Requests", "Caching"; JSON-RPC 2.0.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...__version__ import __version__
 from ...exceptions import ConfigError, ToolArgumentsError
 from ...textpolicy import display_text, scrub_secrets
 from ...tools import AgentTool, tool
-from ...tools.registry import progress_reporter
 from ...tools.schema_checks import safe_validator_class
-from ..era import LEGACY_PROTOCOL_VERSIONS
+from ..era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..jsonrpc import make_response
-from .calls import LOG_LEVELS, RequestContext, ServedCall, running
+from .calls import LOG_LEVELS, RequestContext
 from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_of
 from .content import call_result
+from .inputs import InputLimits
+from .modern import REMOVED_METHODS, check_request, finish_result, request_era
+from .rounds import RequestStateCodec, run_asking
 from .wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -53,6 +74,7 @@ from .wire import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    Refusal,
     error_response,
 )
 
@@ -68,15 +90,6 @@ LATEST_PROTOCOL_VERSION = "2025-11-25"
 
 
 _Handler = Callable[["MCPServer", Any, dict[str, Any], RequestContext], "dict[str, Any] | None"]
-
-
-class _Refusal(Exception):
-    """A request answered with a JSON-RPC error (code and message shown to the client)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _failure(exc: BaseException) -> str:
@@ -96,9 +109,17 @@ class MCPServer:
         prompts: ``Prompt`` objects.
         instructions: ``initialize``'s ``instructions`` (how to use the server), or None.
         page_size: entries per page of ``tools/list``, ``resources/list``, ``prompts/list`` (>= 1).
+        cache_ttl_ms: 2026-07-28 ``ttlMs`` of cacheable results (milliseconds a client may reuse a list or a
+            read; 0: stale at once).
+        cache_scope: their ``cacheScope``: ``"private"`` (per user) or ``"public"`` (no user data).
+        state_keys: the keys signing ``requestState`` (``rounds.RequestStateCodec``: at least 32 bytes each; the
+            first signs). None: a random key per process; give the same keys to every worker.
+        input_limits: bounds on asking the client (``inputs.InputLimits``: rounds, inputs per round,
+            ``requestState`` size, deadline).
 
     Raises:
-        ConfigError: two tools, prompts or resources with one name / URI, or a bad ``page_size``.
+        ConfigError: two tools, prompts or resources with one name / URI, a bad ``page_size``,
+            ``cache_ttl_ms``, ``cache_scope`` or key.
 
     Example:
         >>> @tool
@@ -113,10 +134,17 @@ class MCPServer:
 
     def __init__(self, name: str, version: str = __version__, *, tools: Iterable[AgentTool | Callable[..., Any]] = (),
                  resources: Iterable[Resource | ResourceTemplate] = (), prompts: Iterable[Prompt] = (),
-                 instructions: str | None = None, page_size: int = 100) -> None:
+                 instructions: str | None = None, page_size: int = 100, cache_ttl_ms: int = 0,
+                 cache_scope: str = "private", state_keys: Sequence[bytes | str] | None = None,
+                 input_limits: InputLimits | None = None) -> None:
         if not isinstance(page_size, int) or page_size < 1:
             raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
+        if not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0 or cache_scope not in ("private", "public"):
+            raise ConfigError("cache_ttl_ms must be an int >= 0 and cache_scope 'private' or 'public'")
         self.name, self.version, self.instructions, self.page_size = name, version, instructions, page_size
+        self.cache_ttl_ms, self.cache_scope = cache_ttl_ms, cache_scope
+        self.input_limits = input_limits or InputLimits()
+        self._state_codec = RequestStateCodec(state_keys)
         self._tools: dict[str, AgentTool] = {}
         self._output_schemas: dict[str, dict[str, Any]] = {}
         self._resources: dict[str, Resource] = {}
@@ -235,7 +263,8 @@ class MCPServer:
             return error_response(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
                                   'a JSON-RPC message must have "jsonrpc": "2.0"')
         if method is None and has_id and ("result" in message or "error" in message):
-            return None  # a response: this server sends no requests yet
+            context.session.resolve(message)  # the answer to a request a tool sent (2025-11-25)
+            return None
         if not isinstance(method, str):
             return error_response(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
                                   "method must be a string")
@@ -250,16 +279,26 @@ class MCPServer:
             return error_response(None, INVALID_REQUEST, "id must be a string or an integer")
         if not isinstance(params, dict):
             return error_response(request_id, INVALID_PARAMS, "params must be an object")
+        modern = request_era(message, context.headers) == "modern"
+        if modern:
+            try:
+                context = replace(context, modern_request=check_request(message, context.headers, self._input_schema))
+            except Refusal as refusal:
+                return refusal.response(request_id)
         handler = self._METHODS.get(method)
-        if handler is None or not self._offers(method):
+        if handler is None or not self._offers(method) or (
+                method in REMOVED_METHODS if modern else method == "server/discover"):
             return error_response(request_id, METHOD_NOT_FOUND, f"method not found: {method}"[:300])
         try:
             result = handler(self, request_id, params, context)
-        except _Refusal as refusal:
-            return error_response(request_id, refusal.code, refusal.message)
+        except Refusal as refusal:
+            return refusal.response(request_id)
         except Exception:
             logger.exception("MCP %s failed", method)
             return error_response(request_id, INTERNAL_ERROR, "internal error")
+        if result is not None and modern:
+            result = finish_result(method, result, {"name": self.name, "version": self.version}, self.cache_ttl_ms,
+                                   self.cache_scope)
         return None if result is None else make_response(request_id, result)
 
     def _offers(self, method: str) -> bool:
@@ -280,7 +319,7 @@ class MCPServer:
     def _initialize(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise _Refusal(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
+            raise Refusal(INVALID_PARAMS, "initialize needs params.protocolVersion (a string)")
         version = requested if requested in LEGACY_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
         session = context.session
         session.protocol_version = version
@@ -296,12 +335,31 @@ class MCPServer:
     def _ping(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return {}
 
+    def _discover(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        result: dict[str, Any] = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+                                  "capabilities": self.capabilities()}
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._tools.get(name)
+        return found.input_schema if found is not None else None
+
+    def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
+                context: RequestContext, work: Callable[[], Any],
+                abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
+        """``rounds.run_asking`` with this server's codec and limits."""
+        return run_asking(method, name, arguments, request_id, params, context, work, abort or threading.Event(),
+                          self._state_codec, self.input_limits)
+
     def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
             if not isinstance(cursor, str) or not cursor.isdigit() or int(cursor) > len(entries):
-                raise _Refusal(INVALID_PARAMS, "invalid cursor")
+                raise Refusal(INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
         end = start + self.page_size
         page: dict[str, Any] = {key: entries[start:end]}
@@ -333,26 +391,27 @@ class MCPServer:
         if arguments is None:
             arguments = {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
-            raise _Refusal(INVALID_PARAMS, "tools/call needs params.name (a string) and params.arguments (an object)")
+            raise Refusal(INVALID_PARAMS, "tools/call needs params.name (a string) and params.arguments (an object)")
         with self._lock:
             found, output_schema = self._tools.get(name), self._output_schemas.get(name)
         if found is None:
-            raise _Refusal(INVALID_PARAMS, f"Unknown tool: {name}"[:300])
+            raise Refusal(INVALID_PARAMS, f"Unknown tool: {name}"[:300])
         try:
             found.validate(arguments, str(request_id))
         except ToolArgumentsError as exc:
             return {"content": [{"type": "text", "text": scrub_secrets(str(exc))}], "isError": True}
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
         abort = threading.Event()
         session = context.session
         with session.lock:
             session.calls[request_id] = abort
-        call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None, abort)
         try:
-            with running(call), progress_reporter(call.report):
-                value = found.execute(f"mcp-{request_id}", arguments, abort)
+            value, pending = self._asking("tools/call", name, arguments, request_id, params, context,
+                                          lambda: found.execute(f"mcp-{request_id}", arguments, abort), abort)
+            if pending is not None:
+                return pending
             result = call_result(value, output_schema)
+        except Refusal:
+            raise
         except Exception as exc:
             logger.warning("served tool %s raised %s", name, type(exc).__name__, exc_info=True)
             result = {"content": [{"type": "text", "text": f"tool {name!r} raised {_failure(exc)}"}], "isError": True}
@@ -382,20 +441,31 @@ class MCPServer:
     def _resources_read(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         uri = params.get("uri")
         if not isinstance(uri, str):
-            raise _Refusal(INVALID_PARAMS, "resources/read needs params.uri (a string)")
+            raise Refusal(INVALID_PARAMS, "resources/read needs params.uri (a string)")
         with self._lock:
             resource, templates = self._resources.get(uri), list(self._templates)
-        try:
+
+        def read() -> dict[str, Any] | None:
             if resource is not None:
                 return {"contents": contents_of(uri, resource.read(), resource.mime_type)}
             for template in templates:
                 values = template.match(uri)
                 if values is not None:
                     return {"contents": contents_of(uri, template.read(uri, values), template.mime_type)}
+            return None
+
+        try:
+            value, pending = self._asking("resources/read", uri, {}, request_id, params, context, read)
+        except Refusal:
+            raise
         except Exception as exc:
             logger.warning("reading resource %s raised %s", uri, type(exc).__name__, exc_info=True)
-            raise _Refusal(INTERNAL_ERROR, f"reading the resource failed: {_failure(exc)}") from None
-        raise _Refusal(RESOURCE_NOT_FOUND, f"Resource not found: {uri}"[:300])
+            raise Refusal(INTERNAL_ERROR, f"reading the resource failed: {_failure(exc)}") from None
+        if pending is not None or value is not None:
+            return pending if pending is not None else value
+        # SEP-2164 (2026-07-28): -32602 with the URI; 2025-11-25: -32002
+        raise Refusal(INVALID_PARAMS if context.modern_request is not None else RESOURCE_NOT_FOUND,
+                      f"Resource not found: {uri}"[:300], {"uri": uri})
 
     def _prompts_list(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         with self._lock:
@@ -405,21 +475,28 @@ class MCPServer:
     def _prompts_get(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name, arguments = params.get("name"), params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
-            raise _Refusal(INVALID_PARAMS, "prompts/get needs params.name (a string) and params.arguments (an object)")
+            raise Refusal(INVALID_PARAMS, "prompts/get needs params.name (a string) and params.arguments (an object)")
         if not all(isinstance(value, str) for value in arguments.values()):  # the schema: {[key: string]: string}
-            raise _Refusal(INVALID_PARAMS, "prompt arguments must be strings")
+            raise Refusal(INVALID_PARAMS, "prompt arguments must be strings")
         with self._lock:
             prompt = self._prompts.get(name)
         if prompt is None:
-            raise _Refusal(INVALID_PARAMS, f"Unknown prompt: {name}"[:300])
+            raise Refusal(INVALID_PARAMS, f"Unknown prompt: {name}"[:300])
         missing = prompt.missing(arguments)
         if missing:
-            raise _Refusal(INVALID_PARAMS, f"prompt {name!r} needs the arguments: {', '.join(missing)}"[:300])
+            raise Refusal(INVALID_PARAMS, f"prompt {name!r} needs the arguments: {', '.join(missing)}"[:300])
+        text_arguments = {str(k): v for k, v in arguments.items()}
         try:
-            messages = messages_of(prompt.render({str(k): v for k, v in arguments.items()}))
+            value, pending = self._asking("prompts/get", name, text_arguments, request_id, params, context,
+                                          lambda: prompt.render(text_arguments))
+            if pending is not None:
+                return pending
+            messages = messages_of(value)
+        except Refusal:
+            raise
         except Exception as exc:
             logger.warning("prompt %s raised %s", name, type(exc).__name__, exc_info=True)
-            raise _Refusal(INTERNAL_ERROR, f"rendering the prompt failed: {_failure(exc)}") from None
+            raise Refusal(INTERNAL_ERROR, f"rendering the prompt failed: {_failure(exc)}") from None
         result: dict[str, Any] = {"messages": messages}
         if prompt.description is not None:
             result["description"] = prompt.description
@@ -428,7 +505,7 @@ class MCPServer:
     def _set_level(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         level = params.get("level")
         if level not in LOG_LEVELS:
-            raise _Refusal(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
+            raise Refusal(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
         context.session.log_level = level
         return {}
 
@@ -436,7 +513,8 @@ class MCPServer:
         return {"completion": {"values": [], "hasMore": False}}
 
     _METHODS: ClassVar[dict[str, _Handler]] = {
-        "initialize": _initialize, "ping": _ping, "tools/list": _tools_list, "tools/call": _tools_call,
+        "initialize": _initialize, "ping": _ping, "server/discover": _discover, "tools/list": _tools_list,
+        "tools/call": _tools_call,
         "resources/list": _resources_list, "resources/templates/list": _templates_list,
         "resources/read": _resources_read, "prompts/list": _prompts_list, "prompts/get": _prompts_get,
         "logging/setLevel": _set_level, "completion/complete": _complete,

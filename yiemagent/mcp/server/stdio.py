@@ -55,7 +55,7 @@ def serve_stdio(server: MessageHandler, *, stdin: IO[bytes] | None = None, stdou
                 pass
 
     session = ServerSession()
-    context = RequestContext(session=session, notify=write)
+    context = RequestContext(session=session, notify=write, back_channel=True)
     slots = threading.BoundedSemaphore(max_concurrent)
 
     def answer(message: dict[str, Any]) -> None:

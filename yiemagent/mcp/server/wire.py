@@ -24,7 +24,7 @@ from ..limits import DEFAULT_MAX_JSON_DEPTH
 from ..lines import parse_line
 
 __all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR",
-           "RESOURCE_NOT_FOUND", "error_response", "read_message", "reply_bytes"]
+           "RESOURCE_NOT_FOUND", "Refusal", "error_response", "read_message", "reply_bytes"]
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 """The JSON-RPC 2.0 error codes."""
@@ -32,9 +32,29 @@ RESOURCE_NOT_FOUND = -32002
 """MCP 2025-11-25 "Resources", Error Handling."""
 
 
-def error_response(request_id: Any, code: int, message: str) -> dict[str, Any]:
-    """``{"jsonrpc": "2.0", "id": request_id, "error": {"code", "message"}}``; the message with secrets ``***``."""
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": scrub_secrets(message)}}
+class Refusal(Exception):
+    """A request answered with a JSON-RPC error: ``code``, ``message`` (shown to the client) and ``data`` or None."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def response(self, request_id: Any) -> dict[str, Any]:
+        """The error response to the request ``request_id``."""
+        return error_response(request_id, self.code, self.message, self.data)
+
+
+def error_response(request_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{"jsonrpc": "2.0", "id": request_id, "error": {"code", "message", "data"?}}``.
+
+    The message with known secrets ``***``.
+    """
+    error: dict[str, Any] = {"code": code, "message": scrub_secrets(message)}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def read_message(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, dict[str, Any] | None]:

@@ -21,8 +21,20 @@
   ``stateless_http``): any worker can answer any request, a
   ``notifications/cancelled`` on another request cannot reach a call, and
   ``logging/setLevel`` lasts one request. ``DELETE``: 405.
-- ``MCP-Protocol-Version`` (sent after initialize) must name a version the server
-  speaks, else 400.
+- 2026-07-28 requests (``MCP-Protocol-Version: 2026-07-28``, or any version
+  that is not a handshake one; ``yiemagent.mcp.server.modern.request_era``) need
+  no session: ``Mcp-Session-Id`` is ignored, each request stands alone, its
+  headers are checked (``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), and a
+  JSON-RPC error is sent with the status the spec gives it (400: -32700,
+  -32600, -32602, -32020, -32021, -32022; 404: -32601). A notification or a
+  response is 202 and dropped. One app serves both eras, so several gunicorn
+  workers serve 2026-07-28 clients with sessions on, as long as they share
+  ``state_keys`` (``MCPServer``) for ``input_required`` rounds.
+- A 2025-11-25 ``tools/call``, ``prompts/get`` or ``resources/read`` whose tool
+  asks the client for input (``ServedCall.ask``) sends the request on the
+  response's SSE stream; the client POSTs its answer in the session (202). Not
+  in ``stateless`` mode, nor to a client that does not accept
+  ``text/event-stream`` (the ask raises ``InputUnavailable``).
 - ``GET``: 405 (no standalone server-to-client stream is offered); other methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
@@ -32,7 +44,8 @@
   other ``Host`` with 403.
 
 Spec: MCP 2025-11-25, "Transports", Streamable HTTP (Sending Messages to the
-Server, Session Management, Protocol Version Header, Security Warning); PEP 3333.
+Server, Session Management, Protocol Version Header, Security Warning); MCP
+2026-07-28 "Transports" (Request Metadata, Server Validation); PEP 3333.
 """
 
 from __future__ import annotations
@@ -43,8 +56,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..era import LEGACY_PROTOCOL_VERSIONS
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
+from .modern import http_status, request_era
 from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
@@ -150,27 +163,36 @@ class WSGIApp:
         message, error = read_message(body)
         if error is not None:
             return _json(start_response, 400, error)
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
-        if version is not None and version not in LEGACY_PROTOCOL_VERSIONS:
-            return _rpc_error(start_response, 400, f"Bad Request: unsupported MCP-Protocol-Version {version!r:.60}")
         is_request = isinstance(message, dict) and "method" in message and "id" in message
+        headers = _headers(environ)
+        if request_era(message, headers) == "modern":
+            if not is_request:
+                return _plain(start_response, 202, "")
+            context = RequestContext(session=ServerSession(), headers=headers)
+            if message.get("method") in _ASKING and wants_sse:
+                return self._call_streaming(message, context, [], start_response, wants_json, modern=True)
+            reply = self.server.handle(message, context)
+            if reply is None:
+                return _plain(start_response, 202, "")
+            return _json(start_response, http_status(reply), reply)
         initializing = is_request and message.get("method") == "initialize"
-        session, headers = self._session(environ, initializing)
+        session, answer_headers = self._session(environ, initializing)
         if isinstance(session, int):
             return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
                               if session == 400 else "Session not found")
         if not is_request:
-            self.server.handle(message, RequestContext(session=session))
-            return _plain(start_response, 202, "", headers)
-        if message.get("method") == "tools/call" and wants_sse:
-            return self._call_streaming(message, session, headers, start_response, wants_json)
-        reply = self.server.handle(message, RequestContext(session=session))
+            self.server.handle(message, RequestContext(session=session, headers=headers))
+            return _plain(start_response, 202, "", answer_headers)
+        if message.get("method") in _ASKING and wants_sse:
+            context = RequestContext(session=session, back_channel=not self.stateless, headers=headers)
+            return self._call_streaming(message, context, answer_headers, start_response, wants_json, modern=False)
+        reply = self.server.handle(message, RequestContext(session=session, headers=headers))
         if initializing and not self.stateless and reply is not None and "result" in reply:
             self.sessions.add(session)
-            headers = [("Mcp-Session-Id", session.id)]
+            answer_headers = [("Mcp-Session-Id", session.id)]
         if reply is None:
-            return _plain(start_response, 202, "", headers)
-        return _json(start_response, 200, reply, headers)
+            return _plain(start_response, 202, "", answer_headers)
+        return _json(start_response, 200, reply, answer_headers)
 
     def _session(self, environ: dict[str, Any],
                  initializing: bool) -> tuple[ServerSession | int, list[tuple[str, str]]]:
@@ -198,27 +220,32 @@ class WSGIApp:
 
     # ------------------------------------------------------------------ a call that may stream
 
-    def _call_streaming(self, message: dict[str, Any], session: ServerSession, headers: list[tuple[str, str]],
-                        start_response: StartResponse, wants_json: bool) -> Iterable[bytes]:
-        """Run the call on a thread; answer JSON if its reply comes first, else SSE: notifications, then the reply."""
+    def _call_streaming(self, message: dict[str, Any], context: RequestContext, headers: list[tuple[str, str]],
+                        start_response: StartResponse, wants_json: bool, *, modern: bool) -> Iterable[bytes]:
+        """Run the call on a thread; answer JSON if its reply comes first, else SSE.
+
+        The SSE stream carries the messages the call sends (notifications, requests to the client), then the reply.
+        """
         events: queue.Queue[Any] = queue.Queue()
+        session = context.session
 
         def run() -> None:
             try:
-                events.put(("reply", self.server.handle(message, RequestContext(session=session, notify=notify))))
+                events.put(("reply", self.server.handle(message, context)))
             finally:
                 events.put(_DONE)
 
         def notify(note: dict[str, Any]) -> None:
             events.put(("note", note))
 
+        context.notify = notify
         threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True).start()
         first = events.get()
         if wants_json and (first is _DONE or first[0] == "reply"):
             reply = None if first is _DONE else first[1]
             if reply is None:
                 return _plain(start_response, 202, "", headers)
-            return _json(start_response, 200, reply, headers)
+            return _json(start_response, http_status(reply) if modern else 200, reply, headers)
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
         return _Stream(first, events, lambda: session.cancel(message.get("id")))
@@ -244,6 +271,19 @@ class _Stream:
     def close(self) -> None:
         if not self._answered:
             self._cancel()
+
+
+_ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""Requests that may stream: progress and log notifications, and (2025-11-25) requests to the client."""
+
+
+def _headers(environ: dict[str, Any]) -> dict[str, str]:
+    """The request's headers, lower-case names (``mcp-method``), as the 2026-07-28 checks read them."""
+    found = {key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items()
+             if key.startswith("HTTP_")}
+    if "CONTENT_TYPE" in environ:
+        found["content-type"] = str(environ["CONTENT_TYPE"])
+    return found
 
 
 def _plain(start_response: StartResponse, status: int, text: str,
