@@ -53,7 +53,11 @@ def test_session_lifecycle() -> None:
 def test_http_refusals() -> None:
     client = Client(MCPServer("s", "1").wsgi_app(max_body_bytes=1000))
     session = start(client)
-    assert client.get("/mcp").status_code == 405
+    assert client.get("/mcp").status_code == 406  # the GET stream is text/event-stream
+    assert client.get("/mcp", headers={"Accept": "text/event-stream"}).status_code == 400  # no session
+    assert client.get("/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": "nope"}).status_code == 404
+    assert Client(MCPServer("s", "1").wsgi_app(stateless=True)).get(
+        "/mcp", headers={"Accept": "text/event-stream"}).status_code == 405
     assert client.put("/mcp").status_code == 405
     assert client.post("/other", data="{}", content_type="application/json").status_code == 404
     assert post(client, "{}", session, content_type="text/plain").status_code == 415

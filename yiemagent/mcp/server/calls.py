@@ -71,7 +71,7 @@ def _no_notify(message: dict[str, Any]) -> None:
     """Drop a notification (a request with nowhere to send one)."""
 
 
-@dataclass
+@dataclass(eq=False)  # a session is itself: compared and hashed by identity (kept in weak sets)
 class ServerSession:
     """One client's session (2025-11-25 era; one per stdio connection, or per ``Mcp-Session-Id``)."""
 
@@ -92,6 +92,10 @@ class ServerSession:
     asked: dict[str, _Asked] = field(default_factory=dict, repr=False, compare=False)
     """Id -> slot of each request this server sent the client and awaits the answer of (2025-11-25)."""
     asked_count: int = field(default=0, repr=False, compare=False)
+    subscriptions: set[str] = field(default_factory=set, repr=False, compare=False)
+    """URIs this session watches (``resources/subscribe``; ``yiemagent.mcp.server.subscriptions``)."""
+    listener: Notify | None = field(default=None, repr=False, compare=False)
+    """Where messages tied to no request go: the open ``GET`` stream (HTTP) or stdout (stdio); None: nowhere."""
 
     def ask(self, request: dict[str, Any], send: Notify, timeout: float,
             abort_event: threading.Event) -> dict[str, Any]:

@@ -67,6 +67,7 @@ from .content import call_result
 from .inputs import InputLimits
 from .modern import REMOVED_METHODS, check_request, finish_result, request_era
 from .rounds import RequestStateCodec, run_asking
+from .subscriptions import Subscriptions
 from .wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -150,6 +151,7 @@ class MCPServer:
         self._resources: dict[str, Resource] = {}
         self._templates: list[ResourceTemplate] = []
         self._prompts: dict[str, Prompt] = {}
+        self._subscriptions = Subscriptions()
         self._lock = threading.Lock()
         for each in tools:
             self.add_tool(each)
@@ -208,11 +210,15 @@ class MCPServer:
                 raise ConfigError(f"a prompt named {prompt.name!r} is served already")
             self._prompts[prompt.name] = prompt
 
-    def capabilities(self) -> dict[str, Any]:
-        """The server's ``capabilities``: tools, logging, completions, and resources / prompts when there are any."""
+    def capabilities(self, era: str = "legacy") -> dict[str, Any]:
+        """The server's ``capabilities``: tools, logging, completions, and resources / prompts when there are any.
+
+        ``resources.subscribe`` only in the handshake era (``"legacy"``): 2026-07-28 delivers updates through
+        ``subscriptions/listen``, which is not served yet.
+        """
         caps: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}, "completions": {}}
         if self._resources or self._templates:
-            caps["resources"] = {"subscribe": False, "listChanged": False}
+            caps["resources"] = {"subscribe": era == "legacy", "listChanged": False}
         if self._prompts:
             caps["prompts"] = {"listChanged": False}
         return caps
@@ -337,7 +343,7 @@ class MCPServer:
 
     def _discover(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         result: dict[str, Any] = {"supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
-                                  "capabilities": self.capabilities()}
+                                  "capabilities": self.capabilities("modern")}
         if self.instructions is not None:
             result["instructions"] = self.instructions
         return result
@@ -502,6 +508,28 @@ class MCPServer:
             result["description"] = prompt.description
         return result
 
+    def resource_updated(self, uri: str) -> int:
+        """Tell the sessions subscribed to ``uri`` that it changed (``notifications/resources/updated``).
+
+        Returns the number of sessions reached (those with an open stream: ``yiemagent.mcp.server.subscriptions``).
+        """
+        return self._subscriptions.updated(uri)
+
+    def _subscribe(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise Refusal(INVALID_PARAMS, "resources/subscribe needs params.uri (a string)")
+        if not self._subscriptions.subscribe(context.session, uri):
+            raise Refusal(INVALID_PARAMS, "too many subscriptions in this session")
+        return {}
+
+    def _unsubscribe(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise Refusal(INVALID_PARAMS, "resources/unsubscribe needs params.uri (a string)")
+        self._subscriptions.unsubscribe(context.session, uri)
+        return {}
+
     def _set_level(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         level = params.get("level")
         if level not in LOG_LEVELS:
@@ -516,7 +544,8 @@ class MCPServer:
         "initialize": _initialize, "ping": _ping, "server/discover": _discover, "tools/list": _tools_list,
         "tools/call": _tools_call,
         "resources/list": _resources_list, "resources/templates/list": _templates_list,
-        "resources/read": _resources_read, "prompts/list": _prompts_list, "prompts/get": _prompts_get,
+        "resources/read": _resources_read, "resources/subscribe": _subscribe, "resources/unsubscribe": _unsubscribe,
+        "prompts/list": _prompts_list, "prompts/get": _prompts_get,
         "logging/setLevel": _set_level, "completion/complete": _complete,
     }
 

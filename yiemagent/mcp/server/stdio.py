@@ -54,7 +54,7 @@ def serve_stdio(server: MessageHandler, *, stdin: IO[bytes] | None = None, stdou
             except (OSError, ValueError):  # the client closed stdout: nothing is listening
                 pass
 
-    session = ServerSession()
+    session = ServerSession(listener=write)  # resource updates and other messages tied to no request: stdout
     context = RequestContext(session=session, notify=write, back_channel=True)
     slots = threading.BoundedSemaphore(max_concurrent)
 

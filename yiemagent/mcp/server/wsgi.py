@@ -35,7 +35,10 @@
   response's SSE stream; the client POSTs its answer in the session (202). Not
   in ``stateless`` mode, nor to a client that does not accept
   ``text/event-stream`` (the ask raises ``InputUnavailable``).
-- ``GET``: 405 (no standalone server-to-client stream is offered); other methods 405.
+- ``GET`` with ``Accept: text/event-stream`` and the session id: the session's standalone SSE stream
+  (messages tied to no request: ``notifications/resources/updated`` for its subscriptions), a
+  ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409); it ends with
+  the session. Stateless: 405. Other methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
   each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
@@ -72,7 +75,7 @@ _DONE = object()
 
 def _status(code: int) -> str:
     return {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 403: "403 Forbidden", 404: "404 Not Found",
-            405: "405 Method Not Allowed", 406: "406 Not Acceptable", 413: "413 Content Too Large",
+            405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 413: "413 Content Too Large",
             415: "415 Unsupported Media Type"}[code]
 
 
@@ -121,7 +124,9 @@ class WSGIApp:
             return self._post(environ, start_response)
         if method == "DELETE" and not self.stateless:
             return self._delete(environ, start_response)
-        allow = "POST" if self.stateless else "POST, DELETE"
+        if method == "GET" and not self.stateless:
+            return self._listen(environ, start_response)
+        allow = "POST" if self.stateless else "GET, POST, DELETE"
         start_response(_status(405), [("Allow", allow), ("Content-Type", "text/plain"), ("Content-Length", "18")])
         return [b"method not allowed"]
 
@@ -147,6 +152,30 @@ class WSGIApp:
         if not self.sessions.remove(session_id):
             return _rpc_error(start_response, 404, "Session not found")
         return _plain(start_response, 200, "")
+
+    def _listen(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """The session's standalone SSE stream: messages tied to no request (resource updates); one at a time."""
+        if "text/event-stream" not in environ.get("HTTP_ACCEPT", "").lower():
+            return _rpc_error(start_response, 406, "Not Acceptable: the GET stream is text/event-stream")
+        session, headers = self._session(environ, False)
+        if isinstance(session, int):
+            return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
+                              if session == 400 else "Session not found")
+        events: queue.Queue[Any] = queue.Queue(maxsize=_LISTEN_BUFFER)
+
+        def listener(note: dict[str, Any]) -> None:
+            try:
+                events.put_nowait(note)
+            except queue.Full:  # a reader that stopped: the oldest are kept, the newest dropped
+                pass
+
+        with session.lock:
+            if session.listener is not None:
+                return _rpc_error(start_response, 409, "Conflict: this session has a GET stream open already")
+            session.listener = listener
+        start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                                      ("X-Accel-Buffering", "no"), *headers])
+        return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session)
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
@@ -272,6 +301,41 @@ class _Stream:
         if not self._answered:
             self._cancel()
 
+
+class _Listening:
+    """The body of a session's GET stream: its notifications as SSE, a keep-alive comment every 15 s of quiet.
+
+    It ends within a second of the session's end (``DELETE``, expiry) or when the client goes away (``close``).
+    """
+
+    def __init__(self, session: ServerSession, listener: Any, events: queue.Queue[Any],
+                 alive: Callable[[], bool]) -> None:
+        self._session, self._listener, self._events, self._alive = session, listener, events, alive
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield b": stream open\n\n"  # headers and a first byte now: the client knows the stream is there
+        quiet = 0.0
+        while self._alive():
+            try:
+                note = self._events.get(timeout=1.0)
+            except queue.Empty:
+                quiet += 1.0
+                if quiet >= _KEEP_ALIVE_SECONDS:
+                    quiet = 0.0
+                    yield b": keep-alive\n\n"
+                continue
+            quiet = 0.0
+            yield b"event: message\ndata: " + reply_bytes(note) + b"\n\n"
+
+    def close(self) -> None:
+        with self._session.lock:
+            if self._session.listener is self._listener:
+                self._session.listener = None
+
+
+_KEEP_ALIVE_SECONDS = 15.0
+_LISTEN_BUFFER = 1000
+"""Notifications kept for a GET stream whose reader is behind; later ones are dropped."""
 
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 """Requests that may stream: progress and log notifications, and (2025-11-25) requests to the client."""
