@@ -1,6 +1,7 @@
 """Resource subscriptions served (issue 28; MCP 2025-11-25 "Resources", Subscriptions): ``resources/subscribe``,
 the session's standalone ``GET`` stream, ``MCPServer.resource_updated``; talked to by yiemagent's own
-``MCPClient.subscribe_resource`` over real HTTP (werkzeug, threaded) and over the stdio loop."""
+``MCPClient.subscribe_resource`` over real HTTP (werkzeug, threaded) and over the stdio loop.
+"""
 
 from __future__ import annotations
 
