@@ -1,0 +1,117 @@
+"""A durable agent served as a tool: one conversation per ``conversation_id``, retried calls answered once.
+
+::
+
+    from yiemagent import Agent
+    from yiemagent.mcp.server import MCPServer
+    from yiemagent.mcp.server.conversations import conversation_tool
+    from yiemagent.store import PostgresStore
+
+    store = PostgresStore(dsn)
+    server = MCPServer("helpdesk", tools=[conversation_tool(
+        lambda conversation_id: Agent(llm, tools=[...], store=store, conversation_id=conversation_id),
+        "ask_helpdesk", "Ask the helpdesk agent; pass conversation_id to go on with a conversation.")])
+
+The tool takes ``{"input": str, "conversation_id"?: str, "input_id"?: str}`` and answers the agent's text, with
+``structuredContent`` ``{"answer", "conversation_id", "input_id", "status"}`` (``isError`` unless the run
+completed or waits for an approval):
+
+- ``conversation_id``: the conversation to go on with; absent, a new one is started (its id is in the
+  result). The conversation lives in the agent's store, so any gunicorn worker (or process) can serve the
+  next call of it;
+- ``input_id``: the caller's idempotency key. The store keeps one input per ``(conversation_id,
+  input_id)``: a call retried with the same key (after a timeout, or a worker killed mid-call) is not run
+  again; it waits for the run in progress, or finishes the run a dead worker left (the journal: a recorded
+  model reply or tool call is never run twice), and answers the same. Without it, a retry is a new input.
+
+Each call makes its agent with ``make_agent(conversation_id)`` and shuts it down afterwards; the call's
+abort (``notifications/cancelled``, a client gone) aborts the run. ``timeout_seconds`` bounds one call
+(the run is aborted then). ``make_agent`` must give an agent with a store (durable); without one the
+conversation does not outlive the call.
+
+Spec: MCP 2025-11-25 "Tools"; yiemagent's conversation store (docs/guides/durable.rst).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
+
+from ...exceptions import ConfigError
+from ...tools import AgentTool
+from .content import ToolReply
+
+__all__ = ["conversation_tool"]
+
+logger = logging.getLogger("yiemagent.mcp.server.conversations")
+
+_MAX_ID = 200
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "input": {"type": "string", "description": "What to ask the agent."},
+        "conversation_id": {"type": "string", "maxLength": _MAX_ID,
+                            "description": "The conversation to go on with (from a result); absent: a new one."},
+        "input_id": {"type": "string", "maxLength": _MAX_ID,
+                     "description": "An idempotency key: a call retried with the same key is answered once."},
+    },
+    "required": ["input"],
+    "additionalProperties": False,
+}
+
+
+class _DurableAgent(Protocol):
+    def stream(self, text: Any, *, input_id: str | None = ...) -> Any: ...
+
+    def abort(self) -> None: ...
+
+    def shutdown(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def conversation_tool(make_agent: Callable[[str], Any], name: str, description: str, *,
+                      timeout_seconds: float = 300.0) -> AgentTool:
+    """An ``AgentTool`` running ``make_agent(conversation_id)``'s agent on each call (see the module docstring).
+
+    Raises:
+        ConfigError: ``make_agent`` is not callable or ``timeout_seconds`` is not a number > 0.
+    """
+    if not callable(make_agent):
+        raise ConfigError("conversation_tool needs make_agent(conversation_id) -> Agent")
+    if not isinstance(timeout_seconds, (int, float)) or isinstance(timeout_seconds, bool) or timeout_seconds <= 0:
+        raise ConfigError(f"timeout_seconds must be a number > 0, not {timeout_seconds!r}")
+
+    def execute(call_id: str, arguments: Mapping[str, Any], abort: threading.Event) -> ToolReply:
+        conversation_id = arguments.get("conversation_id") or uuid.uuid4().hex
+        input_id = arguments.get("input_id") or None
+        agent: _DurableAgent = make_agent(conversation_id)
+        try:
+            stream = agent.stream(arguments["input"], input_id=input_id)
+            stream.close()  # nobody reads the events: the run goes on, its answer comes by the future
+            deadline = time.monotonic() + timeout_seconds
+            while True:
+                try:
+                    answer = stream.future.result(timeout=0.05)
+                    break
+                except FutureTimeout:
+                    if abort.is_set() or time.monotonic() >= deadline:
+                        agent.abort()
+                        answer = stream.future.result(timeout=30)
+                        break
+        finally:
+            agent.shutdown(timeout_seconds=10)
+        status = str(answer.get("status", "error"))
+        ids = answer.get("input_ids") or [input_id]
+        text = answer.get("content") if isinstance(answer.get("content"), str) else ""
+        if status != "completed":
+            text = text or str(answer.get("error") or f"the agent's run ended {status}")
+        structured = {"answer": text, "conversation_id": conversation_id, "input_id": ids[0] if ids else input_id,
+                      "status": status}
+        return ToolReply([{"type": "text", "text": text}], structured,
+                         is_error=status not in ("completed", "awaiting_approval"))
+
+    return AgentTool(name, description, _SCHEMA, execute)
