@@ -61,6 +61,7 @@ from ...tools import AgentTool, tool
 from ...tools.schema_checks import safe_validator_class
 from ..era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from ..jsonrpc import make_response
+from .approvals import elicited_approvals
 from .calls import LOG_LEVELS, RequestContext
 from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_of
 from .content import call_result
@@ -412,7 +413,8 @@ class MCPServer:
             session.calls[request_id] = abort
         try:
             value, pending = self._asking("tools/call", name, arguments, request_id, params, context,
-                                          lambda: found.execute(f"mcp-{request_id}", arguments, abort), abort)
+                                          lambda: elicited_approvals(  # an agent's approvals: asked of the person
+                                              lambda: found.execute(f"mcp-{request_id}", arguments, abort)), abort)
             if pending is not None:
                 return pending
             result = call_result(value, output_schema)
