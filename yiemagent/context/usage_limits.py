@@ -36,7 +36,12 @@ the next request see it; per conversation, a tool result whose ``details``
 name an ``agent`` and carry its ``usage`` counts it from the history.
 
 ``cost`` is in the currency of ``prices``: ``{model: {"input_per_million": x,
-"output_per_million": y}}``, the model being the reply's ``model`` when the
+"output_per_million": y, "cached_input_per_million"?: r, "cache_write_per_million"?: w}}``.
+With the cache rates, the input tokens read from the provider's prompt cache are priced at
+``r`` and those written to it at ``w``, the rest at ``x`` (``cache_tokens`` reads them: OpenAI and
+llama.cpp ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens`` /
+``cache_creation_input_tokens``, OpenRouter ``prompt_tokens_details.cache_write_tokens``); without
+them every input token is priced at ``x``. The model is the reply's ``model`` when the
 table prices it (the model that answered, e.g. behind ``fallback_llm``), else
 the ``llm_call``'s ``model`` attribute (``openai_chat`` has one); a table of one entry prices an
 ``llm_call`` without a model. A model with no price makes ``reply_cost``
@@ -54,7 +59,7 @@ from typing import Any
 from ..exceptions import ConfigError
 from ..messages import AssistantMessage, Message, ToolResultMessage
 
-__all__ = ["LimitReached", "UsageGuard", "UsageLimits", "reply_cost", "tokens"]
+__all__ = ["LimitReached", "UsageGuard", "UsageLimits", "cache_tokens", "reply_cost", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,8 @@ class UsageLimits:
     total_tokens: int | None = None
     cost: float | None = None
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
-    """``{model: {"input_per_million": x, "output_per_million": y}}``."""
+    """``{model: {"input_per_million": x, "output_per_million": y}}``, and optionally the prompt cache's
+    ``"cached_input_per_million"`` and ``"cache_write_per_million"`` (module docstring)."""
 
     def __post_init__(self) -> None:
         for name in ("requests", "tool_calls", "input_tokens", "output_tokens", "total_tokens", "cost"):
@@ -143,9 +149,28 @@ class UsageLimits:
         return None
 
 
+def cache_tokens(usage: dict[str, Any]) -> tuple[int, int]:
+    """``(read, written)``: input tokens a reply read from the provider's prompt cache, and wrote to it.
+
+    Read: ``prompt_tokens_details.cached_tokens`` (OpenAI, llama.cpp, vLLM) or ``cache_read_input_tokens``
+    (Anthropic); written: ``cache_creation_input_tokens`` (Anthropic) or ``prompt_tokens_details.
+    cache_write_tokens`` (OpenRouter). Missing or nonsense: 0.
+    """
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+
+    def count(value: Any) -> int:
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+
+    read = count(details.get("cached_tokens")) or count(usage.get("cache_read_input_tokens"))
+    written = count(usage.get("cache_creation_input_tokens")) or count(details.get("cache_write_tokens"))
+    return read, written
+
+
 def reply_cost(prices: dict[str, dict[str, float]], model: str | None, usage: dict[str, Any] | None) -> float:
     """Cost of one reply from its ``usage`` and the price of ``model`` (per million tokens).
 
+    Cached and cache-written input tokens at their own rates when the price has them (module docstring).
     Raises ``ConfigError`` when no price applies to ``model``.
     """
     price = prices.get(model or "")
@@ -154,7 +179,14 @@ def reply_cost(prices: dict[str, dict[str, float]], model: str | None, usage: di
     if price is None:
         raise ConfigError(f"UsageLimits prices has no price for model {model!r}; priced: {sorted(prices)}")
     given_in, given_out, _ = tokens(usage or {})
-    return (given_in * float(price.get("input_per_million", 0.0))
+    read, written = cache_tokens(usage or {})
+    input_rate = float(price.get("input_per_million", 0.0))
+    read_rate = float(price.get("cached_input_per_million", input_rate))
+    write_rate = float(price.get("cache_write_per_million", input_rate))
+    # OpenAI-style ``prompt_tokens`` (LiteLLM's too) count the cached tokens in; Anthropic's own
+    # ``input_tokens`` leave both cache counts out
+    plain = max(0, given_in - read - written) if "prompt_tokens" in (usage or {}) else given_in
+    return (plain * input_rate + read * read_rate + written * write_rate
             + given_out * float(price.get("output_per_million", 0.0))) / 1_000_000
 
 

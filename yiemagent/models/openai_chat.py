@@ -177,6 +177,31 @@ def _read_stream(
     return merger.reply(INCOMPLETE)
 
 
+def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of ``messages`` whose system message and newest message carry Anthropic's cache mark.
+
+    The mark, ``"cache_control": {"type": "ephemeral"}``, goes on the last text part (a ``str``
+    content becomes one text part); the input dicts are not changed. At most these two marks of the
+    four Anthropic allows. Spec: Anthropic "Prompt caching" (``cache_control`` on content blocks).
+    """
+    marked = list(messages)
+    targets = [0] if marked and marked[0].get("role") in ("system", "developer") else []
+    targets += [len(marked) - 1] if marked else []
+    for index in dict.fromkeys(targets):
+        message = marked[index]
+        content = message.get("content")
+        parts: Any = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(parts, list) or not parts:
+            continue
+        texts = [i for i, part in enumerate(parts) if isinstance(part, dict) and part.get("type") == "text"]
+        if not texts:
+            continue
+        parts = [dict(part) if isinstance(part, dict) else part for part in parts]
+        parts[texts[-1]]["cache_control"] = {"type": "ephemeral"}
+        marked[index] = {**message, "content": parts}
+    return marked
+
+
 class OpenAIChat:
     """An ``llm_call`` that POSTs to ``{base_url}/chat/completions`` with ``requests``.
 
@@ -197,7 +222,13 @@ class OpenAIChat:
             shape) and reports each delta to ``on_delta`` (the agent turns
             them into ``message_update`` events); servers stop generating
             when ``cancel()`` cuts a stream, which they may not do for a plain
-            request.
+            request. ``prompt_cache_key="..."`` (OpenAI) routes requests that share
+            a prefix to the same cache.
+        cache_breakpoints: mark the system message and the newest message with
+            ``cache_control: {"type": "ephemeral"}`` on their last text part (Anthropic's
+            prompt caching, which LiteLLM, OpenRouter and Anthropic's OpenAI-compatible
+            endpoint pass on): the request's prefix up to each mark is cached. Servers
+            that cache by themselves (OpenAI, llama.cpp with ``cache_prompt``) need none.
 
     Connection failures before the request was sent, and HTTP 408, 409, 429
     and 5xx (honouring ``Retry-After`` up to 10 s; a longer one is not waited,
@@ -225,6 +256,7 @@ class OpenAIChat:
         *,
         api_key: str | None = None,
         timeout_seconds: float = 120.0,
+        cache_breakpoints: bool = False,
         **extra_body: Any,
     ) -> None:
         check_str("base_url", base_url, empty=False)
@@ -237,6 +269,7 @@ class OpenAIChat:
         self.model = model
         self.timeout_seconds = timeout_seconds
         self.extra_body = extra_body
+        self.cache_breakpoints = bool(cache_breakpoints)
         self._headers: dict[str, str] = {"Content-Type": "application/json", "User-Agent": f"yiemagent/{__version__}"}
         secrets = secrets_of({}, self.url)
         if api_key:
@@ -254,6 +287,8 @@ class OpenAIChat:
 
     def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON body for one call."""
+        if self.cache_breakpoints:
+            messages = with_cache_breakpoints(messages)
         body: dict[str, Any] = {"model": self.model, "messages": messages, **self.extra_body}
         if body.get("stream") and "stream_options" not in body:
             body["stream_options"] = {"include_usage": True}  # token usage arrives in the last chunk
