@@ -19,8 +19,8 @@ from typing import Any
 from ..exceptions import BranchConflictError, ConfigError
 from ..loop.branching import Branch, cut_point, history_token, plan_edit, plan_regenerate, plan_rewind
 from ..loop.conversation import Input
-from ..messages import Message, UserMessage
 from ..mcp.bridge import MCPToolExecutor
+from ..messages import Message, UserMessage
 from ..output.answers import Answer
 from ..store.branching import committed_history, fork_conversation
 from ..store.durable import DurableConversation
@@ -96,7 +96,8 @@ class Branches:
         Args:
             index: index in ``agent.history`` of a user message.
             text: the new text (``str``) or a ``UserMessage``.
-            expected_version, timeout_seconds: as ``rewind``.
+            expected_version: as ``rewind``.
+            timeout_seconds: as ``ask``.
 
         Returns:
             The new run's answer dict (as ``ask``), with ``branch``.
@@ -116,7 +117,8 @@ class Branches:
         Args:
             keep_tool_results: keep the last turn's tool calls and results and ask only for a new final
                 answer from them (no tool of that turn runs again).
-            expected_version, timeout_seconds: as ``rewind``.
+            expected_version: as ``rewind``.
+            timeout_seconds: as ``ask``.
 
         Returns:
             The new run's answer dict, with ``branch``.

@@ -347,7 +347,7 @@ class Conversation:
         refused = apply_branch(self.history, branch, getattr(self, "version", None))
         if refused is None and branch.op != "rewind":
             return None
-        answer = {"role": "assistant", "content": "", "status": "completed", "finish_reason": None}
+        answer: dict[str, Any] = {"role": "assistant", "content": "", "status": "completed", "finish_reason": None}
         if refused is not None:
             answer.update(content=f"Error: {refused}", status="conflict", error=refused)
         answer["branch"] = branch.to_dict()

@@ -96,8 +96,12 @@ def branch_input(store: ConversationStore, conversation_id: str, op: Literal["ed
     """The inbox message of a branching operation planned on the committed state (``store.enqueue`` it).
 
     Args:
-        op: ``"edit"`` (``index`` of a user message, ``text``), ``"regenerate"``
-            (``keep_tool_results``) or ``"rewind"`` (``index`` of the last message kept).
+        store: the store.
+        conversation_id: the conversation.
+        op: ``"edit"``, ``"regenerate"`` or ``"rewind"``.
+        index: ``edit``: index of a user message; ``rewind``: of the last message kept (None: -1).
+        text: ``edit``: the new text (``str`` or ``UserMessage``).
+        keep_tool_results: ``regenerate``: keep the last turn's tool results (``Agent.regenerate``).
         expected_version: the version the caller read ``index`` on; None: the current one.
 
     Returns:
