@@ -19,8 +19,8 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
   (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
-  ``pending_approvals``: see ``decide``)), ``finish_reason``
-  (the model's, or None), ``model`` (the model that answered, when its reply named
+  ``pending_approvals``: see ``decide``), ``conflict`` (a refused ``edit``/``rewind``/``regenerate``,
+  with ``branch``)), ``finish_reason`` (the model's, or None), ``model`` (the model that answered, when its reply named
   it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
   ``output_type`` the parsed answer as ``output`` (an instance of the type; see
   ``yiemagent.output.typed_output``). An answer ending a run on a tool batch (``terminated``, ``max_turns``)
