@@ -346,3 +346,96 @@ def test_the_stream_names_its_input_first_and_a_cut_stream_answer_is_fetched_by_
         assert bad.status_code == 400 and "input_id" in bad.get_json()["error"]
     finally:
         app.extensions["yiemagent_conversations"].close()
+
+
+def _branching_app():
+    """A conversation whose model answers ``re: <last user text>`` and ``pay`` with a counted ``charge`` call."""
+    charged = []
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge the card (not safe to repeat)."""
+        charged.append(amount)
+        return f"charged {amount}"
+
+    def llm(messages, tools):
+        last = messages[-1]
+        if last["role"] == "user" and last["content"].startswith("pay"):
+            return tool_call_reply("charge", {"amount": 5})
+        if last["role"] == "tool":
+            return text_reply(f"paid: {last['content']}")
+        return text_reply(f"re: {[m for m in messages if m['role'] == 'user'][-1]['content']}")
+
+    app = create_app(lambda: Agent(llm, tools=[charge]), secret_key="test")
+    app.charged = charged
+    return app
+
+
+def test_edit_and_regenerate_routes_rerun_from_the_message_and_refuse_a_stale_version():
+    """ag-ui #2154: the operation is declared (an index, a version), never inferred from a diff."""
+    app = _branching_app()
+    try:
+        client = app.test_client()
+        for text in ("pay now", "thanks"):
+            streamed = client.post("/chat", json={"message": text})
+            assert streamed.status_code == 200
+            assert _events(streamed)[-1][0] == "answer"  # read to its end: the run is over
+        seen = client.get("/conversation").get_json()
+        assert [m["role"] for m in seen["history"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+        assert app.charged == [5]
+        stale = client.post("/edit", json={"index": 4, "message": "bye", "version": 2})
+        assert stale.status_code == 409 and "reload" in stale.get_json()["error"]
+        edited = client.post("/edit", json={"turn": 1, "message": "bye", "version": seen["version"]})
+        assert edited.status_code == 200 and edited.get_json()["answer"]["content"] == "re: bye"
+        assert edited.get_json()["answer"]["branch"]["op"] == "edit"
+        assert app.charged == [5]  # langgraph #7361: the recorded charge is not replayed
+        kept = client.post("/regenerate", json={"keep_tool_results": True})
+        assert kept.status_code == 200 and app.charged == [5]
+        bad = client.post("/edit", json={"index": 1, "message": "x"})
+        assert bad.status_code == 400 and "only a user message" in bad.get_json()["error"]
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)  # Chromium and a server started
+def test_the_page_edits_a_message_and_regenerates_the_answer_in_headless_chromium(browser, tmp_path):
+    """Click Edit on the first message, change it, Save: the transcript is drawn again from the server
+    with the new message and its fresh answer, the later turn gone; Regenerate answers the last again.
+    """
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    from werkzeug.serving import make_server
+
+    app = _branching_app()
+    port = free_port()
+    server = make_server("127.0.0.1", port, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        browser.get(f"http://127.0.0.1:{port}/")
+        wait = WebDriverWait(browser, 60, poll_frequency=0.05)
+        for n, text in enumerate(("hello", "pay now"), start=1):
+            browser.find_element(By.ID, "message").send_keys(text)
+            browser.find_element(By.ID, "send").click()
+            wait.until(lambda d, n=n: len(d.find_elements(By.CSS_SELECTOR, ".assistant[data-status]")) == n)
+        assert app.charged == [5]
+        assert browser.find_element(By.ID, "regenerate").is_displayed()
+        browser.find_elements(By.CSS_SELECTOR, "button.edit")[0].click()
+        box = browser.find_element(By.CSS_SELECTOR, "input.edit-box")
+        box.clear()
+        box.send_keys("hi again")
+        browser.find_element(By.CSS_SELECTOR, "button.save").click()
+        done = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.assistant[data-op="edit"]'))
+        assert done.text == "re: hi again" and done.get_attribute("data-status") == "completed"
+        assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".user")] == ["hi again"]
+        assert app.charged == [5]  # the cut turn's charge is not run again
+        browser.find_element(By.ID, "regenerate").click()
+        again = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.assistant[data-op="regenerate"]'))
+        assert again.text == "re: hi again"
+        assert len(browser.find_elements(By.CSS_SELECTOR, ".assistant")) == 1
+        browser.save_screenshot(str(tmp_path / "branching.png"))
+    finally:
+        server.shutdown()
+        thread.join(10)
+        app.extensions["yiemagent_conversations"].close()

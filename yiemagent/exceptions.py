@@ -28,9 +28,11 @@
     ├── StoreError                                  a conversation store failed (connection, SQL); original in __cause__
     │   └── StaleStateError                         a stale or zombie writer: version moved or lease lost;
     │                                               .conversation_id, .expected_version, .actual_version, .reason
+    │       └── BranchConflictError                 a fork/rewind/edit/regenerate planned on a version that moved
     └── AgentError
         ├── AgentClosedError                        the agent was shut down
         ├── ApprovalError                           a decision about a call not waiting for approval; .tool_call_id
+        ├── BranchError                             a branching operation addressed no valid point; .index
         ├── AgentBusyError(AgentError, queue.Full)  a queue stayed full for the whole timeout
         └── MaxTurnsExceeded                        the turn limit was reached; .max_turns
     YiemagentWarning(UserWarning)                   visible by default
@@ -307,8 +309,31 @@ class StaleStateError(StoreError):
         """``"version"``, ``"lease"`` or ``"served"`` (an input was already answered)."""
 
 
+class BranchConflictError(StaleStateError):
+    """A branching operation was refused: the conversation moved since the version it was planned on.
+
+    ``Agent.fork``/``rewind``/``edit``/``regenerate`` planned on a version that another worker moved
+    since (it edited the conversation, or answered an input). Nothing of it was applied; the conversation is as the winner left it. Reload the
+    history (its ``version``) and try again. ``reason`` is ``"version"``, or ``"exists"`` when a
+    fork's new conversation id is taken. ``yiemagent.loop.branching`` has the rules.
+    """
+
+
 class AgentError(YiemagentError):
     """Misuse or failure of the ``Agent`` wrapper."""
+
+
+class BranchError(AgentError):
+    """A branching operation addressed no valid point of the history (``yiemagent.loop.branching``).
+
+    An index out of range, ``edit`` of a message that is not the user's, ``regenerate`` with no
+    user message, or a cut that would leave tool calls without their results (the cut a LangGraph
+    fork replays tool calls from). Nothing was changed. ``index`` is the index asked for, or None.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 class AgentClosedError(AgentError):

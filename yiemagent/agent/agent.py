@@ -19,8 +19,8 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
   (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
-  ``pending_approvals``: see ``decide``)), ``finish_reason``
-  (the model's, or None), ``model`` (the model that answered, when its reply named
+  ``pending_approvals``: see ``decide``), ``conflict`` (a refused ``edit``/``rewind``/``regenerate``,
+  with ``branch``)), ``finish_reason`` (the model's, or None), ``model`` (the model that answered, when its reply named
   it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
   ``output_type`` the parsed answer as ``output`` (an instance of the type; see
   ``yiemagent.output.typed_output``). An answer ending a run on a tool batch (``terminated``, ``max_turns``)
@@ -76,6 +76,7 @@ from ..tools import AgentTool, ToolRegistry
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 from .approvals import Approvals
 from .as_tool import AgentAsTool
+from .branching import Branches
 from .inbox import SHUTDOWN, ClosableQueue
 from .lifecycle import Lifecycle, check_agent_arguments
 from .runs import Runs
@@ -286,6 +287,7 @@ class Agent:
         self._runs.conversation = self.conversation
         self._approvals = Approvals(weakref.proxy(self), self._lifecycle, self._runs)
         self._as_tool: AgentAsTool | None = None  # made by the first as_tool(): it holds the agent
+        self._branches = Branches(weakref.proxy(self))
 
     def __repr__(self) -> str:
         state = "closed" if self._lifecycle.closed else ("running" if self.is_running else "idle")
@@ -699,6 +701,22 @@ class Agent:
         """
         return compact_now(self.conversation, self.event_sink, running=self._runs.current_run_id is not None,
                            focus=focus)
+
+    def fork(self, at: int, **agent_kwargs: Any) -> Agent:
+        """A new agent (not started) on a copy of the history up to ``history[at]``; see ``Branches.fork``."""
+        return cast(Agent, self._branches.fork(at, type(self), agent_kwargs))
+
+    def rewind(self, to: int, **options: Any) -> Answer:
+        """Cut the history back to ``history[to]`` (kept), no model call; see ``Branches.rewind``."""
+        return self._branches.rewind(to, **options)
+
+    def edit(self, index: int, text: Any, **options: Any) -> Answer:
+        """Replace the user message ``history[index]`` and run the model afresh from it; ``Branches.edit``."""
+        return self._branches.edit(index, text, **options)
+
+    def regenerate(self, **options: Any) -> Answer:
+        """Cut the last answer and ask the model again (``keep_tool_results=``); ``Branches.regenerate``."""
+        return self._branches.regenerate(**options)
 
     @classmethod
     def from_state(cls, state: str, llm_call: LLMCall, **kwargs: Any) -> Agent:

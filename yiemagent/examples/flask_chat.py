@@ -20,9 +20,20 @@ Routes:
     ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
                        decide about tool calls waiting for approval (``yiemagent.tools.approvals``); 409
                        ``{"error"}`` for a call not waiting or already decided
+    ``GET /conversation``  ``{"version": n, "history": [{"index", "role", "text"}]}`` (``version``: the number
+                       of messages, what ``/edit`` and ``/regenerate`` check)
+    ``POST /edit``     ``{"index": i | "turn": k, "message": str, "version": n (optional)}`` -> ``{"answer"}``:
+                       the user message ``i`` (or the k-th user message, 0-based) replaced and the model run
+                       afresh from it (``Agent.edit``); 409 ``{"error"}`` when the history changed since
+                       ``version`` or during the edit, 400 for an index that is not a user message
+    ``POST /regenerate`` ``{"version": n (optional), "keep_tool_results": bool}`` -> ``{"answer"}``: the last
+                       answer asked again (``Agent.regenerate``); 409/400 as ``/edit``
     ``POST /ag-ui``    AG-UI ``RunAgentInput`` -> AG-UI events (``HttpAgent``, CopilotKit)
     ``POST /api/chat`` ``useChat``'s body ``{"id", "messages"}`` -> a Vercel AI UI message stream
                        (both: ``yiemagent.examples.flask_ui_protocols``)
+
+Each user message has an Edit button and the last answer a Regenerate button: they post ``/edit`` and
+``/regenerate`` and draw the transcript again from ``/conversation``.
 
 An answer with ``status: "awaiting_approval"`` (a tool declared ``@tool(needs_approval=True)``,
 or ``Agent(approval_policy=...)``) shows each pending call with Approve and Reject buttons; a
@@ -55,6 +66,8 @@ from yiemagent import (
     Agent,
     AgentStream,
     ApprovalError,
+    BranchConflictError,
+    BranchError,
     ConfigError,
     FormatError,
     load_mcp_config,
@@ -185,6 +198,39 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     def history() -> Any:
         return jsonify(messages=conversations.get(conversation_id()).openai_messages())
 
+    @app.get("/conversation")
+    def conversation() -> Any:
+        history = conversations.get(conversation_id()).history
+        return jsonify(version=len(history), history=[{"index": i, "role": m.role, "text": getattr(m, "text", "")}
+                                                      for i, m in enumerate(history)])
+
+    def branch(op: str) -> Any:
+        body = request.get_json(silent=True)
+        body = body if isinstance(body, dict) else {}
+        agent = conversations.get(conversation_id())
+        history = agent.history
+        if body.get("version") is not None and body.get("version") != len(history):
+            return jsonify(error=f"the conversation has {len(history)} messages now, not {body.get('version')}: "
+                           "reload it"), 409
+        try:
+            if op == "regenerate":
+                answer = agent.regenerate(keep_tool_results=body.get("keep_tool_results") is True,
+                                          timeout_seconds=300)
+            else:
+                index: Any = body.get("index")
+                if isinstance(body.get("turn"), int):  # the k-th user message, as the page counts them
+                    users = [i for i, m in enumerate(history) if m.role == "user" and
+                             getattr(m, "compaction", None) is None]
+                    index = users[body["turn"]] if 0 <= body["turn"] < len(users) else len(history)
+                answer = agent.edit(index, body.get("message"), timeout_seconds=300)
+        except BranchConflictError as exc:
+            return jsonify(error=str(exc)), 409
+        except (BranchError, FormatError) as exc:
+            return jsonify(error=str(exc)), 400
+        return jsonify(answer=answer)
+
+    app.add_url_rule("/edit", "edit", methods=["POST"], view_func=lambda: branch("edit"))
+    app.add_url_rule("/regenerate", "regenerate", methods=["POST"], view_func=lambda: branch("regenerate"))
     add_protocol_routes(app, conversations)
     return app
 
@@ -212,7 +258,8 @@ PAGE = """<!doctype html>
 <h1>yiemagent chat</h1>
 <div id="transcript"></div>
 <form id="form"><input id="message" autocomplete="off" placeholder="Ask something" autofocus>
-<button id="send">Send</button> <button id="reset" type="button">Reset</button></form>
+<button id="send">Send</button> <button id="regenerate" type="button" hidden>Regenerate</button>
+<button id="reset" type="button">Reset</button></form>
 <script>
 const transcript = document.getElementById("transcript");
 function add(cls, text) {
@@ -269,8 +316,44 @@ async function decide(toolCallId, value, box) {
   if (!response.ok) { add("error", body.error || response.statusText); return; }
   handle("answer", body.answer, add("assistant", ""));
 }
+function editable(bubble, turn) {
+  const button = document.createElement("button");
+  button.textContent = "Edit"; button.className = "edit"; button.type = "button";
+  button.dataset.turn = String(turn);
+  button.addEventListener("click", () => {
+    const box = document.createElement("input");
+    box.className = "edit-box"; box.value = bubble.textContent;
+    const save = document.createElement("button");
+    save.textContent = "Save"; save.className = "save"; save.type = "button";
+    save.addEventListener("click", () => branch("edit", {turn: turn, message: box.value}));
+    button.replaceWith(box, save);
+  });
+  bubble.after(button);
+}
+async function branch(op, body) {
+  document.querySelectorAll(".edit, .save, #regenerate").forEach((b) => { b.disabled = true; });
+  const response = await fetch(op, {method: "POST", headers: {"Content-Type": "application/json"},
+                                    body: JSON.stringify(body)});
+  const result = await response.json();
+  await redraw(result.answer);
+  if (!response.ok) add("error", result.error || response.statusText).dataset.code = String(response.status);
+}
+async function redraw(answer) {
+  const body = await (await fetch("conversation")).json();
+  transcript.textContent = "";
+  let turn = 0, last = null;
+  for (const m of body.history) {
+    if (m.role === "user") editable(add("user", m.text), turn++);
+    else if (m.role === "tool") add("tool", m.text);
+    else if (m.text) last = add("assistant", m.text);
+  }
+  if (last && answer) { last.dataset.status = answer.status; last.dataset.op = (answer.branch || {}).op || ""; }
+  transcript.dataset.version = String(body.version);
+  document.getElementById("regenerate").hidden = !last;
+  document.getElementById("regenerate").disabled = false;
+}
 async function send(text) {
-  add("user", text);
+  editable(add("user", text), document.querySelectorAll(".user").length - 1);
   const bubble = add("assistant", "");
   bubble.dataset.deltas = "0";
   const response = await fetch("chat", {method: "POST", headers: {"Content-Type": "application/json"},
@@ -302,6 +385,7 @@ async function send(text) {
     if (answer.status !== 202) break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
+  document.getElementById("regenerate").hidden = false;
 }
 document.getElementById("form").addEventListener("submit", (event) => {
   event.preventDefault();
@@ -310,6 +394,7 @@ document.getElementById("form").addEventListener("submit", (event) => {
   input.value = "";
   if (text) send(text);
 });
+document.getElementById("regenerate").addEventListener("click", () => branch("regenerate", {}));
 document.getElementById("reset").addEventListener("click", async () => {
   await fetch("reset", {method: "POST"});
   transcript.textContent = "";

@@ -31,6 +31,21 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
   when the resumed run took longer than ``answer_timeout_seconds``. Any worker may take it: the
   waiting calls and the decisions live in the store.
 
+Branching (``yiemagent.loop.branching``; messages addressed by their index in the history, and every
+operation names the ``version`` it was read on, so that two tabs or users editing at once cannot
+both win):
+
+* ``GET /conversations/<id>`` -> 200 ``{"version": v, "history": [{"index", "role", "text"}]}``.
+* ``POST /conversations/<id>/edit`` ``{"index": i, "message": str, "version": v}`` -> 200
+  ``{"seq", "answer", "version"}``: the user message ``i`` replaced, the model run afresh from it;
+  409 ``{"error", "version"}`` when the conversation is no longer at ``v`` (another edit, or an
+  answer, won: nothing of this one was applied; its text stays in the inbox); 400 for an index
+  that is not a user message.
+* ``POST /conversations/<id>/regenerate`` ``{"version": v, "keep_tool_results": bool}`` -> the
+  same for the last answer (``keep_tool_results``: its tools are not run again).
+* ``POST /conversations/<id>/rewind`` ``{"index": i, "version": v}`` -> the history cut after ``i``.
+* ``POST /conversations/<id>/fork`` ``{"index": i, "version": v}`` -> 201 ``{"conversation_id"}``.
+
 A message whose run asks for a tool declared ``@tool(needs_approval=True)`` answers
 ``{"status": "awaiting_approval", "pending_approvals": [...]}``; a new message instead of a
 decision rejects those calls (the rule of ``yiemagent.tools.approvals``).
@@ -58,9 +73,10 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import SSE_HEADERS, Agent, ConversationStore, sse_events
-from yiemagent.exceptions import ApprovalError, ConfigError, FormatError
+from yiemagent.exceptions import ApprovalError, BranchConflictError, BranchError, ConfigError, FormatError
 from yiemagent.store.approvals import pending_approvals, waiting_answer
 from yiemagent.store.base import find_input
+from yiemagent.store.branching import branch_input, committed_history, fork_conversation
 from yiemagent.workers import AgentPool, serve_input
 
 __all__ = ["create_app", "from_env", "open_store"]
@@ -193,6 +209,43 @@ def create_app(
         except TimeoutError:
             return reply({"decided": sorted(decisions)}, 202)
         return reply({"answer": answer}, 200)
+
+    @app.get("/conversations/<conversation_id>")
+    def get_conversation(conversation_id: str) -> tuple[Response, int]:
+        history, _, version = committed_history(store(), conversation_id)
+        return reply({"version": version, "history": [{"index": i, "role": m.role, "text": getattr(m, "text", "")}
+                                                      for i, m in enumerate(history)]}, 200)
+
+    def branch(conversation_id: str, op: str) -> tuple[Response, int]:
+        body = request.get_json(silent=True)
+        body = body if isinstance(body, dict) else {}
+        index, version = body.get("index"), body.get("version")
+        at = index if isinstance(index, int) else -1
+        if (version is not None and not isinstance(version, int)) or (op != "regenerate" and not isinstance(
+                index, int)):
+            return reply({"error": 'the body must be {"index": int, "version": int, ...}'}, 400)
+        try:
+            if op == "fork":
+                new_id, _ = fork_conversation(store(), conversation_id, at, expected_version=version)
+                return reply({"conversation_id": new_id}, 201)
+            message = branch_input(store(), conversation_id, op, index=at, text=body.get("message"),  # type: ignore[arg-type]
+                                   keep_tool_results=body.get("keep_tool_results") is True, expected_version=version)
+            seq = store().enqueue(conversation_id, message, input_id=body.get("input_id"))
+            answer = serve_input(agents, store(), conversation_id, seq, timeout_seconds=answer_timeout_seconds)
+        except BranchConflictError as exc:
+            return reply({"error": str(exc), "version": store().load(conversation_id).version}, 409)
+        except (BranchError, FormatError) as exc:
+            return reply({"error": str(exc)}, 400)
+        except TimeoutError:
+            return reply({"seq": seq}, 202)
+        now = store().load(conversation_id).version
+        if answer.get("status") == "conflict":  # planned on v, but another operation or answer was served first
+            return reply({"error": answer.get("error"), "seq": seq, "version": now}, 409)
+        return reply({"seq": seq, "answer": answer, "version": now}, 200)
+
+    for op in ("edit", "regenerate", "rewind", "fork"):
+        app.add_url_rule(f"/conversations/<conversation_id>/{op}", f"branch_{op}", methods=["POST"],
+                         view_func=lambda conversation_id, op=op: branch(conversation_id, op))
 
     return app
 

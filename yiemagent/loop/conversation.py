@@ -94,6 +94,7 @@ from ..output.typed_run import answer_output
 from ..tools.approvals import MemoryJournal, Parking
 from . import LoopConfig, RunResult, add_usage, run_turns
 from . import events as ev
+from .branching import Branch, apply_branch
 from .journal import Journal
 from .state import parse_state, saved_state_text
 
@@ -118,6 +119,8 @@ class Input:
     """``Agent.stream``: gets every event of the run that serves this input, on the run's thread."""
     output: OutputSpec | None = field(default=None, repr=False)
     """The typed answer asked for this input (``ask(..., output_type=T)``); None: ``config.output``."""
+    branch: Branch | None = field(default=None, repr=False)
+    """A branching operation (``yiemagent.loop.branching``): the history is cut before the run; None: none."""
 
 
 @dataclass
@@ -301,14 +304,18 @@ class Conversation:
             self._host, self._steered, self._polls = host, [], 0
             try:
                 unreachable = self._required_servers_unreachable()
+                done = None if unreachable is not None or entry.branch is None else self._branch(entry, entry.branch)
                 if unreachable is not None:
                     answer = self.error_answer([entry.id], unreachable)
+                elif done is not None:  # a rewind, or an operation refused: no model call
+                    answer = done
                 else:
                     start, memory = len(self.history), self._memory_journal(entry) if journal is None else None
                     self._memory = memory
                     config = self.config if entry.output is None else dataclasses.replace(self.config,
                                                                                           output=entry.output)
-                    result = run_turns(self.history, [entry.message], config, host.abort_event, host.emit,
+                    inputs = [] if entry.branch is not None and entry.branch.resume else [entry.message]
+                    result = run_turns(self.history, inputs, config, host.abort_event, host.emit,
                                        run_id=run_id, input_ids=[entry.id], journal=journal or memory,
                                        index=self.index, listening=getattr(host, "listening", None))
                     scope.result = result
@@ -322,6 +329,8 @@ class Conversation:
                         self.parking.after_run(entry, memory, waiting)
                     self._memory = None  # nothing of a finished run is kept but its messages
                     answer = self.answer(result)
+                    if entry.branch is not None:
+                        answer["branch"] = entry.branch.to_dict()
             except SimulatedCrash:
                 raise
             except BaseException as exc:  # run_turns does not raise; belt and braces
@@ -332,6 +341,17 @@ class Conversation:
             finally:
                 steered, self._host, self._steered = self._steered, None, []
         return answer, steered
+
+    def _branch(self, entry: Input, branch: Branch) -> dict[str, Any] | None:
+        """Cut the history for ``branch``; the answer of a rewind or of a refused operation, else None."""
+        refused = apply_branch(self.history, branch, getattr(self, "version", None))
+        if refused is None and branch.op != "rewind":
+            return None
+        answer: dict[str, Any] = {"role": "assistant", "content": "", "status": "completed", "finish_reason": None}
+        if refused is not None:
+            answer.update(content=f"Error: {refused}", status="conflict", error=refused)
+        answer["branch"] = branch.to_dict()
+        return self._finish(answer, [entry.id])
 
     def _memory_journal(self, entry: Input) -> MemoryJournal | None:
         """The in-memory journal a run may stop and resume by (approvals), or None when none can wait."""

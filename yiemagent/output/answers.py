@@ -31,9 +31,10 @@ __all__ = ["Answer", "AnswerStatus", "MCPUnavailable", "PendingApproval", "Usage
 
 AnswerStatus = Literal[
     "completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted", "error",
-    "output_invalid", "awaiting_approval",
+    "output_invalid", "awaiting_approval", "conflict",
 ]
-"""How the run serving the input ended (``yiemagent.loop``; ``AgentEndEvent.status`` too)."""
+"""How the run serving the input ended (``yiemagent.loop``; ``AgentEndEvent.status`` too); ``conflict``: a
+branching operation refused because the conversation moved since it was planned (``yiemagent.loop.branching``)."""
 
 
 class PendingApproval(TypedDict, total=False):
@@ -101,3 +102,5 @@ class Answer(TypedDict, total=False):
     """The same under the name some servers use (OpenRouter, Ollama)."""
     intermediate: bool
     """``emit_intermediate``: True on the assistant and tool messages put on ``output_queue`` mid-run."""
+    branch: dict[str, Any]
+    """A branching operation's (``Agent.rewind``/``edit``/``regenerate``): ``{"op", "keep", "base", "resume"}``."""

@@ -59,6 +59,7 @@ from typing import Any
 
 from ..exceptions import AgentClosedError, ConfigError, FormatError, StaleStateError, StoreError, YiemagentError
 from ..loop import LoopConfig
+from ..loop.branching import BRANCH_KEY, Branch
 from ..loop.conversation import Conversation, Input, RunHost, ToolServers
 from ..loop.tracing import TRACE_KEY, inbox_fields, note_input
 from ..messages import UserMessage, from_openai, to_openai
@@ -298,12 +299,12 @@ class DurableConversation(Conversation):
             local, deliver = self._local.get(inbox.input_id, (None, False))
         run = run_key(inbox.seq)
         try:
-            message = self._message(inbox)
+            message, branch = self._message(inbox), Branch.from_inbox(inbox.message)
             journal = StoreJournal(self.store, self.conversation_id, run, lease=lease, unrecorded=self._unrecorded)
         except (CorruptRowError, FormatError) as exc:
             return self._quarantine(host, inbox, lease, run, exc)
         entry = local if local is not None else Input(message=message, id=inbox.input_id)
-        entry.id = inbox.input_id
+        entry.id, entry.branch = inbox.input_id, branch
         note_input(entry.id, inbox.message.get(TRACE_KEY) if isinstance(inbox.message, dict) else None)
         if local is None:  # recovered: the typed answer asked for it was stored with it
             stored = inbox.message.get(INBOX_KEY) if isinstance(inbox.message, dict) else None
@@ -420,7 +421,9 @@ class DurableConversation(Conversation):
 
     def _inbox_message(self, entry: Input) -> dict[str, Any]:
         """What the inbox keeps of ``entry``: its message, the typed answer's schema, the trace context."""
-        return {**inbox_message(to_openai(entry.message), entry.output or self.config.output), **inbox_fields()}
+        branch = {BRANCH_KEY: entry.branch.to_dict()} if entry.branch is not None else {}
+        return {**inbox_message(to_openai(entry.message), entry.output or self.config.output), **inbox_fields(),
+                **branch}
 
     def _message(self, inbox: InboxEntry) -> UserMessage:
         if inbox.error is not None:
