@@ -19,7 +19,7 @@ Queues (all ``queue.Queue``, safe from any thread):
   ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
   ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
   (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
-  ``pending_approvals``: see ``decide``)), ``finish_reason``
+  ``pending_approvals``: see ``decide``), ``guardrail_tripped`` (with ``guardrail``)), ``finish_reason``
   (the model's, or None), ``model`` (the model that answered, when its reply named
   it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
   ``output_type`` the parsed answer as ``output`` (an instance of the type; see
@@ -73,6 +73,7 @@ from ..output.typed_output import OutputMode
 from ..store.base import ConversationStore
 from ..store.durable import DurableConversation
 from ..tools import AgentTool, ToolRegistry
+from ..tools.guardrails import Guardrail, GuardrailCheck, guardrails_of
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 from .approvals import Approvals
 from .as_tool import AgentAsTool
@@ -176,6 +177,10 @@ class Agent:
             when the server answers "too long"; a ``Compaction`` sets everything. With only
             ``context_window``, requests are measured (``request_tokens`` on answers and
             ``message_end`` events) and compacted only by ``compact()``.
+        input_guardrails, output_guardrails, tool_guardrails: ``check(ctx) -> GuardrailVerdict | None``
+            functions or ``Guardrail`` objects run on the user's text, each answer, and tool calls'
+            arguments and results; a tripwire ends the run (status ``guardrail_tripped``); see
+            ``yiemagent.tools.guardrails``.
 
     Raises:
         ConfigError: an argument of the wrong type or out of range (at once, naming it): e.g.
@@ -225,7 +230,9 @@ class Agent:
         output_validators: Iterable[Callable[[Any], object]] = (),
         approval_policy: Callable[[AgentTool], bool] | None = None,
         compaction: Compaction | bool | None = None, context_window: int | None = None,
-        reserve_tokens: int | None = None,
+        reserve_tokens: int | None = None, input_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
+        output_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
+        tool_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -271,6 +278,9 @@ class Agent:
             output=self._typed.spec,
             approval_policy=approval_policy,
             compaction=compaction_setting(compaction, context_window, reserve_tokens), spend=spend,
+            input_guardrails=guardrails_of("input_guardrails", input_guardrails),
+            output_guardrails=guardrails_of("output_guardrails", output_guardrails),
+            tool_guardrails=guardrails_of("tool_guardrails", tool_guardrails),
         )
         servers = self.mcp if clients else None
         self.conversation: Conversation
