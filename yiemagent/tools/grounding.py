@@ -49,10 +49,10 @@ COMMON_WORDS = frozenset({
 
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 _NUMBER = re.compile(
-    r"(?<![\w.])([-−–]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-−–]?\d+(?:\.\d+)?)(?![\w])"
+    r"(?<![\w.])([-\u2212\u2013]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[-\u2212\u2013]?\d+(?:\.\d+)?)(?![\w])"
     rf"(?:\s?({_UNIT_ALT})(?![A-Za-z]))?")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z'’-]+\b")
-_SENTENCE_ENDS = ".!?:;\"“(*#-•>"
+_NAME = re.compile(r"\b[A-Z][a-zA-Z'\u2019-]+\b")
+_SENTENCE_ENDS = ".!?:;\"\u201c(*#-\u2022>"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Claim:
 
 
 def _value(raw: str) -> float:
-    return float(raw.replace(",", "").replace("−", "-").replace("–", "-"))
+    return float(raw.replace(",", "").replace("\u2212", "-").replace("\u2013", "-"))
 
 
 def _unit(raw: str | None) -> str | None:
@@ -90,7 +90,7 @@ def claims(text: str) -> list[Claim]:
             continue
         found.append(Claim(match.group(0).strip(), value, unit))
     for match in _NAME.finditer(text):
-        word = match.group(0)
+        word = re.sub("['\u2019]s$", "", match.group(0))  # Kyiv's: Kyiv
         before = text[max(0, match.start() - 8):match.start()].rstrip()
         if word.lower() in COMMON_WORDS or not before or before[-1] in _SENTENCE_ENDS:  # a sentence's first word
             continue
@@ -113,7 +113,7 @@ def unsupported_claims(answer: str, sources: str) -> list[Claim]:
     numbers: dict[float, set[str | None]] = {}
     for match in _NUMBER.finditer(sources):  # small numbers too: "2 options" in a tool result supports "2"
         numbers.setdefault(_value(match.group(1)), set()).add(_unit(match.group(2)))
-    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'’-]*", sources)}
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'\u2019-]*", sources)}
     missing = []
     for claim in claims(answer):
         if claim.value is not None:
