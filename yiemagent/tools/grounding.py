@@ -14,7 +14,8 @@ conversation's user messages and tool results (plus ``known`` texts of the app's
   supported when a source has it (any case); ``COMMON_WORDS`` (``I``, unit and weekday names) are not
   checked.
 
-An answer with an unsupported claim is sent back (verdict ``retry``) with the claims listed and
+An answer with an unsupported claim is sent back (verdict ``retry``; the message starts with
+``FEEDBACK_PREFIX`` and is not a source itself) with the claims listed and
 the instruction to use the tools or say it does not know, at most ``retries`` times; then the run
 ends with status ``guardrail_tripped`` and ``answer`` (by default "I do not know: ...") as its answer,
 so no answer of the run states a fact nobody gave. ``info`` is ``{"unsupported": [claim, ...]}``.
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from ..messages import Message, ToolResultMessage, UserMessage
 from .guardrails import Guardrail, GuardrailContext, GuardrailVerdict
 
-__all__ = ["COMMON_WORDS", "UNITS", "Claim", "claims", "grounding_guardrail", "unsupported_claims"]
+__all__ = ["COMMON_WORDS", "FEEDBACK_PREFIX", "UNITS", "Claim", "claims", "grounding_guardrail", "unsupported_claims"]
 
 UNITS = ("°C", "°F", "°", "%", "km/h", "mph", "km", "m/s", "m", "cm", "mm", "kg", "g", "lb", "hPa", "mm/h",
          "million", "billion", "thousand", "people", "inhabitants", "years", "hours", "minutes", "USD", "EUR", "$",
@@ -46,6 +47,10 @@ COMMON_WORDS = frozenset({
     "sunday", "ok", "yes", "no", "utc",
 })
 """Capitalised words that are not checked as names (lower case)."""
+
+FEEDBACK_PREFIX = "Not grounded: "
+"""How the guardrail's retry messages start; user messages starting so are not sources (they quote the
+claims they reject)."""
 
 _UNIT_ALT = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 _NUMBER = re.compile(
@@ -103,7 +108,8 @@ def _sources(history: Iterable[Message], known: Iterable[str]) -> str:
     for message in history:
         if getattr(message, "excluded", None):
             continue
-        if isinstance(message, (UserMessage, ToolResultMessage)):
+        if isinstance(message, ToolResultMessage) or (
+                isinstance(message, UserMessage) and not message.text.startswith(FEEDBACK_PREFIX)):
             texts.append(message.text)
     return "\n".join(texts)
 
@@ -154,7 +160,7 @@ def grounding_guardrail(*, retries: int = 2, known: Iterable[str] = (),
             return GuardrailVerdict.tripwire(f"the answer states {listed}, which no tool result or user message "
                                              "gave", info, answer=answer.replace("{claims}", listed))
         return GuardrailVerdict.retry(
-            f"Your answer states {listed}, but no tool result and no message of the user gave that. Use only "
+            f"{FEEDBACK_PREFIX}your answer states {listed}, but no tool result and no message of the user gave that. Use only "
             "numbers, units and names from the tool results or the user's messages, exactly as written there "
             "(call a tool if you need one); if they do not give the answer, say that you do not know.", info)
 
