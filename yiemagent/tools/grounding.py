@@ -160,8 +160,9 @@ def grounding_guardrail(*, retries: int = 2, known: Iterable[str] = (),
             return GuardrailVerdict.tripwire(f"the answer states {listed}, which no tool result or user message "
                                              "gave", info, answer=answer.replace("{claims}", listed))
         return GuardrailVerdict.retry(
-            f"{FEEDBACK_PREFIX}your answer states {listed}, but no tool result and no message of the user gave that. Use only "
-            "numbers, units and names from the tool results or the user's messages, exactly as written there "
-            "(call a tool if you need one); if they do not give the answer, say that you do not know.", info)
+            f"{FEEDBACK_PREFIX}your answer states {listed}, but no tool result and no message of the user "
+            "gave that. Use only numbers, units and names from the tool results or the user's messages, "
+            "exactly as written there (call a tool if you need one); if they do not give the answer, say that "
+            "you do not know.", info)
 
     return Guardrail(check, name=name)

@@ -173,12 +173,13 @@ def moderation_guardrail(base_url: str, *, model: str = "omni-moderation-latest"
         session: a ``requests.Session`` to send with (None: one made here).
 
     Returns:
-        A ``Guardrail`` tripping on a flagged text; ``info`` is ``{"categories": [flagged names],
-        "category_scores": {...}}``.
+        A ``Guardrail`` tripping on a flagged text; its ``info`` holds ``categories`` (the flagged
+        names) and ``category_scores`` (the first flagged result's).
 
-    Raises (from a check; the loop makes them a tripwire):
-        requests.RequestException: the request failed or answered an HTTP error.
-        ValueError: the answer has no ``results`` list.
+    Raises:
+        requests.RequestException: from a check: the request failed or answered an HTTP error (the
+            loop makes it a tripwire).
+        ValueError: from a check: the answer has no ``results`` list (a tripwire too).
     """
     url = base_url.rstrip("/") + "/moderations"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
