@@ -87,6 +87,7 @@ if _typing.TYPE_CHECKING:  # the names for type checkers; at run time each loads
     from .store.sqlite import SQLiteStore
     from .tools import AgentTool, AgentToolResult, ToolRegistry, tool
     from .tools.approvals import unless_read_only
+    from .tools.guardrails import Guardrail, GuardrailContext, GuardrailVerdict
     from .tools.hooks import (
         AfterToolCallResult,
         BeforeToolCallResult,
@@ -149,6 +150,9 @@ _EXPORTS = {
     "tool": ".tools.decorator",
     "FunctionTool": ".tools.decorator",
     "unless_read_only": ".tools.approvals",
+    "Guardrail": ".tools.guardrails",
+    "GuardrailContext": ".tools.guardrails",
+    "GuardrailVerdict": ".tools.guardrails",
     "AfterToolCallResult": ".tools.hooks",
     "BeforeToolCallResult": ".tools.hooks",
     "ToolCallContext": ".tools.hooks",
@@ -186,6 +190,9 @@ __all__ = [
     "FallbackLLM",
     "FormatError",
     "FunctionTool",
+    "Guardrail",
+    "GuardrailContext",
+    "GuardrailVerdict",
     "ImageContent",
     "InvalidRequestError",
     "LLMConnectionError",

@@ -24,6 +24,11 @@ answers); ``--retry-after VALUE`` sets the error answers' ``Retry-After`` header
 ``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
 ``--model NAME`` sets the replies' ``model`` field.
 
+``POST /v1/moderations`` (OpenAI's moderation endpoint: ``{"model", "input"}`` in, ``{"id", "model",
+"results": [{"flagged", "categories", "category_scores"}]}`` out; ``input`` a string or a list of
+strings, one result each): a text containing a word of ``_FLAGGED`` is flagged in that word's category.
+Its requests are logged too, with ``"moderation": true``.
+
 Streams end with a usage chunk and ``data: [DONE]``. Each request appends one JSON line to the log (before
 the answer is sent, so a client that read it finds it there; a stream's after the stream, with ``cut``):
 ``{"n", "last", "stream", "cut", "tools"}`` (``tools``: the names offered); ``cut`` is true when the
@@ -50,6 +55,24 @@ _status_body_as = [""]
 _ignore_stream = [False]
 _status_first = [0]
 _retry_after = ["0"]
+
+
+_FLAGGED = {"kill": "violence", "hurt": "violence", "idiot": "harassment", "hate": "hate"}
+"""Words that a moderation request flags, and their category."""
+
+
+def _moderation(body: dict[str, Any]) -> dict[str, Any]:
+    """The answer of ``POST /v1/moderations`` for ``body``."""
+    given = body.get("input")
+    texts = given if isinstance(given, list) else [given]
+    results = []
+    for text in texts:
+        words = set(re.findall(r"[a-z]+", str(text).lower()))
+        hit = {category for word, category in _FLAGGED.items() if word in words}
+        names = sorted(set(_FLAGGED.values()))
+        results.append({"flagged": bool(hit), "categories": {n: n in hit for n in names},
+                        "category_scores": {n: 0.97 if n in hit else 0.01 for n in names}})
+    return {"id": "modr-scripted", "model": body.get("model") or "scripted-moderation", "results": results}
 
 
 def _plan(body: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]], float]:
@@ -80,6 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/").endswith("/moderations"):
+            self._moderate(body)
+            return
         with _lock:
             _count[0] += 1
             number = _count[0]
@@ -111,6 +137,17 @@ class _Handler(BaseHTTPRequestHandler):
             cut = True
         if streamed:  # logged after the stream, with whether the client cut it
             self._log(body, number, last, cut=cut)
+
+    def _moderate(self, body: dict[str, Any]) -> None:
+        with _lock, open(_log_path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"moderation": True, "input": body.get("input"), "model": body.get("model"),
+                                  "authorization": self.headers.get("Authorization")}) + "\n")
+        data = json.dumps(_moderation(body)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _log(self, body: dict, number: int, last: object, *, cut: bool) -> None:
         with _lock, open(_log_path, "a", encoding="utf-8") as log:

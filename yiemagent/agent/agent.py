@@ -10,36 +10,30 @@
 
 Queues (all ``queue.Queue``, safe from any thread):
 
-* ``input_queue`` (maxsize 16) and ``follow_up_queue`` (maxsize 32) take a
-  ``str``, a ``UserMessage`` or an OpenAI user-message dict. The thread always
-  takes from ``input_queue`` first. Each input is its own run, in order.
-* ``output_queue`` (maxsize 16) receives one OpenAI assistant message dict per
-  input put on a queue: the final answer, or an error answer. Extra keys:
-  ``input_ids`` (the ids of the inputs it answers), ``status`` (``completed``,
-  ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
-  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid``
-  (a typed answer still invalid after ``output_retries``), ``awaiting_approval`` (with
-  ``pending_approvals``: see ``decide``), ``conflict`` (a refused ``edit``/``rewind``/``regenerate``,
-  with ``branch``)), ``finish_reason`` (the model's, or None), ``model`` (the model that answered, when its reply named
-  it), on failure ``error`` (a message), with ``usage_limit`` the limit reached, with
-  ``output_type`` the parsed answer as ``output`` (an instance of the type; see
+* ``input_queue`` (maxsize 16) and ``follow_up_queue`` (maxsize 32) take a ``str``, a ``UserMessage`` or an
+  OpenAI user-message dict. The thread always takes from ``input_queue`` first; each input is a run, in order.
+* ``output_queue`` (maxsize 16) receives one OpenAI assistant message dict per input put on a queue: the
+  final answer, or an error answer. Extra keys: ``input_ids`` (the ids of the inputs it answers), ``status``
+  (``completed``, ``truncated`` (cut by the token limit or an interrupted stream), ``terminated``,
+  ``max_turns``, ``repeated_call``, ``usage_limit``, ``aborted``, ``error``, ``output_invalid`` (a typed
+  answer still invalid after ``output_retries``), ``awaiting_approval`` (with ``pending_approvals``: see
+  ``decide``), ``conflict`` (a refused ``edit``/``rewind``/``regenerate``, with ``branch``),
+  ``guardrail_tripped`` (with ``guardrail``)), ``finish_reason`` (the model's, or None), ``model`` (the model
+  that answered, when its reply named it), on failure ``error`` (a message), with ``usage_limit`` the limit
+  reached, with ``output_type`` the parsed answer as ``output`` (an instance of the type; see
   ``yiemagent.output.typed_output``). An answer ending a run on a tool batch (``terminated``, ``max_turns``)
-  has text and
-  no ``tool_calls``. Strip the extra keys before sending the dict to a model;
-  use ``openai_messages()`` for the history.
+  has text and no ``tool_calls``. Strip the extra keys before sending the dict to a model; use
+  ``openai_messages()`` for the history.
 
-``submit()`` and ``ask()`` answer through a ``Future`` instead of the output
-queue. ``abort()`` ends the current run; ``shutdown()`` stops the thread and
-returns the inputs it did not serve.
+``submit()`` and ``ask()`` answer through a ``Future`` instead of the output queue. ``abort()`` ends the
+current run; ``shutdown()`` stops the thread and returns the inputs it did not serve.
 
-Every input is answered or returned, whatever happens: nothing raised by a
-tool, hook, event sink, ``prepare_context``, ``format_messages`` or
-``llm_call`` (``SystemExit`` and ``KeyboardInterrupt`` included) ends the
-agent thread; it becomes an error result or an error answer. After
-``shutdown()`` (or after the ``SHUTDOWN`` sentinel stopped the thread) the
-input queues refuse puts with ``AgentClosedError``, also puts that were
-blocked on a full queue. Worker threads are named
-``yiemagent-<name>-worker_<n>`` and the agent thread ``yiemagent-<name>-agent``.
+Every input is answered or returned, whatever happens: nothing raised by a tool, hook, event sink,
+``prepare_context``, ``format_messages`` or ``llm_call`` (``SystemExit`` and ``KeyboardInterrupt`` included)
+ends the agent thread; it becomes an error result or an error answer. After ``shutdown()`` (or after the
+``SHUTDOWN`` sentinel stopped the thread) the input queues refuse puts with ``AgentClosedError``, also puts
+that were blocked on a full queue. Worker threads are named ``yiemagent-<name>-worker_<n>`` and the agent
+thread ``yiemagent-<name>-agent``.
 """
 
 from __future__ import annotations
@@ -73,6 +67,7 @@ from ..output.typed_output import OutputMode
 from ..store.base import ConversationStore
 from ..store.durable import DurableConversation
 from ..tools import AgentTool, ToolRegistry
+from ..tools.guardrails import Guardrail, GuardrailCheck, guardrails_of
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 from .approvals import Approvals
 from .as_tool import AgentAsTool
@@ -99,17 +94,14 @@ class Agent:
         llm_call: ``llm_call(messages, tools) -> reply`` (see ``yiemagent.formats.llm``).
         system_prompt: sent first on every model call; None sends none.
         tools: ``AgentTool`` objects or plain typed functions (wrapped with ``@tool``).
-        mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs, or a
-            mapping ``{name: client or URL or entry}`` naming each server (the
-            name prefixes its tool names when they clash with another
-            server's), or servers as data: ``{"mcpServers": {name: {"command",
-            "args", "env", "cwd"} | {"url", "headers"}}}`` (Claude Desktop,
-            Cursor; VS Code's ``{"servers": ...}`` too) or a ``pathlib.Path``
-            of such a file, ``${VAR}`` expanded; servers sample with ``llm_call`` (``yiemagent.mcp.config``).
-            Every entry is checked here (``ConfigError`` naming it; a plain
-            string is an error). Their tools are listed before the first model
-            call and re-listed after ``notifications/tools/list_changed``.
-            Clients made here are closed by ``shutdown()``.
+        mcp_servers: ``MCPClient`` objects or Streamable HTTP URLs, or a mapping ``{name: client or URL or
+            entry}`` naming each server (the name prefixes its tool names when they clash with another server's),
+            or servers as data: ``{"mcpServers": {name: {"command", "args", "env", "cwd"} | {"url", "headers"}}}``
+            (Claude Desktop, Cursor; VS Code's ``{"servers": ...}`` too) or a ``pathlib.Path`` of such a file,
+            ``${VAR}`` expanded; servers sample with ``llm_call`` (``yiemagent.mcp.config``). Every entry is
+            checked here (``ConfigError`` naming it; a plain string is an error). Their tools are listed before
+            the first model call and re-listed after ``notifications/tools/list_changed``. Clients made here are
+            closed by ``shutdown()``.
         before_tool_call: hook, see ``yiemagent.tools.hooks`` (may block a call).
         after_tool_call: hook, see ``yiemagent.tools.hooks`` (may replace a result).
         event_sink: ``sink(event)``, see ``yiemagent.loop.events``.
@@ -135,13 +127,11 @@ class Agent:
             results are cut with a visible note. None: no cap.
         usage_limits, conversation_usage_limits: ``UsageLimits`` of each run / of the
             conversation (status ``usage_limit``; see ``yiemagent.context.usage_limits``).
-        store: a ``ConversationStore`` (``SQLiteStore``, ``PostgresStore``)
-            keeping the conversation ``conversation_id``: its history is loaded
-            from there, every input goes through its inbox, each model reply
-            and tool result is journaled as it arrives and each run is
-            committed; a run interrupted by a crash is finished from the
-            journal by the next agent on the conversation, in any process
-            (see ``yiemagent.store.durable``). None: the conversation lives here only.
+        store: a ``ConversationStore`` (``SQLiteStore``, ``PostgresStore``) keeping the conversation
+            ``conversation_id``: its history is loaded from there, every input goes through its inbox, each model
+            reply and tool result is journaled as it arrives and each run is committed; a run interrupted by a
+            crash is finished from the journal by the next agent on the conversation, in any process (see
+            ``yiemagent.store.durable``). None: the conversation lives here only.
         conversation_id: the conversation's id in ``store`` (required with it).
         lease_seconds: with a store, how long the conversation's lease lasts
             without renewal (renewed every third of it while serving): the time
@@ -177,6 +167,10 @@ class Agent:
             when the server answers "too long"; a ``Compaction`` sets everything. With only
             ``context_window``, requests are measured (``request_tokens`` on answers and
             ``message_end`` events) and compacted only by ``compact()``.
+        input_guardrails, output_guardrails, tool_guardrails: ``check(ctx) -> GuardrailVerdict | None``
+            functions or ``Guardrail`` objects run on the user's text, each answer, and tool calls'
+            arguments and results; a tripwire ends the run (status ``guardrail_tripped``); see
+            ``yiemagent.tools.guardrails``.
 
     Raises:
         ConfigError: an argument of the wrong type or out of range (at once, naming it): e.g.
@@ -226,7 +220,9 @@ class Agent:
         output_validators: Iterable[Callable[[Any], object]] = (),
         approval_policy: Callable[[AgentTool], bool] | None = None,
         compaction: Compaction | bool | None = None, context_window: int | None = None,
-        reserve_tokens: int | None = None,
+        reserve_tokens: int | None = None, input_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
+        output_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
+        tool_guardrails: Iterable[Guardrail | GuardrailCheck] = (),
     ) -> None:
         if not callable(llm_call):
             raise ConfigError("llm_call must be callable: llm_call(messages, tools) -> reply")
@@ -272,6 +268,9 @@ class Agent:
             output=self._typed.spec,
             approval_policy=approval_policy,
             compaction=compaction_setting(compaction, context_window, reserve_tokens), spend=spend,
+            input_guardrails=guardrails_of("input_guardrails", input_guardrails),
+            output_guardrails=guardrails_of("output_guardrails", output_guardrails),
+            tool_guardrails=guardrails_of("tool_guardrails", tool_guardrails),
         )
         servers = self.mcp if clients else None
         self.conversation: Conversation

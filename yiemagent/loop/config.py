@@ -21,13 +21,14 @@ from ..messages.guard import RequestGuard
 from ..output.typed_output import OutputSpec
 from ..output.typed_run import OutputOutcome
 from ..tools import ToolRegistry
+from ..tools.guardrails import Guardrail
 from ..tools.hooks import AfterToolCall, BeforeToolCall
 
 __all__ = ["LLMCall", "LoopConfig", "RunMeter", "RunResult", "Status", "Steering", "add_usage"]
 
 LLMCall = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 Status = Literal["completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted",
-                 "error", "output_invalid", "awaiting_approval"]
+                 "error", "output_invalid", "awaiting_approval", "guardrail_tripped"]
 Steering = Callable[[], "list[tuple[UserMessage, str]]"]
 
 
@@ -113,6 +114,12 @@ class LoopConfig:
     spend: RunMeter | None = None
     """Opened with each run's live ``usage`` and limits, closed when it ends: model calls made on the run's
     behalf outside its turns (MCP sampling) count there (``yiemagent.loop.spend.RunSpend``); None: none."""
+    input_guardrails: tuple[Guardrail, ...] = ()
+    """Checks of the run's user text (``yiemagent.tools.guardrails``; stage ``input``)."""
+    output_guardrails: tuple[Guardrail, ...] = ()
+    """Checks of each answer before it is accepted (stage ``output``)."""
+    tool_guardrails: tuple[Guardrail, ...] = ()
+    """Checks of tool calls' arguments and results (stages ``tool_input``, ``tool_output``)."""
 
 
 @dataclass
@@ -139,6 +146,8 @@ class RunResult:
     (``yiemagent.tools.approvals``)."""
     request_tokens: int | None = None
     """With ``LoopConfig.compaction``: the size of the run's last model request, in tokens."""
+    guardrail: dict[str, Any] | None = None
+    """With status ``guardrail_tripped``: ``{"stage", "guardrail", "reason", "info"}`` of the tripwire."""
 
 
 def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: int = 0) -> None:

@@ -414,6 +414,8 @@ class Conversation:
             answer["error"] = describe(result.error)
         if result.usage_limit is not None:
             answer["usage_limit"] = dict(result.usage_limit)
+        if result.guardrail is not None:  # status guardrail_tripped: which guardrail, why
+            answer["guardrail"] = dict(result.guardrail)
         if result.request_tokens is not None:  # with compaction / context_window: the last request's size
             answer["request_tokens"] = result.request_tokens
         answer_output(answer, result.output)  # a typed answer: ``output``, or ``error`` when output_invalid

@@ -26,7 +26,9 @@ argument deltas, in arrival order) come between the assistant's
 ``request_repaired`` (the request guard changed what is sent) comes right
 before the model call it concerns; ``error`` may appear anywhere (the run
 goes on or ends with status "error");
-``aborted`` precedes ``agent_end`` with status "aborted".
+``aborted`` precedes ``agent_end`` with status "aborted"; ``guardrail_tripped``
+(``yiemagent.tools.guardrails``) comes when a guardrail did not pass: with
+``outcome="ended"`` it precedes ``agent_end`` with status "guardrail_tripped".
 ``fallback`` (``yiemagent.models.fallback``: a model was down, the next one
 is asked) comes during the model call, before the reply's ``message_end``;
 ``sub_agent_event`` wraps an event of an agent used as a tool
@@ -66,6 +68,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FallbackEvent",
+    "GuardrailTrippedEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -111,8 +114,8 @@ class AgentStartEvent(_Base):
 class AgentEndEvent(_Base):
     """A run ended with ``status`` (``yiemagent.loop``).
 
-    completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid, aborted, error or
-    awaiting_approval.
+    completed, truncated, terminated, max_turns, repeated_call, usage_limit, output_invalid, aborted, error,
+    awaiting_approval or guardrail_tripped.
     """
 
     status: str = "completed"
@@ -328,6 +331,31 @@ class CompactionEvent(_Base):
 
 
 @dataclass(kw_only=True)
+class GuardrailTrippedEvent(_Base):
+    """A guardrail did not pass (``yiemagent.tools.guardrails``).
+
+    ``outcome``: ``ended`` (a tripwire: ``agent_end`` with status ``guardrail_tripped`` follows; at
+    ``output`` the answer's text streamed so far is replaced by the run's answer, whose text the UI
+    shows instead), ``retried`` (an ``output`` retry: the model answers again, and the rejected
+    reply's streamed text is to be dropped) or ``rejected`` (a tool call's guardrail: the model gets
+    an error result with ``reason``).
+    """
+
+    stage: Literal["input", "output", "tool_input", "tool_output"] = "input"
+    guardrail: str = ""
+    """The guardrail's name."""
+    reason: str = ""
+    info: Any = None
+    """What the guardrail reported (JSON-ready)."""
+    outcome: Literal["ended", "retried", "rejected"] = "ended"
+    tool_call_id: str | None = None
+    """The call checked (``tool_input``, ``tool_output``)."""
+    replayed: bool = False
+    """The verdict was journaled before a crash and is replayed: the guardrail did not run again."""
+    type: Literal["guardrail_tripped"] = field(default="guardrail_tripped", init=False)
+
+
+@dataclass(kw_only=True)
 class SubAgentEvent(_Base):
     """An event of an agent used as a tool (``Agent.as_tool``), forwarded to the parent's sink.
 
@@ -367,6 +395,7 @@ Event = Union[
     FallbackEvent,
     SubAgentEvent,
     CompactionEvent,
+    GuardrailTrippedEvent,
 ]
 """Any event of a run (a union of the event classes above); ``event.type`` tells which one it is."""
 

@@ -29,10 +29,11 @@ Rules (each has a test):
   typed answer (``LoopConfig.output``) stays invalid after its retries
   (``output_invalid``; a typed run's invalid answer is sent back first, see
   ``yiemagent.output.typed_run``), when a call waits for a person's approval
-  (``awaiting_approval``, the reply not added: see ``yiemagent.tools.approvals``), on abort
+  (``awaiting_approval``, the reply not added: see ``yiemagent.tools.approvals``), when a
+  guardrail's tripwire fires (``guardrail_tripped``: ``yiemagent.loop.guarding``), on abort
   (``aborted``) or when ``llm_call`` fails or the request cannot be made
   valid (``error``);
-* a failed run (status ``error``) leaves its messages in the history, each
+* a failed run (status ``error``, or ``guardrail_tripped``) leaves its messages in the history, each
   marked ``excluded`` with the reason, and later requests leave them out, so
   one input too long for the model's context, or a reply that cannot be used,
   never makes the next input fail too;
@@ -80,8 +81,10 @@ from ..exceptions import InvalidRequestError, LLMError, MaxTurnsExceeded, Simula
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
 from ..output.typed_run import TypedRun
 from ..tools import AgentToolResult, approvals, nested_approvals
+from ..tools.guardrails import GuardrailTripped
 from . import events as ev
 from .config import LLMCall, LoopConfig, RunResult, Status, Steering, add_usage
+from .guarding import tripped_text
 from .handoff import Aborted, Handed, Lane
 from .journal import Journal
 from .model_turn import ModelTurn
@@ -167,6 +170,10 @@ class _Run(ModelTurn, ToolBatch):
         self.reached: LimitReached | None = None
         self.typed: TypedRun | None = None
         self.waiting: list[dict[str, Any]] | None = None  # calls waiting for approval (yiemagent.tools.approvals)
+        self.tripwire: GuardrailTripped | None = None
+        self.output_retries = 0
+        self.cut: tuple[Any, bool] | None = None
+        self.parallel_check: threading.Thread | None = None
 
     def heard(self) -> bool:
         """Whether an event made now reaches anyone, as ``listen`` last found (else it is not made)."""
@@ -211,10 +218,13 @@ class _Run(ModelTurn, ToolBatch):
         steered = self.config.poll_steering()
         if steered:
             self.listen()  # a steered input may bring a stream
+        added = []
         for message, input_id in steered:
             self.input_ids.append(input_id)
             logger.debug("run %s: steering input %s added", self.run_id, input_id)
-            self.add(_own(message))
+            added.append(_own(message))
+            self.add(added[-1])
+        self.check_inputs(added, first=False)
 
     # ------------------------------------------------------------------ run
 
@@ -227,6 +237,7 @@ class _Run(ModelTurn, ToolBatch):
         answer = AssistantMessage()
         status: Status = "completed"
         error: BaseException | None = None
+        tripped: GuardrailTripped | None = None
         # Ctrl-C reaches only the main thread: there (``ask()`` before ``start()``) a KeyboardInterrupt
         # is the user's abort; elsewhere it was raised by a callback, an error like any other.
         aborts: tuple[type[BaseException], ...] = (
@@ -242,6 +253,7 @@ class _Run(ModelTurn, ToolBatch):
                                      else [], getattr(self.config.llm_call, "model", None))
             if self.config.spend is not None:  # sampling by the run's MCP servers counts here as it happens
                 self.config.spend.open(self.usage, self.limits)
+            self.check_inputs(self.history[self.start_len:], first=True)  # may start parallel ones
             while True:
                 if self.abort_event.is_set():
                     raise Aborted()
@@ -263,6 +275,7 @@ class _Run(ModelTurn, ToolBatch):
                                                 model=model if isinstance(model, str) else None))
                     self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
+                self.input_cleared()  # parallel input guardrails passed before the reply is acted on
                 answer = reply
                 self.limits.count_reply(self.usage, reply.usage, reply.model)
                 if self.abort_event.is_set():
@@ -275,6 +288,8 @@ class _Run(ModelTurn, ToolBatch):
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started))
                     retry = None if self.typed is None else self.typed.on_text(
                         reply.text, can_retry=not last, cut=reply.finish_reason in _CUT)
+                    if retry is None:  # output guardrails (yiemagent.loop.guarding): accept, send back or trip
+                        retry = self.check_output(reply.text, last=last)
                     if retry is not None:  # the answer does not validate: sent back, the model answers again
                         self.add(UserMessage(retry))
                         continue
@@ -306,6 +321,8 @@ class _Run(ModelTurn, ToolBatch):
                     waiting = [] if aborted else nested_approvals.record_waits(reply.tool_calls, results, self.journal,
                                                                          self.turns)  # a sub-agent waits
                     self.reached = None if waiting else self.limits.nested(results)  # a sub-agent's limit ends it
+                    if self.tripwire is not None:  # a tool guardrail's tripwire: the run ends after this batch
+                        waiting = []
                 if waiting:  # a person decides first: the reply is not added, the run resumes by its journal
                     status, answer = "awaiting_approval", self.pause(reply, waiting, turn_started)
                     break
@@ -315,6 +332,8 @@ class _Run(ModelTurn, ToolBatch):
                                               tool_calls=len(reply.tool_calls)))
                 if aborted:
                     raise Aborted()
+                if self.tripwire is not None:
+                    raise self.tripwire
                 if self.typed is not None and self.typed.after_batch(
                         reply.tool_calls, results, ran=self.reached is None and not last, can_retry=not last):
                     status = "completed" if self.typed.outcome.valid else "output_invalid"
@@ -342,6 +361,8 @@ class _Run(ModelTurn, ToolBatch):
                     answer = _closing_answer(reply, results, "")
                     break
                 self.steer()
+        except GuardrailTripped as exc:
+            status, tripped = "guardrail_tripped", exc
         except aborts as exc:
             status = "aborted"
             if isinstance(exc, KeyboardInterrupt):  # Ctrl-C here: an abort; the caller raises it again
@@ -349,8 +370,11 @@ class _Run(ModelTurn, ToolBatch):
                 self.interrupted = exc
             error = self.interrupted
             self.flush_updates()
-            self.emit(ev.AbortedEvent())
-            answer = AssistantMessage([TextContent("The run was aborted.")])
+            if self.cut is not None and self.interrupted is None:  # a parallel input guardrail cut the call
+                status, tripped = "guardrail_tripped", self.trip("input", *self.cut)
+            else:
+                self.emit(ev.AbortedEvent())
+                answer = AssistantMessage([TextContent("The run was aborted.")])
         except LLMError as exc:
             status, error = "error", exc
             self.error("llm_call", exc)
@@ -372,8 +396,11 @@ class _Run(ModelTurn, ToolBatch):
                 self.lane.close()
             if self.own_executor is not None:
                 self.own_executor.shutdown(wait=False, cancel_futures=True)
-        if status == "error":
-            reason = f"run {self.run_id} failed: {type(error).__name__}: {error}"[:500]
+        if tripped is not None:
+            answer = AssistantMessage([TextContent(tripped_text(tripped.stage, tripped.verdict))])
+        if status in ("error", "guardrail_tripped"):  # left out of later requests (a tripwire's input or answer too)
+            reason = (f"run {self.run_id} failed: {type(error).__name__}: {error}" if tripped is None else
+                      f"run {self.run_id}: guardrail_tripped: {tripped}")[:500]
             for added in self.history[self.start_len:]:
                 if hasattr(added, "excluded"):
                     added.excluded = reason
@@ -389,6 +416,7 @@ class _Run(ModelTurn, ToolBatch):
             input_ids=self.input_ids, usage_limit=self.reached.as_dict() if self.reached is not None else None,
             output=self.typed.outcome if self.typed is not None else None,
             pending_approvals=self.waiting, request_tokens=self.request_tokens,
+            guardrail=None if tripped is None else {"stage": tripped.stage, **tripped.verdict.as_dict()},
         )
 
 

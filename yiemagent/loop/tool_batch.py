@@ -4,9 +4,10 @@
 rules it keeps are written in ``yiemagent.loop``'s docstring. Per call:
 replay from the journal (a recorded result is not run again; a call started
 without a recorded result is "interrupted") -> check (parse error, unknown
-tool, schema, repeated call) -> ``before_tool_call`` -> ``started`` journaled
+tool, schema, repeated call) -> tool input guardrails -> ``before_tool_call`` -> ``started`` journaled
 -> execute on a worker thread (``abort_event`` handed in, the result recorded
-the moment it exists) -> ``after_tool_call`` -> ``tool_execution_end``.
+the moment it exists) -> ``after_tool_call`` -> tool output guardrails -> ``tool_execution_end``
+(``yiemagent.loop.guarding``).
 Results come back in the order the model asked; calls the abort left
 unfinished get "cancelled" results.
 """
@@ -25,7 +26,8 @@ from ..tools.hooks import ToolCallContext, run_after_hook, run_before_hook
 from ..tools.registry import progress_reporter
 from . import events as ev
 from .config import LoopConfig
-from .handoff import POLL_SECONDS, Aborted, Handed, Handoffs
+from .guarding import Guarding
+from .handoff import POLL_SECONDS, Aborted, Handed
 from .journal import Journal, current_idempotency_key, idempotency_context
 from .tracing import instrumented, tool_scope
 
@@ -34,7 +36,7 @@ __all__ = ["POLL_SECONDS", "Aborted", "ToolBatch"]
 logger = logging.getLogger("yiemagent.loop")
 
 
-class ToolBatch(Handoffs):
+class ToolBatch(Guarding):
     """Running the tool calls of one reply (mixed into the loop's run state, which sets these attributes)."""
 
     config: LoopConfig
@@ -89,6 +91,9 @@ class ToolBatch(Handoffs):
         repeated = self.repeated_call(call)
         if repeated is not None:
             return repeated
+        guarded = self.check_tool_input(call)
+        if guarded is not None:
+            return guarded
         ctx = ToolCallContext(call, found, self.history, idempotency_key=self.key(call))
         return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
 
@@ -135,7 +140,7 @@ class ToolBatch(Handoffs):
         if ran and not nested_approvals.is_waiting(result):  # a call waiting for a person has not finished
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
                                   idempotency_key=self.key(call))
-            result = run_after_hook(self.config.after_tool_call, ctx)
+            result = self.check_tool_output(call, run_after_hook(self.config.after_tool_call, ctx))
         hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
         if isinstance(hook_error, BaseException):
             self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 if TYPE_CHECKING:  # the type checker's; at run time the annotations stay strings
     from typing_extensions import Required
 
-__all__ = ["Answer", "AnswerStatus", "MCPUnavailable", "PendingApproval", "UsageLimitReached"]
+__all__ = ["Answer", "AnswerStatus", "GuardrailReport", "MCPUnavailable", "PendingApproval", "UsageLimitReached"]
 
 AnswerStatus = Literal[
     "completed", "truncated", "terminated", "max_turns", "repeated_call", "usage_limit", "aborted", "error",
-    "output_invalid", "awaiting_approval", "conflict",
+    "output_invalid", "awaiting_approval", "conflict", "guardrail_tripped",
 ]
 """How the run serving the input ended (``yiemagent.loop``; ``AgentEndEvent.status`` too); ``conflict``: a
 branching operation refused because the conversation moved since it was planned (``yiemagent.loop.branching``)."""
@@ -67,6 +67,21 @@ class UsageLimitReached(TypedDict):
     scope: Literal["run", "conversation"]
 
 
+class GuardrailReport(TypedDict):
+    """The tripwire that ended a run with status ``guardrail_tripped`` (``yiemagent.tools.guardrails``)."""
+
+    stage: Literal["input", "output", "tool_input", "tool_output"]
+    guardrail: str
+    """The guardrail's name."""
+    kind: str
+    """``tripwire`` (a ``retry`` the run could not act on counts as one)."""
+    reason: str
+    info: Any
+    """What the guardrail reported (JSON-ready)."""
+    answer: str | None
+    """The guardrail's own answer text, when it gave one (the answer's ``content`` then)."""
+
+
 class Answer(TypedDict, total=False):
     """The answer to one input (module docstring). Keys past the four required come when they apply."""
 
@@ -88,6 +103,8 @@ class Answer(TypedDict, total=False):
     """With status ``awaiting_approval``: the calls waiting (``Agent.decide``)."""
     usage_limit: UsageLimitReached
     """With status ``usage_limit``: the limit reached."""
+    guardrail: GuardrailReport
+    """With status ``guardrail_tripped``: the guardrail whose tripwire ended the run."""
     request_tokens: int
     """With ``context_window``: the tokens of the run's last model request (``yiemagent.context.compaction``)."""
     mcp_unavailable: list[MCPUnavailable]
