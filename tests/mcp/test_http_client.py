@@ -23,7 +23,9 @@ SDK_TOOLS = {"add", "echo", "fail", "reject", "crash", "slow", "progress", "ping
              "announce_change", "call_counts", "ask_name", "météo", "regional",
              # issue 16: annotations, outputSchema, embedded resources, resource subscriptions
              "read_notes", "delete_note", "weather", "bad_weather", "notes_bundle", "touch_note",
-             "odd_contents", "trace_context"}
+             "odd_contents", "trace_context",
+             # issue 27: a tool that adds a tool (tools/list_changed in both eras)
+             "grow_tools"}
 ALL_MODES = ["sdk_server", "sdk_server_json", "sdk_server_stateless"]
 SESSION_MODES = ["sdk_server", "sdk_server_json"]
 SSE_MODES = ["sdk_server", "sdk_server_stateless"]
