@@ -224,3 +224,28 @@ def test_demo_command_is_a_correct_conversation():
     final = [line for line in out.splitlines() if line.startswith("assistant> ") and "calls" not in line]
     assert final and "21" in final[-1] and "<" not in final[-1], out
     assert "status completed" in out
+
+
+@pytest.mark.model
+@pytest.mark.timeout(900)
+def test_issue_29_the_demo_states_no_fact_that_no_tool_or_user_gave(monkeypatch):
+    """Issue 29 point 2: the demo's embedded model, asked questions of a new user (Kyiv in Fahrenheit, Madrid's
+    people, Cairo or Berlin), stated numbers and names nobody gave (Kyiv's -3 °C as "27.8 °F", invented
+    demographics) with status ``completed``. With the grounding guardrail on (the demo's default), every answer
+    states only what a tool result or the question gave, or says it does not know.
+    """
+    monkeypatch.setenv("YIEMAGENT_EXAMPLE_NOW", "2026-12-01T16:30:00+00:00")
+    from yiemagent.cli.demo import demo_model, demo_server, run_demo
+    from yiemagent.mcp import MCPClient
+    from yiemagent.tools.grounding import unsupported_claims
+
+    questions = ["What is the weather in Kyiv in Fahrenheit?", "How many people live in Madrid?",
+                 "Is it warmer in Cairo or in Berlin?", "What is the weather in Paris?"]
+    lines: list[str] = []
+    with demo_server() as url, MCPClient(url, name="weather") as client, \
+            demo_model(out=lines.append) as llm_call:
+        for question in questions:
+            run = run_demo(question, llm_call, client, out=lines.append)
+            sources = "\n".join([question, *run.results])
+            assert run.answer.startswith("I do not know") or unsupported_claims(run.answer, sources) == [], lines
+            assert run.status in ("completed", "guardrail_tripped", "truncated", "max_turns"), lines

@@ -127,3 +127,14 @@ def test_moderation_endpoint_that_cannot_be_reached_fails_closed():
     answer = Agent(llm, input_guardrails=[guard]).ask("good morning")
     assert answer["status"] == "guardrail_tripped" and llm.calls == []
     assert "the guardrail failed" in answer["guardrail"]["reason"]
+
+
+def test_issue_29_a_small_invented_number_is_a_claim_and_a_list_marker_is_not():
+    """The demo's SmolLM2 answered "How many people live in Madrid?" with "The answer is 10." and no tool call;
+    small numbers were exempt (as list markers), so the guardrail let it through. Only list markers are now.
+    """
+    from yiemagent.tools.grounding import unsupported_claims
+
+    assert [c.text for c in unsupported_claims("The answer is 10.", "How many people live in Madrid?")] == ["10"]
+    assert unsupported_claims("1. Paris: sunny\n2) 21 °C", "Weather in Paris: Sunny, 21 °C") == []
+    assert unsupported_claims("It takes 2 steps.", "Do it in 2 steps.") == []

@@ -20,7 +20,7 @@ def test_every_yiemagent_row_of_the_features_table_names_tests_that_exist():
         rows[cells[0]] = cells[1]
     assert set(rows) == {"Typed answers", "Validator retry", "Approval across processes", "Agents as tools",
                          "Fallback", "Usage limits", "Compaction", "Tracing", "Serving over MCP", "Frontend streams",
-                         "Branching", "Guardrails"}
+                         "Branching", "Guardrails", "Prompt caching"}
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
     defined = set(re.findall(r"^def (test_\w+)", sources, re.M))
     files = {p.name for p in (ROOT / "tests").rglob("test_*.py")}

@@ -163,13 +163,20 @@ def demo_server(timeout_seconds: float | None = None) -> Iterator[str]:
 
 
 def run_demo(question: str, llm_call: Any, client: MCPClient, *, max_turns: int = 3,
-             out: Callable[[str], None] = print, system_prompt: str | None = None) -> DemoRun:
-    """Ask ``question`` with the tools of ``client`` (and ``system_prompt``); print the conversation."""
+             out: Callable[[str], None] = print, system_prompt: str | None = None, grounded: bool = True) -> DemoRun:
+    """Ask ``question`` with the tools of ``client`` (and ``system_prompt``); print the conversation.
+
+    ``grounded``: the answer goes through ``grounding_guardrail`` (``yiemagent.tools.grounding``): a number, unit
+    or name no tool result or the question gave is sent back, and finally answered "I do not know".
+    """
+    from ..tools.grounding import grounding_guardrail
+
     run = DemoRun(question)
     transcript = _Transcript(run, out)
     started = time.monotonic()
     with Agent(llm_call, mcp_servers=[client], event_sink=transcript, max_turns=max_turns,
-               builtin_list_tools=False, system_prompt=system_prompt) as agent:
+               builtin_list_tools=False, system_prompt=system_prompt,
+               output_guardrails=[grounding_guardrail()] if grounded else ()) as agent:
         out(f"user> {question}")
         answer = agent.ask(question)
     run.answer = (answer.get("content") or "").strip()

@@ -8,8 +8,9 @@ conversation's user messages and tool results (plus ``known`` texts of the app's
 
 * a **number** (``-3``, ``27.8``, ``3,300,000``, a Unicode minus too) with its **unit** when one
   follows (``°C``, ``°F``, ``%``, ``km``, ``million``...: ``UNITS``) is supported when a source has the
-  same value, and, if both name a unit, the same unit. Numbers from 0 to 10 without a unit are not
-  checked (list markers, "2 options"); nor are digits inside words (``COVID-19``, ``H2O``);
+  same value, and, if both name a unit, the same unit. List markers (``1.``, ``2)`` starting a line) are
+  not checked; small numbers are ("The answer is 10." to "How many people live in Madrid?" was the demo
+  model's); nor are digits inside words (``COVID-19``, ``H2O``);
 * a **name** (a capitalised word that does not start a sentence, e.g. ``Spain``, ``Catholic``) is
   supported when a source has it (any case); ``COMMON_WORDS`` (``I``, unit and weekday names) are not
   checked.
@@ -91,8 +92,10 @@ def claims(text: str) -> list[Claim]:
     found: list[Claim] = []
     for match in _NUMBER.finditer(text):
         value, unit = _value(match.group(1)), _unit(match.group(2))
-        if unit is None and value.is_integer() and 0 <= value <= 10:
-            continue
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        marker = not text[line_start:match.start()].strip() and text[match.end():match.end() + 1] in (".", ")")
+        if unit is None and value.is_integer() and 0 <= value <= 10 and marker:
+            continue  # a list marker ("1. ...", "2) ..."), not a claim
         found.append(Claim(match.group(0).strip(), value, unit))
     for match in _NAME.finditer(text):
         word = re.sub("['\u2019]s$", "", match.group(0))  # Kyiv's: Kyiv
