@@ -202,3 +202,28 @@ def test_operations_from_several_threads_are_served_in_order_one_at_a_time() -> 
         assert texts(agent) == ["seed", "re: seed (seen 1)"]  # never two answers, never a half-cut history
     finally:
         agent.shutdown()
+
+
+def test_rewind_and_regenerate_while_a_run_awaits_approval_refuse_and_change_nothing():
+    """A fresh user's trial: with a run at ``awaiting_approval``, ``rewind`` and ``regenerate`` rejected the pending
+    call, asked the model and then raised a ``BranchConflictError`` about a concurrent writer nobody was. They now
+    refuse at once with a ``BranchError`` that says to decide first, and the history and pending call stay.
+    """
+    from yiemagent import Agent, tool
+    from yiemagent.exceptions import BranchError
+    from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
+
+    @tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    llm = ScriptedLLM([tool_call_reply("delete_file", {"path": "/tmp/x"}), text_reply("never")])
+    agent = Agent(llm, tools=[delete_file])
+    assert agent.ask("delete /tmp/x")["status"] == "awaiting_approval"
+    before = list(agent.history)
+    for operation in (lambda: agent.rewind(to=0), agent.regenerate):
+        with pytest.raises(BranchError, match="decide"):
+            operation()
+    assert agent.history == before and len(llm.calls) == 1
+    assert [c["name"] for c in agent.pending_approvals()] == ["delete_file"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..exceptions import BranchConflictError, ConfigError
+from ..exceptions import BranchConflictError, BranchError, ConfigError
 from ..loop.branching import Branch, cut_point, history_token, plan_edit, plan_regenerate, plan_rewind
 from ..loop.conversation import Input
 from ..mcp.bridge import MCPToolExecutor
@@ -51,6 +51,15 @@ class Branches:
             raise ConfigError("expected_version names a store's version: this agent has no store")
         return conversation.history, None
 
+    def _not_waiting(self, operation: str) -> None:
+        """Refuse ``operation`` while a run waits for a person's decision (nothing is changed)."""
+        pending = getattr(self._agent, "pending_approvals", None)
+        waiting = pending() if callable(pending) else []
+        if waiting:
+            names = ", ".join(sorted({str(c.get("name")) for c in waiting}))
+            raise BranchError(f"{operation}: a run waits for a decision about {len(waiting)} tool call(s) ({names}): "
+                              "approve or reject them first (decide), or send a new message (which rejects them)")
+
     def _serve(self, branch: Branch, message: UserMessage, version: int | None,
                timeout_seconds: float | None) -> Answer:
         """Serve the operation as an input; raise ``BranchConflictError`` when it was refused."""
@@ -78,10 +87,12 @@ class Branches:
             The answer dict: ``content: ""``, ``status: "completed"``, ``branch: {"op", "keep", "base", "resume"}``.
 
         Raises:
-            BranchError: ``to`` is out of range, or the cut would leave tool calls without results.
+            BranchError: ``to`` is out of range, the cut would leave tool calls without results, or a run
+                waits for a person's decision (``pending_approvals``: decide first).
             BranchConflictError: the conversation moved since it was planned (another writer won).
             ConfigError: ``expected_version`` without a store. And what ``ask`` raises.
         """
+        self._not_waiting("rewind")
         history, version = self._history(expected_version)
         return self._serve(plan_rewind(history, to), UserMessage(""), version, timeout_seconds)
 
@@ -124,8 +135,10 @@ class Branches:
             The new run's answer dict, with ``branch``.
 
         Raises:
-            BranchError: no user message in the history. BranchConflictError, ConfigError: as ``rewind``.
+            BranchError: no user message in the history, or a run waits for a person's decision.
+            BranchConflictError, ConfigError: as ``rewind``.
         """
+        self._not_waiting("regenerate")
         history, version = self._history(expected_version)
         branch, message = plan_regenerate(history, keep_tool_results=keep_tool_results)
         return self._serve(branch, message, version, timeout_seconds)

@@ -138,7 +138,8 @@ def plan_edit(history: list[Message], index: int, text: Any) -> tuple[Branch, Us
     i = _index(history, index)
     target = history[i]
     if not isinstance(target, UserMessage) or target.compaction is not None:
-        raise BranchError(f"history[{index}] is a {getattr(target, 'role', '?')} message"
+        role = str(getattr(target, "role", "?"))
+        raise BranchError(f"history[{index}] is {'an' if role[:1] in 'aeiou' else 'a'} {role} message"
                           f"{' (a compaction summary)' if isinstance(target, UserMessage) else ''}: only a "
                           "user message can be edited", index=index)
     if isinstance(text, str):

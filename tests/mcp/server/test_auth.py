@@ -131,6 +131,40 @@ def test_the_verified_token_reaches_the_app_and_never_a_response_or_a_log(caplog
     assert not any(good in t or stale in t for t in texts)
 
 
+def test_a_session_belongs_to_the_token_subject_that_began_it() -> None:
+    """A fresh user's trial: Mallory, with a valid token of her own, could call tools on Alice's
+    ``Mcp-Session-Id``, open her GET stream and end her session. Another subject's request on a session is now
+    answered 404, as an unknown session; Alice's own requests go on.
+    """
+    server = build()
+    app = BearerAuth(server.wsgi_app(), JWTVerifier(key=KEY, issuer=ISSUER, algorithms=["HS256"]),
+                     resource=RESOURCE, authorization_servers=[ISSUER], required_scopes=["mcp"])
+    client = Client(app)
+
+    def as_user(subject: str) -> str:
+        return jwt.encode({"iss": ISSUER, "aud": RESOURCE, "sub": subject, "scope": "mcp",
+                           "exp": int(time.time()) + 600}, KEY, algorithm="HS256")
+
+    alice, mallory = as_user("alice"), as_user("mallory")
+    started = post(client, INIT, alice)
+    session = started.headers["Mcp-Session-Id"]
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+    def send(bearer: str, method: str = "POST") -> Any:
+        headers = {**ACCEPT, "Authorization": f"Bearer {bearer}", "Mcp-Session-Id": session}
+        if method == "POST":
+            return client.post("/mcp", data=json.dumps(ping), headers=headers, content_type="application/json")
+        if method == "GET":
+            return client.get("/mcp", headers={**headers, "Accept": "text/event-stream"})
+        return client.delete("/mcp", headers=headers)
+
+    assert send(mallory).status_code == 404
+    assert send(mallory, "GET").status_code == 404
+    assert send(mallory, "DELETE").status_code == 404
+    assert send(alice).status_code == 200  # her session is still there
+    assert send(alice, "DELETE").status_code == 200
+
+
 def test_rs256_tokens_from_a_jwks_document() -> None:
     """A JWKS URL as authorization servers publish them (a real HTTP server serving the JSON document)."""
     from cryptography.hazmat.primitives.asymmetric import rsa

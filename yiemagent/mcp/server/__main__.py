@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 
+from ...tools import AgentTool
 from .server import MCPServer
 
 
@@ -30,8 +31,14 @@ def load(target: str) -> MCPServer:
     value = importlib.import_module(module_name)
     for part in attribute.split("."):
         value = getattr(value, part)
+    if isinstance(value, AgentTool):  # a @tool function is callable too, but not a server factory
+        raise ValueError(f"{target} is a tool, not an MCPServer: serve MCPServer(name, tools=[{attribute}])")
     if callable(value) and not isinstance(value, MCPServer):
-        value = value()
+        try:
+            value = value()
+        except TypeError as exc:
+            raise ValueError(f"{target} is not an MCPServer or a function of no arguments returning one ({exc})"
+                             ) from None
     if not isinstance(value, MCPServer):
         raise ValueError(f"{target} is {type(value).__name__}, not an MCPServer")
     return value

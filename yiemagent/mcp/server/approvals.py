@@ -6,14 +6,14 @@ A served tool that waits for a person (an ``Agent`` behind ``agent.as_tool(...)`
 person at the client as one ``elicitation/create`` (form mode: "<agent> wants to run <tool>(<arguments>).
 Approve?" with ``{"approve": boolean, "reason"?: string}``), and the tool is called again with the
 decisions (``nested_approvals.deciding``: the sub-agent's run resumes, its approved tool runs once).
-Declined, cancelled or ``approve: false``: rejected, with the person's reason or
-``DEFAULT_REJECT_REASON``. At most ``MAX_APPROVAL_ROUNDS`` rounds (a sub-agent may ask again).
+Declined, cancelled or ``approve: false``: rejected, with the person's reason or ``DECLINED``.
+At most ``MAX_APPROVAL_ROUNDS`` rounds (a sub-agent may ask again).
 
 By era (``current_call().ask``): 2025-11-25, requests on the call's stream, answered in the session;
 2026-07-28, ``input_required`` rounds: the waiting calls are kept in ``current_call().saved`` so that the
 re-run asks with the answers instead of running the tool again (the waiting agent must be the same
 object: one process, or a durable agent). A client without the ``elicitation`` capability gets an error
-result naming the calls that wait.
+result naming the calls that wait (so does a stateless 2025-11-25 server: no session to ask through).
 
 Spec: MCP 2025-11-25 "Elicitation"; MCP 2026-07-28 "Multi Round-Trip Requests".
 """
@@ -26,15 +26,17 @@ from typing import Any
 
 from ...textpolicy import display_text
 from ...tools import AgentToolResult
-from ...tools.approvals import DEFAULT_REJECT_REASON
 from ...tools.nested_approvals import AwaitingApproval, deciding
 from .calls import current_call
 from .inputs import elicitation_request
 
-__all__ = ["MAX_APPROVAL_ROUNDS", "elicited_approvals"]
+__all__ = ["DECLINED", "MAX_APPROVAL_ROUNDS", "elicited_approvals"]
 
 MAX_APPROVAL_ROUNDS = 8
 """Rounds of approvals asked for one call; past it, the call's result is an error."""
+
+DECLINED = "the person at the client declined"
+"""The reason a call is rejected with when the person declined without giving one."""
 
 _SAVED_KEY = "yiemagent.approvals.waiting"
 _SCHEMA = {"type": "object", "properties": {
@@ -56,7 +58,7 @@ def _decision(answer: dict[str, Any]) -> bool | str:
     if answer.get("action") == "accept" and content.get("approve") is True:
         return True
     reason = content.get("reason")
-    return reason.strip()[:500] if isinstance(reason, str) and reason.strip() else DEFAULT_REJECT_REASON
+    return reason.strip()[:500] if isinstance(reason, str) and reason.strip() else DECLINED
 
 
 def elicited_approvals(execute: Callable[[], Any]) -> Any:
@@ -80,8 +82,9 @@ def elicited_approvals(execute: Callable[[], Any]) -> Any:
                     waiting = pause.calls
         if call is None or not call.client_supports("elicitation"):
             names = ", ".join(str(c.get("name")) for c in waiting)
-            return AgentToolResult.error(f"the tool waits for a person's approval of: {names}; this client "
-                                         "cannot be asked (it declared no elicitation capability)")
+            return AgentToolResult.error(f"the tool waits for a person's approval of: {names}; the person cannot "
+                                         "be asked: the client declared no elicitation capability, or there is no "
+                                         "session to ask through (a stateless server in 2025-11-25)")
         saved[_SAVED_KEY] = waiting  # a 2026-07-28 re-run asks with the answers instead of running the tool again
         answers = call.ask({f"approval-{c['tool_call_id']}": elicitation_request(_question(c), _SCHEMA)
                             for c in waiting})

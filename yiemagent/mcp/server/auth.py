@@ -26,8 +26,11 @@
 - a ``tools/call`` of a tool listed in ``tool_scopes`` also needs that tool's scopes (403 as above).
   The request body is read once (at most ``max_body_bytes``) and handed on unchanged.
 
-The token that passed is ``environ["yiemagent.mcp.access_token"]`` (an ``AccessToken``) for the app
-below. Tokens never reach a log, an error or a response (the text policy's known secrets).
+A 2025-11-25 session (``Mcp-Session-Id``) belongs to the token subject (``sub`` and client id) that
+began it: a request with another subject's token on it is answered 404, as an unknown session (MCP
+security best practices: session hijacking). The token that passed is
+``environ["yiemagent.mcp.access_token"]`` (an ``AccessToken``) for the app below. Tokens never reach a
+log, an error or a response (the text policy's known secrets).
 
 Verifiers (``TokenVerifier``: ``verify(token) -> AccessToken | None``): ``IntrospectionVerifier``
 (RFC 7662, with ``requests``) and ``JWTVerifier`` (signed JWTs, with PyJWT: ``pip install -e
@@ -43,6 +46,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +67,8 @@ ENVIRON_KEY = "yiemagent.mcp.access_token"
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_SESSION_OWNERS = 100_000
+"""Sessions whose owner is remembered (the oldest forgotten first)."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +282,8 @@ class BearerAuth:
         self.metadata_paths = {WELL_KNOWN + path, WELL_KNOWN} if path else {WELL_KNOWN}
         self.metadata_url = metadata_url or f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
         self.max_body_bytes = max_body_bytes
+        self._owners: dict[str, tuple[str | None, str | None]] = {}  # session id -> (sub, client_id) that began it
+        self._owners_lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Answer the metadata, refuse with a challenge, or call ``app`` with the verified token in ``environ``."""
@@ -310,8 +318,29 @@ class BearerAuth:
             wanted = [*dict.fromkeys([*access.scopes & needed, *sorted(needed)])]
             return self._challenge(start_response, 403, "insufficient_scope", wanted,
                                    f"this request needs the scopes {' '.join(sorted(missing))}")
+        principal = (access.subject, access.client_id)
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if session_id:
+            with self._owners_lock:
+                owner = self._owners.get(session_id)
+            if owner is not None and owner != principal:  # another user's session: as if it did not exist
+                logger.warning("a request used the MCP session of another token subject; answered 404")
+                body = b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Session not found"}}'
+                start_response("404 Not Found", [("Content-Type", "application/json"),
+                                                 ("Content-Length", str(len(body)))])
+                return [body]
         environ[ENVIRON_KEY] = access
-        return self.app(environ, start_response)
+
+        def recording(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+            issued = next((value for name, value in headers if name.lower() == "mcp-session-id"), None)
+            if issued and not session_id:  # a session begins: it belongs to this token's subject
+                with self._owners_lock:
+                    self._owners[issued] = principal
+                    while len(self._owners) > MAX_SESSION_OWNERS:
+                        self._owners.pop(next(iter(self._owners)))
+            return start_response(status, headers, *exc_info)
+
+        return self.app(environ, recording)
 
     def _body(self, environ: dict[str, Any]) -> bytes | None:
         """The request body, read once and put back as ``wsgi.input``; None when longer than the cap."""

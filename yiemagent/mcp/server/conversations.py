@@ -22,7 +22,12 @@ completed or waits for an approval):
 - ``input_id``: the caller's idempotency key. The store keeps one input per ``(conversation_id,
   input_id)``: a call retried with the same key (after a timeout, or a worker killed mid-call) is not run
   again; it waits for the run in progress, or finishes the run a dead worker left (the journal: a recorded
-  model reply or tool call is never run twice), and answers the same. Without it, a retry is a new input.
+  model reply or tool call is never run twice), and answers the same. The key names the input: a call
+  with a used key gets the first input's answer, whatever its ``input`` says (the store's rule, as for
+  ``flask_durable``); use a new key for a new input. Without a key, a retry is a new input.
+- ``conversation_id`` is any string (an unknown one starts that conversation) and is not owned by
+  anyone: put authentication in front (``yiemagent.mcp.server.auth``) and derive the ids from the user
+  (e.g. ``f"{subject}:{id}"`` in ``make_agent``) so that a client cannot read another's conversation.
 
 Each call makes its agent with ``make_agent(conversation_id)`` and shuts it down afterwards; the call's
 abort (``notifications/cancelled``, a client gone) aborts the run. ``timeout_seconds`` bounds one call
