@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from werkzeug.serving import make_server
 
 from yiemagent.mcp.server import MCPServer, Prompt, PromptArgument, Resource, ResourceTemplate, current_call
 from yiemagent.tools import AgentTool, report_progress, tool
@@ -102,3 +106,16 @@ class Booking:
     def server(self, **kwargs: Any) -> MCPServer:
         """A server with ``book`` and ``summarize``."""
         return MCPServer("booking", "1.0", tools=[tool(self.book), tool(self.summarize)], **kwargs)
+
+
+@contextmanager
+def serving(app: Callable[..., Any], path: str = "/mcp") -> Iterator[str]:
+    """``app`` (a WSGI app) under werkzeug's threaded server on a loopback socket: its URL at ``path``."""
+    http = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{http.server_port}{path}"
+    finally:
+        http.shutdown()
+        thread.join(30)

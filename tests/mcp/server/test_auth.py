@@ -10,17 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import jwt
 import pytest
-from werkzeug.serving import make_server
 from werkzeug.test import Client
 
-from tests.mcp.server.kit import build
+from tests.mcp.server.kit import build, serving
 from yiemagent.exceptions import ConfigError
 from yiemagent.mcp.server.auth import BearerAuth, IntrospectionVerifier, JWTVerifier
 from yiemagent.tools import tool
@@ -179,12 +177,8 @@ def test_rs256_tokens_from_a_jwks_document() -> None:
         start_response("200 OK", [("Content-Type", "application/json")])
         return [document]
 
-    http = make_server("127.0.0.1", 0, jwks, threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        verifier = JWTVerifier(jwks_url=f"http://127.0.0.1:{http.server_port}/jwks", issuer=ISSUER,
-                               audience=RESOURCE)
+    with serving(jwks, "/jwks") as jwks_url:
+        verifier = JWTVerifier(jwks_url=jwks_url, issuer=ISSUER, audience=RESOURCE)
         signed = jwt.encode({"iss": ISSUER, "aud": RESOURCE, "scope": "mcp", "exp": int(time.time()) + 60},
                             private, algorithm="RS256", headers={"kid": "k1"})
         access = verifier.verify(signed)
@@ -192,9 +186,6 @@ def test_rs256_tokens_from_a_jwks_document() -> None:
         forged = jwt.encode({"iss": ISSUER, "aud": RESOURCE, "exp": int(time.time()) + 60}, KEY, algorithm="HS256",
                             headers={"kid": "k1"})
         assert verifier.verify(forged) is None  # alg confusion: HS256 is not among the accepted algorithms
-    finally:
-        http.shutdown()
-        thread.join(10)
 
 
 def test_nonsense_settings_are_config_errors() -> None:
@@ -226,18 +217,11 @@ def behind_real_as(oauth_server: Any) -> Iterator[tuple[str, Any]]:
     def app(environ: dict[str, Any], start_response: Any) -> Any:
         return holder["app"](environ, start_response)
 
-    http = make_server("127.0.0.1", 0, app, threaded=True)
-    resource = f"http://127.0.0.1:{http.server_port}/mcp"
-    holder["app"] = BearerAuth(server.wsgi_app(), IntrospectionVerifier(f"{authorization.as_base}/introspect"),
-                               resource=resource, authorization_servers=[authorization.as_base],
-                               required_scopes=["mcp"], tool_scopes={"admin_report": ["admin"]})
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(app) as resource:  # the resource URL is known once the port is: the app is set then
+        holder["app"] = BearerAuth(server.wsgi_app(), IntrospectionVerifier(f"{authorization.as_base}/introspect"),
+                                   resource=resource, authorization_servers=[authorization.as_base],
+                                   required_scopes=["mcp"], tool_scopes={"admin_report": ["admin"]})
         yield resource, authorization
-    finally:
-        http.shutdown()
-        thread.join(30)
 
 
 @pytest.mark.slow

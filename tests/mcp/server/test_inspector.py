@@ -9,16 +9,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 
 from tests.helpers import NODE_SERVERS
-from tests.mcp.server.kit import build
+from tests.mcp.server.kit import build, serving
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
 
@@ -47,14 +45,8 @@ def inspect(*args: str) -> Any:
 
 @pytest.fixture
 def served() -> Iterator[str]:
-    http = make_server("127.0.0.1", 0, build().wsgi_app(), threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{http.server_port}/mcp"
-    finally:
-        http.shutdown()
-        thread.join(30)
+    with serving(build().wsgi_app()) as url:
+        yield url
 
 
 @pytest.mark.timeout(300)

@@ -10,16 +10,14 @@ yiemagent's ``MCPClient`` (negotiated default: 2026-07-28, ``input_required`` ro
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from werkzeug.serving import make_server
 
-from tests.mcp.server.kit import Booking
+from tests.mcp.server.kit import Booking, serving
 from yiemagent.mcp import MCPClient
 
 pytestmark = pytest.mark.slow  # servers on sockets, a server process (stdio)
@@ -29,14 +27,8 @@ pytestmark = pytest.mark.slow  # servers on sockets, a server process (stdio)
 def booking() -> Iterator[tuple[Booking, str]]:
     """The booking server at http://127.0.0.1:PORT/mcp, and its ``Booking`` (run counters)."""
     kept = Booking()
-    http = make_server("127.0.0.1", 0, kept.server().wsgi_app(), threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield kept, f"http://127.0.0.1:{http.server_port}/mcp"
-    finally:
-        http.shutdown()
-        thread.join(30)
+    with serving(kept.server().wsgi_app()) as url:
+        yield kept, url
 
 
 def person(asked: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,15 +5,13 @@ SDK client (``mcp.client.streamable_http``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
-from werkzeug.serving import make_server
 
-from tests.mcp.server.kit import build
+from tests.mcp.server.kit import build, serving
 from yiemagent import Agent
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.server import MCPServer
@@ -28,14 +26,8 @@ def served() -> Iterator[str]:
     helper = Agent(ScriptedLLM([text_reply("Paris")], repeat_last=True), system_prompt="Answer briefly.")
     server: MCPServer = build()
     server.add_tool(helper.as_tool("ask_helper", "Ask the helper agent a question."))
-    http = make_server("127.0.0.1", 0, server.wsgi_app(), threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{http.server_port}/mcp"
-    finally:
-        http.shutdown()
-        thread.join(30)
+    with serving(server.wsgi_app()) as url:
+        yield url
 
 
 def test_yiemagent_client_and_an_agent_use_the_served_tools(served: str) -> None:

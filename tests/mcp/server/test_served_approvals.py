@@ -8,13 +8,12 @@ be asked gets an error result naming the waiting call.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 
+from tests.mcp.server.kit import serving
 from yiemagent import Agent, tool
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.server import MCPServer
@@ -50,14 +49,10 @@ class Office:
 @pytest.fixture
 def office() -> Iterator[tuple[Office, str]]:
     kept = Office()
-    http = make_server("127.0.0.1", 0, kept.server.wsgi_app(), threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield kept, f"http://127.0.0.1:{http.server_port}/mcp"
+        with serving(kept.server.wsgi_app()) as url:
+            yield kept, url
     finally:
-        http.shutdown()
-        thread.join(30)
         kept.helper.shutdown()
 
 

@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from werkzeug.serving import make_server
 from werkzeug.test import Client
 
-from tests.mcp.server.kit import build
+from tests.mcp.server.kit import build, serving
 from yiemagent.mcp.server import MCPServer
 from yiemagent.mcp.server.subscriptions import MAX_SUBSCRIPTIONS
 
@@ -49,14 +48,8 @@ def test_subscribe_is_announced_acknowledged_and_bounded() -> None:
 @pytest.fixture
 def served() -> Iterator[tuple[MCPServer, str]]:
     server = build()
-    http = make_server("127.0.0.1", 0, server.wsgi_app(), threaded=True)
-    thread = threading.Thread(target=http.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server, f"http://127.0.0.1:{http.server_port}/mcp"
-    finally:
-        http.shutdown()
-        thread.join(30)
+    with serving(server.wsgi_app()) as url:
+        yield server, url
 
 
 @pytest.mark.slow
