@@ -88,8 +88,10 @@ def test_cached_tokens_rise_on_the_local_server_and_the_cost_limit_stops_the_con
         if answer["status"] not in ("completed", "truncated"):  # truncated: the 16-token answer was cut
             break
         cached.append(cache_tokens(agent.history[-1].usage or {})[0])
-    assert cached[0] == 0 and all(later > 0 for later in cached[1:]), cached
-    assert all(b >= a for a, b in itertools.pairwise(cached[1:])), cached  # the cached prefix grows
+    # the first input finds at most a few tokens of an earlier request (the server is shared by the session's
+    # model tests); each later one reads the conversation so far from the cache, more at every input
+    assert len(cached) >= 3 and cached[0] < 50 and cached[1] > cached[0], cached
+    assert all(b > a for a, b in itertools.pairwise(cached[1:])), cached  # the cached prefix grows
     assert agent.usage["prompt_tokens_details"]["cached_tokens"] == sum(cached)
     assert statuses[-1] == "usage_limit", statuses  # the cost limit stopped the conversation
     assert len(cached) >= 3 and agent.usage["cost"] < 0.06 + 0.05
