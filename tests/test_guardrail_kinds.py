@@ -8,13 +8,12 @@ talks HTTP to tests/servers/scripted_openai_server.py (``POST /v1/moderations``)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, SERVERS, free_port, start_process, stop_process, wait_for_port
+from tests.helpers import free_port
 from yiemagent import Agent, tool
 from yiemagent.testing import EventRecorder, ScriptedLLM, text_reply, tool_call_reply
 from yiemagent.tools.grounding import claims, grounding_guardrail, unsupported_claims
@@ -92,22 +91,8 @@ def test_pii_guardrail_on_presidio_when_installed():
     assert result is not None and result.kind == "tripwire" and "card number" in result.reason
 
 
-@pytest.fixture(scope="module")
-def moderation_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    log = tmp_path_factory.mktemp("moderation") / "requests.jsonl"
-    log.write_text("", encoding="utf-8")
-    port = free_port()
-    process = start_process([PYTHON, str(SERVERS / "scripted_openai_server.py"), "--port", str(port),
-                             "--log", str(log)])
-    try:
-        wait_for_port(port, timeout_seconds=20, process=process)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        stop_process(process)
-
-
-def test_moderation_guardrail_against_an_openai_compatible_endpoint(moderation_server: tuple[str, Path]) -> None:
-    base_url, log = moderation_server
+def test_moderation_guardrail_against_an_openai_compatible_endpoint(scripted_model: tuple[str, Path]) -> None:
+    base_url, log = scripted_model  # the scripted OpenAI-compatible server answers /v1/moderations too
     guard = moderation_guardrail(base_url, api_key="sk-test", model="omni-moderation-latest")
     llm = ScriptedLLM([text_reply("hello!")])
     agent = Agent(llm, input_guardrails=[guard])

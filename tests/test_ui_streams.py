@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,6 @@ from yiemagent.examples.flask_chat import create_app
 from yiemagent.exceptions import LLMError
 from yiemagent.testing import ScriptedLLM
 from yiemagent.textpolicy import register_secrets
-
-from .helpers import free_port
 
 SECRET = "sk-ui-streams-0123456789abcdef"
 UI = Path(__file__).parent / "node" / "ui"
@@ -300,17 +297,13 @@ def test_flask_vercel_route_has_the_protocol_header_and_validates(protocol_app):
 @pytest.fixture
 def served_protocol_app():
     """The Flask example served by werkzeug's threaded server on 127.0.0.1; yields its base URL."""
-    from werkzeug.serving import make_server
+    from tests.mcp.server.kit import serving
 
     app = create_app(make_agent, secret_key="test")
-    server = make_server("127.0.0.1", free_port(), app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        with serving(app, path="") as url:
+            yield url
     finally:
-        server.shutdown()
-        thread.join(10)
         app.extensions["yiemagent_conversations"].close()
 
 
