@@ -17,7 +17,8 @@ import uuid
 from typing import Any
 
 from ..exceptions import BranchConflictError, BranchError, ConfigError
-from ..loop.branching import Branch, cut_point, history_token, plan_edit, plan_regenerate, plan_rewind
+from ..loop.branching import (Branch, cut_point, history_token, plan_edit, plan_regenerate, plan_rewind,
+                              refuse_while_waiting)
 from ..loop.conversation import Input
 from ..mcp.bridge import MCPToolExecutor
 from ..messages import Message, UserMessage
@@ -54,11 +55,7 @@ class Branches:
     def _not_waiting(self, operation: str) -> None:
         """Refuse ``operation`` while a run waits for a person's decision (nothing is changed)."""
         pending = getattr(self._agent, "pending_approvals", None)
-        waiting = pending() if callable(pending) else []
-        if waiting:
-            names = ", ".join(sorted({str(c.get("name")) for c in waiting}))
-            raise BranchError(f"{operation}: a run waits for a decision about {len(waiting)} tool call(s) ({names}): "
-                              "approve or reject them first (decide), or send a new message (which rejects them)")
+        refuse_while_waiting(operation, pending() if callable(pending) else [])
 
     def _serve(self, branch: Branch, message: UserMessage, version: int | None,
                timeout_seconds: float | None) -> Answer:
@@ -114,9 +111,11 @@ class Branches:
             The new run's answer dict (as ``ask``), with ``branch``.
 
         Raises:
-            BranchError: ``index`` is out of range or not a user message. FormatError: a bad ``text``.
+            BranchError: ``index`` is out of range or not a user message, or a run waits for a person's
+                decision (``pending_approvals``: nothing is changed; decide first). FormatError: a bad ``text``.
             BranchConflictError, ConfigError: as ``rewind``. And what ``ask`` raises.
         """
+        self._not_waiting("edit")
         history, version = self._history(expected_version)
         branch, message = plan_edit(history, index, text)
         return self._serve(branch, message, version, timeout_seconds)

@@ -31,6 +31,7 @@ from .._internal.fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ..context.usage_limits import UsageLimits
 from ..exceptions import AgentClosedError, ConfigError, SimulatedCrash
 from ..loop.conversation import Input, StopMode
+from ..output.typed_output import OUTPUT_MODES
 from ..mcp.client import MCPClient
 from ..store.base import ConversationStore
 from ..tools import AgentTool
@@ -64,6 +65,8 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
     check_int("max_parallel_tools", args["max_parallel_tools"], minimum=1)
     check_int("max_result_chars", args["max_result_chars"], minimum=1, optional=True)
     check_choice("tool_execution", args["tool_execution"], ("parallel", "sequential"))
+    if "output_mode" in args:
+        check_choice("output_mode", args["output_mode"], OUTPUT_MODES)
     for name in ("usage_limits", "conversation_usage_limits"):
         if args.get(name) is not None and not isinstance(args[name], UsageLimits):
             raise ConfigError(f"{name} must be a yiemagent.context.usage_limits.UsageLimits, not {args[name]!r:.60}")
@@ -74,8 +77,10 @@ def check_agent_arguments(args: dict[str, Any]) -> list[Any]:
         raise ConfigError(f"store must be a ConversationStore such as yiemagent.store.SQLiteStore({store!r:.60}), "
                           f"not {type(store).__name__} {store!r:.60}")
     check_str("conversation_id", args.get("conversation_id"), optional=True, empty=False)
-    for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools", "inline"):
-        check_bool(flag, args[flag])
+    for flag in ("builtin_list_tools", "steering", "emit_intermediate", "final_turn_without_tools", "inline",
+                 "mcp_required", "close_mcp_clients"):
+        if flag in args:
+            check_bool(flag, args[flag])
     tools = args["tools"]
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
         raise ConfigError(f"tools must be a list of AgentTool objects or functions, not {type(tools).__name__}"

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any, Literal, cast, get_args
 
+from .._internal.checks import one_of
 from ..loop import events as ev
 from ..messages import ToolCall, to_openai
 from ..output.answers import Answer
@@ -81,8 +82,7 @@ class AgentStream(Iterator["ev.Event | Answer"]):
 
     def __init__(self, input_id: str, abort: Callable[[], bool],
                  on_close: Literal["continue", "abort"] = "continue") -> None:
-        if on_close not in ("continue", "abort"):
-            raise ValueError("on_close must be 'continue' or 'abort'")
+        one_of("on_close", on_close, ("continue", "abort"))
         self.input_id = input_id
         """The id of the input (the answer's ``input_ids`` holds it)."""
         self.seq: int | None = None

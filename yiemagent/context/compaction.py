@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._internal.checks import one_of
 from ..exceptions import ConfigError, LLMError
 from ..messages import AssistantMessage, Message, TextContent, ToolResultMessage, UserMessage
 from ..messages.openai import to_openai
@@ -348,6 +349,7 @@ def compact(history: Sequence[Message], config: Compaction, llm_call: Callable[.
     Raises:
         LLMError: the summariser failed (``on_failure="raise"``); nothing is appended.
     """
+    one_of("on_failure", on_failure, ("raise", "leave_out"))
     latest = latest_compaction(history)
     start, previous = (latest[1], summary_text(history[latest[0]])) if latest is not None else (0, None)
     assert config.keep_recent_tokens is not None

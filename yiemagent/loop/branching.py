@@ -28,6 +28,9 @@ The rules (each has a test in ``tests/test_branching.py`` or ``tests/store/test_
   in order with the others: in memory on the agent's thread, in a store through the inbox (the
   inbox row is its record, its run is journaled under its own run key, and the commit writes the
   cut history and its answer at once, fenced by the lease and the version);
+* while a run waits for a person's decision (``pending_approvals``), every operation is refused with
+  ``BranchError`` before anything is changed (``refuse_while_waiting``): the waiting calls stay
+  waiting, neither approved nor rejected (decide first, or send a new message, which rejects them);
 * the answer of every operation carries ``branch``: ``{"op", "keep", "base", "resume"}``; one
   refused because the conversation moved has ``status: "conflict"`` and ``error`` (``Agent``
   raises ``BranchConflictError`` for it).
@@ -38,17 +41,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._internal.checks import one_of
 from ..exceptions import BranchError, FormatError
 from ..messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 
-__all__ = ["BRANCH_KEY", "Branch", "BranchOp", "apply_branch", "cut_point", "history_token", "plan_edit",
-           "plan_regenerate", "plan_rewind"]
+__all__ = ["BRANCH_KEY", "BRANCH_OPS", "Branch", "BranchOp", "apply_branch", "check_op", "cut_point",
+           "history_token", "plan_edit", "plan_regenerate", "plan_rewind", "refuse_while_waiting"]
 
 BRANCH_KEY = "yiemagent_branch"
 """The key of an inbox message holding its ``Branch`` (``Branch.to_dict``)."""
 
 BranchOp = Literal["edit", "regenerate", "rewind"]
-_OPS = ("edit", "regenerate", "rewind")
+BRANCH_OPS: tuple[BranchOp, ...] = ("edit", "regenerate", "rewind")
+_OPS = BRANCH_OPS
+
+
+def check_op(op: Any) -> BranchOp:
+    """``op`` when it is one of ``BRANCH_OPS``; else ``ConfigError`` naming the nearest (``"edti"``: ``"edit"``)."""
+    one_of("op", op, BRANCH_OPS)
+    return op  # type: ignore[no-any-return]
+
+
+def refuse_while_waiting(operation: str, waiting: list[dict[str, Any]]) -> None:
+    """Raise ``BranchError`` when ``waiting`` (the calls of ``pending_approvals``) is not empty.
+
+    A branching operation never decides a waiting call: the approval stays as it was.
+    """
+    if waiting:
+        names = ", ".join(sorted({str(c.get("name")) for c in waiting}))
+        raise BranchError(f"{operation}: a run waits for a decision about {len(waiting)} tool call(s) ({names}): "
+                          "approve or reject them first (decide), or send a new message (which rejects them); "
+                          "nothing was changed")
 
 
 @dataclass

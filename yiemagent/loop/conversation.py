@@ -276,6 +276,16 @@ class Conversation:
     def serve(self, entry: Input, host: RunHost, *, deliver: bool) -> dict[str, Any]:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
         with self.parking.serving:  # a run waiting for approval is finished once (yiemagent.tools.approvals)
+            waiting = self.parking.pending() if entry.branch is not None else []
+            if waiting:  # a branching operation never decides a waiting call (loop.branching)
+                names = ", ".join(sorted({str(c.get("name")) for c in waiting}))
+                refused = (f"a run waits for a decision about {len(waiting)} tool call(s) ({names}): decide first; "
+                           "nothing was changed")
+                answer = self._finish({"role": "assistant", "content": f"Error: {refused}", "status": "conflict",
+                                       "error": refused, "finish_reason": None, "branch": entry.branch.to_dict()},
+                                      [entry.id])
+                host.deliver(answer, [entry], deliver)
+                return answer
             superseded = self.parking.supersede(entry.id)  # a new input: the waiting run ends first
             if superseded is not None:
                 self.parking.keep(superseded.id, self.run(superseded, host, deliver=False)[0])

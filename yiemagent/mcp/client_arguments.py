@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .._internal.checks import check_bool, check_callable, check_int, check_number, check_str, check_timeout
+from .._internal.checks import check_bool, check_callable, check_int, check_number, check_str, check_timeout, one_of
 from ..exceptions import ConfigError
 from .transport import Transport
 
@@ -114,9 +114,7 @@ def check_client_arguments(args: dict[str, Any]) -> None:
     from .era import LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
     version = args.get("protocol_version")
-    if version is not None and version not in MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS:
-        raise ConfigError(f"protocol_version must be None (negotiate) or one of "
-                          f"{', '.join(MODERN_PROTOCOL_VERSIONS + LEGACY_PROTOCOL_VERSIONS)}, not {version!r:.40}")
+    one_of("protocol_version", version, (None, *MODERN_PROTOCOL_VERSIONS, *LEGACY_PROTOCOL_VERSIONS))
     check_number("probe_timeout_seconds", args.get("probe_timeout_seconds", 5.0))
     check_int("max_input_rounds", args.get("max_input_rounds", 8), minimum=0)
     auth = args.get("auth")

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._internal.checks import unknown_name
 from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
 from .callbacks import ClientCallbacks
@@ -344,10 +345,8 @@ def _entry(
     if value.get("disabled") is True:
         logger.info("%s is disabled; left out", where)
         return None
-    if name is None:
-        name = value.get("name")
-        if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ConfigError(f"{where}: \"name\" must be a non-empty string, not {name!r}")
+    if name is None and (name := value.get("name")) is not None and (not isinstance(name, str) or not name.strip()):
+        raise ConfigError(f"{where}: \"name\" must be a non-empty string, not {name!r}")
     kind = value.get("type", value.get("transportType"))
     if kind is not None and not isinstance(kind, str):
         raise ConfigError(f"{where}: \"type\" must be a string such as \"stdio\" or \"http\", not {kind!r:.60}")
@@ -355,7 +354,7 @@ def _entry(
         if kind == "sse":
             raise ConfigError(f"{where}: the legacy HTTP+SSE transport (\"type\": \"sse\") is not supported; "
                               "give the server's Streamable HTTP endpoint with \"type\": \"http\"")
-        raise ConfigError(f"{where}: \"type\" must be \"stdio\" or \"http\", not {kind!r}")
+        raise unknown_name(f'{where}: "type"', kind, sorted(_STDIO_TYPES | _HTTP_TYPES))
     has_command, has_url = "command" in value, "url" in value
     if has_command and has_url:
         raise ConfigError(f"{where}: give \"command\" (stdio) or \"url\" (HTTP), not both")
@@ -368,7 +367,7 @@ def _entry(
         raise ConfigError(f"{where}: {', '.join(sorted(wrong))} do(es) not apply to a "
                           f"{'stdio' if has_command else 'HTTP'} server")
     timeout = value.get("timeout", 30.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
         raise ConfigError(f"{where}: \"timeout\" must be a positive number of seconds, not {timeout!r}")
     if has_url:
         url = _url(value["url"], f"{where}.url", environ)

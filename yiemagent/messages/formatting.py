@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from .._internal.checks import one_of
 from ..formats.dialects import MESSAGE_FIELDS, TOOL_CALL_FIELDS
 from . import AssistantMessage, ImageContent, Message, ReasoningContent, ToolResultMessage, to_openai
 from .history import History, Mark, grew_from, mark
@@ -55,7 +56,7 @@ class OpenAIFormatter:
         self, *, tool_images: Literal["user_message", "placeholder"] = "user_message", send_reasoning: bool = True,
         send_extra: bool = False, send_provider_fields: bool = True,
     ) -> None:
-        self.tool_images = tool_images
+        self.tool_images = one_of("tool_images", tool_images, ("user_message", "placeholder"))
         self.send_reasoning = send_reasoning
         self.send_extra = send_extra
         self.send_provider_fields = send_provider_fields

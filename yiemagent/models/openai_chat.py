@@ -19,7 +19,7 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
-from .._internal.checks import check_number, check_str
+from .._internal.checks import check_bool, check_number, check_request_fields, check_str
 from .._internal.http import CancellableSession, connection_problem
 from .._internal.retry import (
     MAX_RETRY_AFTER_SECONDS,
@@ -265,6 +265,8 @@ class OpenAIChat:
         check_number("timeout_seconds", timeout_seconds)
         if "stream" in extra_body and not isinstance(extra_body["stream"], bool):
             raise ConfigError(f"stream must be True or False, not {extra_body['stream']!r:.50}")
+        check_bool("cache_breakpoints", cache_breakpoints)
+        check_request_fields(extra_body)
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout_seconds = timeout_seconds

@@ -65,6 +65,7 @@ from typing import Any, Literal
 
 import jsonschema
 
+from .._internal.checks import one_of
 from ..exceptions import ConfigError, ModelRetry
 from ..tools.schema_checks import pattern_budget, safe_validator_class
 from ..tools.type_schema import is_pydantic, type_schema
@@ -285,8 +286,7 @@ def output_spec(
         ConfigError: a type with no JSON Schema, ``str`` (the answer is text already), an unknown
             ``mode``, ``retries`` not an int >= 0, a validator that is not callable.
     """
-    if mode not in OUTPUT_MODES:
-        raise ConfigError(f"output_mode must be one of {', '.join(OUTPUT_MODES)}, not {mode!r}")
+    one_of("output_mode", mode, OUTPUT_MODES)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise ConfigError(f"output_retries must be an int >= 0, not {retries!r}")
     checks = tuple(validators)

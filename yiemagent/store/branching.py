@@ -21,9 +21,10 @@ import uuid
 from typing import Any, Literal
 
 from ..exceptions import BranchConflictError, StaleStateError
-from ..loop.branching import BRANCH_KEY, cut_point, plan_edit, plan_regenerate, plan_rewind
+from ..loop.branching import BRANCH_KEY, check_op, cut_point, plan_edit, plan_regenerate, plan_rewind, refuse_while_waiting
 from ..loop.state import parse_state, saved_state_text
 from ..messages import Message, message_to_dict, to_openai
+from . import approvals as store_approvals
 from .base import ConversationStore
 
 __all__ = ["branch_input", "committed_history", "fork_conversation"]
@@ -109,10 +110,14 @@ def branch_input(store: ConversationStore, conversation_id: str, op: Literal["ed
         rewind) with the ``Branch`` under ``yiemagent.loop.branching.BRANCH_KEY``.
 
     Raises:
-        BranchError: ``index`` addresses no valid point (see ``yiemagent.loop.branching``).
+        ConfigError: ``op`` is not one of them (the nearest is named: ``"edti"``, did you mean ``"edit"``).
+        BranchError: ``index`` addresses no valid point (see ``yiemagent.loop.branching``), or a run of the
+            conversation waits for a person's decision (``pending_approvals``; nothing is changed).
         BranchConflictError: the conversation is not at ``expected_version``.
         FormatError: ``text`` is not a str or ``UserMessage``. StoreError: the store failed.
     """
+    check_op(op)
+    refuse_while_waiting(op, store_approvals.pending_approvals(store, conversation_id))
     history, _, version = committed_history(store, conversation_id, expected_version=expected_version)
     if op == "edit":
         branch, message = plan_edit(history, index if index is not None else -1, text)

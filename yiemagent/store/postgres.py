@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from .._internal.checks import install_hint
+from .._internal.checks import install_hint, one_of
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
@@ -76,8 +76,7 @@ class PostgresStore(SQLStoreBase):
             import psycopg
         except ImportError as exc:
             raise ConfigError(f"PostgresStore needs psycopg 3: {install_hint('postgres')}") from exc
-        if sync_journal not in ("markers", "all"):
-            raise ConfigError(f"sync_journal must be 'markers' or 'all', not {sync_journal!r}")
+        one_of("sync_journal", sync_journal, ("markers", "all"))
         if not isinstance(lock_timeout_seconds, (int, float)) or not 0 < lock_timeout_seconds <= 86400:
             raise ConfigError(f"lock_timeout_seconds must be a number in (0, 86400], not {lock_timeout_seconds!r:.40}")
         super().__init__(table_prefix)

@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .._internal.checks import one_of
 from ..exceptions import ConfigError, StaleStateError, StoreError
 from .base import (
     MAX_LEASE_SECONDS,
@@ -217,8 +218,7 @@ class SQLStoreBase(StoreBase):
     ) -> int:
         """Append an input; return its seq (see ``ConversationStore.enqueue``)."""
         data = normalize_input(message)
-        if reply_to not in ("store", "output_queue"):
-            raise ConfigError(f"reply_to must be 'store' or 'output_queue', not {reply_to!r}")
+        one_of("reply_to", reply_to, ("store", "output_queue"))
         text = self._dumps(data)
         with self._use() as conn, self._transaction(conn) as cur:
             row = self._ensure_row(cur, conversation_id)

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from .._internal.checks import one_of
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
@@ -107,8 +108,7 @@ class SQLiteStore(SQLStoreBase):
         table_prefix: str = "yiemagent_",
     ) -> None:
         super().__init__(table_prefix)
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ConfigError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
+        one_of("synchronous", synchronous, ("NORMAL", "FULL"))
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigError(f"SQLiteStore(path): a file path (str or pathlib.Path), not {type(path).__name__} "
                               f"{path!r:.60}")

@@ -30,8 +30,9 @@ from typing import Any, Literal
 
 import requests
 
+from .._internal.checks import all_of, check_number, one_of
 from ..exceptions import ConfigError
-from .guardrails import Guardrail, GuardrailContext, GuardrailVerdict, Stage
+from .guardrails import TOOL_STAGES, Guardrail, GuardrailContext, GuardrailVerdict, Stage
 
 __all__ = ["PIIFinding", "minimal_pii_detector", "moderation_guardrail", "pii_guardrail", "presidio_detector"]
 
@@ -141,8 +142,8 @@ def pii_guardrail(*, entities: Iterable[str] | None = ("EMAIL_ADDRESS", "PHONE_N
     """
     wanted = None if entities is None else tuple(entities)
     detect = detector if detector is not None else _default_detector(wanted)
-    if action not in ("tripwire", "retry"):
-        raise ConfigError(f"action must be 'tripwire' or 'retry', not {action!r}")
+    one_of("action", action, ("tripwire", "retry"))
+    stages = all_of("stages", stages, TOOL_STAGES, empty=False)
 
     def check(ctx: GuardrailContext) -> GuardrailVerdict | None:
         found = [f for f in detect(ctx.text) if f.score >= min_score and (wanted is None or f.entity in wanted)]
@@ -181,6 +182,7 @@ def moderation_guardrail(base_url: str, *, model: str = "omni-moderation-latest"
             loop makes it a tripwire).
         ValueError: from a check: the answer has no ``results`` list (a tripwire too).
     """
+    check_number("timeout_seconds", timeout_seconds)
     url = base_url.rstrip("/") + "/moderations"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     http = session if session is not None else requests.Session()

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._internal.checks import all_of, check_bool, one_of
 from ..exceptions import ConfigError, SimulatedCrash
 from ..messages import Message, ToolCall
 from .results import AgentToolResult
@@ -68,6 +69,10 @@ logger = logging.getLogger("yiemagent.tools.guardrails")
 
 Stage = Literal["input", "output", "tool_input", "tool_output"]
 VerdictKind = Literal["pass", "tripwire", "retry"]
+STAGES: tuple[Stage, ...] = ("input", "output", "tool_input", "tool_output")
+TOOL_STAGES: tuple[Stage, ...] = ("tool_input", "tool_output")
+"""The stages a ``Guardrail(stages=...)`` may name (a tool guardrail's)."""
+VERDICT_KINDS: tuple[VerdictKind, ...] = ("pass", "tripwire", "retry")
 
 
 @dataclass
@@ -83,6 +88,9 @@ class GuardrailVerdict:
     """A tripwire's answer text instead of the default sentence (e.g. ``"I do not know."``)."""
     guardrail: str = ""
     """The guardrail's name (set by ``run_guardrails``)."""
+
+    def __post_init__(self) -> None:
+        one_of("GuardrailVerdict kind", self.kind, VERDICT_KINDS)
 
     @classmethod
     def passed(cls) -> GuardrailVerdict:
@@ -158,6 +166,8 @@ class Guardrail:
         if not callable(self.check):
             raise ConfigError(f"a guardrail must be callable: check(ctx) -> GuardrailVerdict | None, "
                               f"not {self.check!r:.60}")
+        self.stages = all_of("Guardrail stages", self.stages, TOOL_STAGES, empty=False)
+        check_bool("Guardrail parallel", self.parallel)
         if self.name is None:
             self.name = str(getattr(self.check, "name", None) or getattr(self.check, "__name__", None)
                             or type(self.check).__name__)

@@ -19,7 +19,8 @@ import requests
 
 from ..._internal.http import CancellableSession
 from ..._internal.secrets import Secret, register_log_secrets
-from ...exceptions import MCPAuthorizationError
+from ..._internal.checks import check_bool, check_int, check_number, one_of
+from ...exceptions import ConfigError, MCPAuthorizationError
 from .challenge import parse_bearer_challenge
 from .discovery import Discovery, discover
 from .registration import ClientSettings, client_identity
@@ -41,6 +42,11 @@ DEFAULT_REDIRECT_URI = "http://127.0.0.1:33418/callback"
 """The redirect URI registered when none is given (a loopback one, RFC 8252 §7.3)."""
 
 GrantType = Literal["authorization_code", "client_credentials"]
+GRANT_TYPES: tuple[GrantType, ...] = ("authorization_code", "client_credentials")
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
+"""The ``token_endpoint_auth_method`` values yiemagent can use (RFC 7591 section 2)."""
+SIGNING_ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA")
+"""JWS algorithms of a ``private_key_jwt`` assertion (RFC 7518 section 3.1, asymmetric ones; RFC 8037)."""
 
 
 @dataclass
@@ -122,10 +128,15 @@ class OAuth:
         session: requests.Session | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if grant_type not in ("authorization_code", "client_credentials"):
-            raise ValueError(f"grant_type must be authorization_code or client_credentials, not {grant_type!r}")
+        one_of("grant_type", grant_type, GRANT_TYPES)
+        one_of("token_endpoint_auth_method", token_endpoint_auth_method, (None, *AUTH_METHODS))
+        one_of("signing_algorithm", signing_algorithm, SIGNING_ALGORITHMS)
+        check_number("timeout_seconds", timeout_seconds)
+        check_number("refresh_margin_seconds", refresh_margin_seconds, positive=False)
+        check_int("max_step_ups", max_step_ups, minimum=0)
+        check_bool("offline_access", offline_access)
         if grant_type == "client_credentials" and client_id is None:
-            raise ValueError("client_credentials needs a client_id (and client_secret or private_key)")
+            raise ConfigError("client_credentials needs a client_id (and client_secret or private_key)")
         self.client_id = client_id
         self._client_secret = Secret(client_secret) if client_secret else None
         self.client_metadata_url = client_metadata_url
