@@ -22,7 +22,8 @@ lemonade-sdk/lemonade#2826 forwarded from llama.cpp: a spec-compliant SSE parser
 ``--status-first N`` limits ``--status`` to the first N requests (a provider that fails once, then
 answers); ``--retry-after VALUE`` sets the error answers' ``Retry-After`` header (default ``0``).
 ``--ignore-stream`` answers a streamed request with a plain ``chat.completion`` JSON (a server without streaming).
-``--model NAME`` sets the replies' ``model`` field.
+``--model NAME`` sets the replies' ``model`` field. ``--usage JSON`` sets every reply's ``usage`` object
+(a server or proxy reporting broken counts: ``{"completion_tokens": -1e9}``, ``NaN``).
 
 ``POST /v1/moderations`` (OpenAI's moderation endpoint: ``{"model", "input"}`` in, ``{"id", "model",
 "results": [{"flagged", "categories", "category_scores"}]}`` out; ``input`` a string or a list of
@@ -55,6 +56,7 @@ _status_body_as = [""]
 _ignore_stream = [False]
 _status_first = [0]
 _retry_after = ["0"]
+_usage: list[Any] = [None]
 
 
 _FLAGGED = {"kill": "violence", "hurt": "violence", "idiot": "harassment", "hate": "hate"}
@@ -173,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
                                      for i, c in enumerate(calls)]
         data = json.dumps({"id": "x", "object": "chat.completion", "model": _model[0], "choices": [
             {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+            "usage": _usage[0] or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -207,8 +209,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(chunk({"tool_calls": [{"index": i, "function": {"arguments": call["arguments"]}}]}))
         self._event(chunk({}, "tool_calls" if calls else "stop"))
         self._event({"id": "x", "object": "chat.completion.chunk", "model": _model[0], "choices": [],
-                     "usage": {"prompt_tokens": 10, "completion_tokens": len(pieces) or 5,
-                               "total_tokens": 10 + (len(pieces) or 5)}})
+                     "usage": _usage[0] or {"prompt_tokens": 10, "completion_tokens": len(pieces) or 5,
+                                            "total_tokens": 10 + (len(pieces) or 5)}})
         self._event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -228,7 +230,9 @@ def main() -> None:
     parser.add_argument("--status-first", type=int, default=0, metavar="N",
                         help="only the first N requests get --status (0: all)")
     parser.add_argument("--retry-after", default="0", help="the Retry-After header of --status answers")
+    parser.add_argument("--usage", default="", help="every reply's usage object (JSON; NaN allowed)")
     args = parser.parse_args()
+    _usage[0] = json.loads(args.usage) if args.usage else None
     _log_path = args.log
     _status_first[0] = args.status_first
     _retry_after[0] = args.retry_after

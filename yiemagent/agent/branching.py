@@ -16,9 +16,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..exceptions import BranchConflictError, BranchError, ConfigError
-from ..loop.branching import (Branch, cut_point, history_token, plan_edit, plan_regenerate, plan_rewind,
-                              refuse_while_waiting)
+from ..exceptions import BranchConflictError, ConfigError
+from ..loop.branching import (
+    Branch,
+    cut_point,
+    history_token,
+    plan_edit,
+    plan_regenerate,
+    plan_rewind,
+    refuse_while_waiting,
+)
 from ..loop.conversation import Input
 from ..mcp.bridge import MCPToolExecutor
 from ..messages import Message, UserMessage

@@ -31,8 +31,8 @@ from .._internal.fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ..context.usage_limits import UsageLimits
 from ..exceptions import AgentClosedError, ConfigError, SimulatedCrash
 from ..loop.conversation import Input, StopMode
-from ..output.typed_output import OUTPUT_MODES
 from ..mcp.client import MCPClient
+from ..output.typed_output import OUTPUT_MODES
 from ..store.base import ConversationStore
 from ..tools import AgentTool
 from .inbox import EMPTY, SHUTDOWN, ClosableQueue, deliver
@@ -306,8 +306,7 @@ class Lifecycle:
             ConfigError: ``mode`` or ``timeout_seconds`` is not valid.
         """
         check_choice("mode", mode, ("drain", "after_turn", "now"))
-        if not isinstance(timeout_seconds, (int, float)) or isinstance(timeout_seconds, bool) or timeout_seconds < 0:
-            raise ConfigError(f"timeout_seconds must be a number >= 0, not {timeout_seconds!r:.50}")
+        check_number("timeout_seconds", timeout_seconds, positive=False)  # finite: NaN would never end
         begun = time.monotonic()
         deadline = begun + timeout_seconds
         if self.stop_mode is None or mode == "now":

@@ -52,14 +52,17 @@ silently 0).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._internal.checks import one_of
+from .._internal.numbers import count_value
 from ..exceptions import ConfigError
 from ..messages import AssistantMessage, Message, ToolResultMessage
 
-__all__ = ["LimitReached", "UsageGuard", "UsageLimits", "cache_tokens", "reply_cost", "tokens"]
+__all__ = ["PRICE_KEYS", "LimitReached", "UsageGuard", "UsageLimits", "cache_tokens", "check_prices", "price_of",
+           "reply_cost", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,8 @@ def tokens(usage: dict[str, Any]) -> tuple[int, int, int]:
     """``(input, output, total)`` tokens of an OpenAI ``usage`` dict (missing counts are 0)."""
     def num(*keys: str) -> int:
         for key in keys:
-            value = usage.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = count_value(usage.get(key), key)  # a negative or non-finite count is unknown (issue 33)
+            if value is not None:
                 return int(value)
         return 0
     given_in, given_out = num("prompt_tokens", "input_tokens"), num("completion_tokens", "output_tokens")
@@ -120,6 +123,7 @@ class UsageLimits:
         if self.cost is not None and not self.prices:
             raise ConfigError("UsageLimits cost needs prices={model: {'input_per_million': x, "
                               "'output_per_million': y}}")
+        check_prices(self.prices)
 
     def before_request(self, usage: dict[str, Any], scope: str = "run") -> LimitReached | None:
         """The limit that forbids one more request after ``usage`` (counts and tokens so far), or None."""
@@ -160,11 +164,44 @@ def cache_tokens(usage: dict[str, Any]) -> tuple[int, int]:
     details = details if isinstance(details, dict) else {}
 
     def count(value: Any) -> int:
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0
+        return int(count_value(value) or 0)
 
     read = count(details.get("cached_tokens")) or count(usage.get("cache_read_input_tokens"))
     written = count(usage.get("cache_creation_input_tokens")) or count(details.get("cache_write_tokens"))
     return read, written
+
+
+PRICE_KEYS = ("input_per_million", "output_per_million", "cached_input_per_million", "cache_write_per_million")
+"""The rates a price may name (per million tokens)."""
+
+
+def check_prices(prices: Any) -> None:
+    """``ConfigError`` unless ``prices`` is ``{model: {rate: number}}``: rates among ``PRICE_KEYS``, finite, >= 0.
+
+    Checked when ``UsageLimits`` is made, before the first paid call: a typo in a rate's name
+    (``"input_per_milion"``, the nearest named) would price every token at 0, a negative or NaN
+    rate would lower or poison the cost.
+    """
+    if not isinstance(prices, Mapping):
+        raise ConfigError(f"UsageLimits prices must be a dict {{model: {{rate: number}}}}, not {prices!r:.60}")
+    for model, price in prices.items():
+        if not isinstance(model, str) or not isinstance(price, Mapping):
+            raise ConfigError(f"UsageLimits prices: {model!r:.40} must map a model name to "
+                              f"{{'input_per_million': x, 'output_per_million': y}}, not {price!r:.60}")
+        for rate, value in price.items():
+            one_of(f"UsageLimits prices[{model!r:.40}] rate", rate, PRICE_KEYS)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0:
+                raise ConfigError(f"UsageLimits prices[{model!r:.40}][{rate!r}] must be a finite number >= 0, "
+                                  f"not {value!r:.40}")
+
+
+def price_of(prices: dict[str, dict[str, float]], model: str | None) -> dict[str, float] | None:
+    """The price ``reply_cost`` applies to ``model``, or None when the table has none for it."""
+    price = prices.get(model or "")
+    if price is None and not model and len(prices) == 1:
+        price = next(iter(prices.values()), None)
+    return price
 
 
 def reply_cost(prices: dict[str, dict[str, float]], model: str | None, usage: dict[str, Any] | None) -> float:
@@ -173,9 +210,7 @@ def reply_cost(prices: dict[str, dict[str, float]], model: str | None, usage: di
     Cached and cache-written input tokens at their own rates when the price has them (module docstring).
     Raises ``ConfigError`` when no price applies to ``model``.
     """
-    price = prices.get(model or "")
-    if price is None and not model and len(prices) == 1:
-        price = next(iter(prices.values()), None)
+    price = price_of(prices, model)
     if price is None:
         raise ConfigError(f"UsageLimits prices has no price for model {model!r}; priced: {sorted(prices)}")
     given_in, given_out, _ = tokens(usage or {})
@@ -197,7 +232,7 @@ def _add_numbers(total: dict[str, Any], usage: Any) -> None:
     """Add the top-level numbers of ``usage`` (a dict, else nothing) into ``total``."""
     if isinstance(usage, dict):
         for key, value in usage.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            if count_value(value, key) is not None:  # never a negative or non-finite amount (issue 33)
                 total[key] = (total.get(key, 0) or 0) + value
 
 
@@ -215,14 +250,16 @@ class UsageGuard:
         self.conversation = conversation
         self.model = model
         self.prices = {**(conversation.prices if conversation else {}), **(run.prices if run else {})}
+        if self.prices and isinstance(model, str) and model and price_of(self.prices, model) is None:
+            # before the first paid call, not after it: the llm_call's own model must have a price
+            raise ConfigError(f"UsageLimits prices has no price for model {model!r} (the llm_call's model); "
+                              f"priced: {sorted(self.prices)}: nothing was sent")
         self.base: dict[str, Any] = {}
         if conversation is not None:  # the conversation so far, from its history (kept by a store too)
             for message in history:
                 if isinstance(message, AssistantMessage):
                     self.count_reply(self.base, message.usage, message.model)
-                    for key, value in (message.usage or {}).items():
-                        if isinstance(value, (int, float)) and not isinstance(value, bool):
-                            self.base[key] = (self.base.get(key, 0) or 0) + value
+                    _add_numbers(self.base, message.usage)
                 elif isinstance(message, ToolResultMessage):
                     self.count_tools(self.base, 1)
                     details = message.details
@@ -240,9 +277,7 @@ class UsageGuard:
             checks.append((self.run, usage, "run"))
         if self.conversation is not None:
             merged = dict(self.base)
-            for key, value in usage.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    merged[key] = (merged.get(key, 0) or 0) + value
+            _add_numbers(merged, usage)
             checks.append((self.conversation, merged, "conversation"))
         return checks
 

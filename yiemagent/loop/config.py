@@ -158,7 +158,8 @@ def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: in
     ``completion_tokens_details.reasoning_tokens``) are summed key by key
     inside the same nested key of ``total``, up to 4 levels. Other values
     (strings, lists, booleans) are skipped, and so is a sum that is not a
-    finite number (NaN, an overflow), so the total can always be saved.
+    finite number (NaN, an overflow), so the total can always be saved, and
+    a negative number (a peer's broken count: it never lowers a total).
     """
     if not isinstance(usage, dict) or _depth > 4:
         return
@@ -166,6 +167,8 @@ def add_usage(total: dict[str, Any], usage: dict[str, Any] | None, *, _depth: in
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)):
+            if not value >= 0:  # a negative or NaN count is unknown (yiemagent._internal.numbers, issue 33)
+                continue
             current = total.get(key, 0)
             if isinstance(current, (int, float)) and not isinstance(current, bool):
                 added = current + value

@@ -130,7 +130,8 @@ class MCPLimits:
         max_sampling_per_run: sampling requests answered in one agent run.
 
     Raises:
-        ConfigError: a sampling bound that is not an int >= 1.
+        ConfigError: a bound that is not an int >= 1 (``max_structured_chars``, ``max_meta_chars``:
+            >= 0 or None): a negative, NaN or float bound is refused when given (issue 33).
     """
 
     max_structured_chars: int | None = 1_000_000
@@ -145,8 +146,11 @@ class MCPLimits:
     max_sampling_per_run: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("max_sampling_tokens", "max_sampling_per_call", "max_sampling_per_run"):
+        for name in ("max_description_chars", "max_schema_chars", "max_schema_depth", "max_tools",
+                     "max_tool_name_chars", "max_sampling_tokens", "max_sampling_per_call", "max_sampling_per_run"):
             check_int(f"MCPLimits {name}", getattr(self, name), minimum=1)
+        for name in ("max_structured_chars", "max_meta_chars"):  # 0: none kept; None: no cap
+            check_int(f"MCPLimits {name}", getattr(self, name), minimum=0, optional=True)
 
 
 def truncate_text(text: str, max_chars: int) -> str:

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
-from .._internal.numbers import peer_number
+from .._internal.numbers import count_value, peer_number
 from .._internal.secrets import scrub_exception
 from ..exceptions import MCPCallbackError, MCPError, MCPTransportError
 from ..formats.llm import accepts_keyword
@@ -289,9 +289,9 @@ def handle_server_message(
     elif method == "notifications/progress":
         callback = progress.get(str(params.get("progressToken")))
         if callback is not None:
-            for key in ("progress", "total"):  # a peer's numbers: "2" is 2; nonsense is left out
+            for key in ("progress", "total"):  # a peer's numbers: "2" is 2; nonsense and -1 are left out
                 if key in params:
-                    number = peer_number(params[key])
+                    number = count_value(peer_number(params[key]), f"progress {key}")
                     params = {**params, key: number} if number is not None \
                         else {k: v for k, v in params.items() if k != key}
             try:

@@ -21,7 +21,7 @@ import json
 import math
 from typing import Any
 
-from .._internal.numbers import peer_numbers
+from .._internal.numbers import peer_usage
 from ..textpolicy import MAX_DEPTH, is_clean_text, json_safe
 from .types import AssistantMessage
 
@@ -82,7 +82,7 @@ def storable_reply(message: AssistantMessage) -> AssistantMessage:
         call.extra = _clean(call.extra)
         call.error, call.raw_arguments, call.note = _clean(call.error), _clean(call.raw_arguments), _clean(call.note)
     message.extra = _clean(message.extra)
-    message.usage = _clean(peer_numbers(message.usage))  # "12" tokens are 12 (a peer's numbers may be strings)
+    message.usage = _clean(peer_usage(message.usage))  # "12" tokens are 12; -1e9 or NaN tokens are unknown
     message.finish_reason = _clean(message.finish_reason)
     message.model = _clean(message.model)
     return message

@@ -21,7 +21,15 @@ import uuid
 from typing import Any, Literal
 
 from ..exceptions import BranchConflictError, StaleStateError
-from ..loop.branching import BRANCH_KEY, check_op, cut_point, plan_edit, plan_regenerate, plan_rewind, refuse_while_waiting
+from ..loop.branching import (
+    BRANCH_KEY,
+    check_op,
+    cut_point,
+    plan_edit,
+    plan_regenerate,
+    plan_rewind,
+    refuse_while_waiting,
+)
 from ..loop.state import parse_state, saved_state_text
 from ..messages import Message, message_to_dict, to_openai
 from . import approvals as store_approvals

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from .._internal.checks import one_of
+from .._internal.checks import check_number, one_of
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
@@ -109,6 +109,7 @@ class SQLiteStore(SQLStoreBase):
     ) -> None:
         super().__init__(table_prefix)
         one_of("synchronous", synchronous, ("NORMAL", "FULL"))
+        check_number("timeout_seconds", timeout_seconds)
         if not isinstance(path, (str, os.PathLike)):
             raise ConfigError(f"SQLiteStore(path): a file path (str or pathlib.Path), not {type(path).__name__} "
                               f"{path!r:.60}")

@@ -31,7 +31,6 @@ from typing import Any, Literal
 import requests
 
 from .._internal.checks import all_of, check_number, one_of
-from ..exceptions import ConfigError
 from .guardrails import TOOL_STAGES, Guardrail, GuardrailContext, GuardrailVerdict, Stage
 
 __all__ = ["PIIFinding", "minimal_pii_detector", "moderation_guardrail", "pii_guardrail", "presidio_detector"]

@@ -15,6 +15,7 @@ import urllib.parse
 
 import requests
 
+from ..._internal.checks import check_number
 from ...exceptions import MCPAuthorizationError
 
 __all__ = ["HeadlessRedirectHandler"]
@@ -33,6 +34,7 @@ class HeadlessRedirectHandler:
 
     def __init__(self, *, timeout_seconds: float = 30.0, session: requests.Session | None = None,
                  headers: dict[str, str] | None = None) -> None:
+        check_number("timeout_seconds", timeout_seconds)
         self.timeout_seconds = timeout_seconds
         self._session = session or requests.Session()
         self._headers = dict(headers or {})

@@ -27,6 +27,7 @@ import urllib.parse
 import webbrowser
 from typing import Any, TextIO
 
+from ..._internal.checks import check_int, check_number
 from ...exceptions import YiemagentError
 
 __all__ = ["LoopbackRedirectHandler", "RedirectError", "check_redirect_uri", "loopback_redirect_handler"]
@@ -72,6 +73,8 @@ class LoopbackRedirectHandler:
                  open_browser: bool = False, output: TextIO | None = None) -> None:
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', not {path!r}")
+        check_number("timeout_seconds", timeout_seconds)
+        check_int("port", port, minimum=0)
         self.path = path
         self.timeout_seconds = timeout_seconds
         self.open_browser = open_browser

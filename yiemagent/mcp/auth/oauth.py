@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import requests
 
+from ..._internal.checks import check_bool, check_int, check_number, one_of
 from ..._internal.http import CancellableSession
 from ..._internal.secrets import Secret, register_log_secrets
-from ..._internal.checks import check_bool, check_int, check_number, one_of
 from ...exceptions import ConfigError, MCPAuthorizationError
 from .challenge import parse_bearer_challenge
 from .discovery import Discovery, discover

@@ -49,6 +49,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..._internal.checks import check_number
 from ..._internal.versioned_tokens import VersionedTokenStorage
 from ...exceptions import YiemagentError
 
@@ -103,6 +104,7 @@ class FileTokenStorage(VersionedTokenStorage):
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, lock_timeout_seconds: float = 10.0) -> None:
         self.path = Path(path) if path is not None else default_token_path()
+        check_number("lock_timeout_seconds", lock_timeout_seconds)
         self.lock_timeout_seconds = lock_timeout_seconds
         self._seen: dict[tuple[str, str], str | None] = {}
         self._thread_lock = threading.Lock()
