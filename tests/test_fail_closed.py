@@ -66,7 +66,8 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
          "leave_out"),
         ("tool_images", lambda: OpenAIFormatter(tool_images="placehodler"), "placeholder"),  # type: ignore[arg-type]
         ("sqlite synchronous", lambda: SQLiteStore(":memory:", synchronous="FUL"), "FULL"),  # type: ignore[arg-type]
-        ("oauth grant_type", lambda: OAuth(grant_type="client_credential"), "client_credentials"),  # type: ignore[arg-type]
+        ("oauth grant_type", lambda: OAuth(grant_type="client_credential"),  # type: ignore[arg-type]
+         "client_credentials"),
         ("oauth token_endpoint_auth_method", lambda: OAuth(token_endpoint_auth_method="client_secret_bsic"),
          "client_secret_basic"),
         ("oauth signing_algorithm", lambda: OAuth(signing_algorithm="ES265"), "ES256"),
@@ -100,7 +101,8 @@ def test_a_guardrail_with_a_stage_typo_never_waits_silently_while_the_tool_runs(
 
 def test_branch_input_with_a_typo_of_edit_changes_nothing(sqlite_store_factory: Any) -> None:
     """The issue's case: ``branch_input(store, id, "edti", ...)`` was planned as a rewind (and, served,
-    deleted the last stored answer). Now it is refused when given: nothing is planned or enqueued."""
+    deleted the last stored answer). Now it is refused when given: nothing is planned or enqueued.
+    """
     from yiemagent.store.branching import branch_input
 
     store = sqlite_store_factory()
@@ -119,7 +121,8 @@ def test_branch_input_with_a_typo_of_edit_changes_nothing(sqlite_store_factory: 
 
 
 @pytest.fixture(scope="module")
-def broken_usage_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[dict[str, Any]], tuple[str, Path]]]:
+def broken_usage_model(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[dict[str, Any]], tuple[str, Path]]]:
     """``start(usage) -> (base_url, log)``: the scripted model server reporting ``usage`` in every reply."""
     started: dict[str, tuple[tuple[str, Path], Any]] = {}
 
@@ -169,7 +172,8 @@ def _no_negative(value: Any) -> bool:
 def test_litellm_38010_negative_usage_never_lowers_the_cost_the_limit_still_stops_the_conversation(
         usage: dict[str, Any], broken_usage_model: Callable[[dict[str, Any]], tuple[str, Path]]) -> None:
     """A model server reporting negative or NaN usage: each reply still costs what its sound counts say
-    (1.0), the conversation's cost limit (3.0) stops it after 3 asks, the 4th is refused with no request."""
+    (1.0), the conversation's cost limit (3.0) stops it after 3 asks, the 4th is refused with no request.
+    """
     url, log = broken_usage_model(usage)
     prices = {"scripted": {"input_per_million": RATE, "output_per_million": RATE}}
     limits = UsageLimits(cost=3.0, prices=prices)
