@@ -11,6 +11,9 @@ local model is used by the ``model`` tests). Replies, by the last message of the
 * a user message with ``weather in <City>`` and tools offered: one call ``get_weather({"city": City})``
 * a user message with ``slow``: ``word1 word2 ...`` one word every 0.3 s, 200 words (a minute)
 * a user message with ``[empty]``: a valid reply with no text and no calls (``finish_reason: "stop"``)
+* a user message with ``[think N]``, not streamed: the plain reply after N seconds of "thinking" (a model
+  answering a long request); a log line with ``"thinking": true`` when it arrives, another after the
+  wait, ``cut`` true (and no reply sent) when the client closed the connection meanwhile
 * anything else: ``You said: <text>``, a word every 0.05 s
 
 ``--status CODE`` makes every request answer HTTP CODE (``Retry-After: 0``, an OpenAI-style error body):
@@ -41,6 +44,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import select
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -115,6 +120,14 @@ class _Handler(BaseHTTPRequestHandler):
         last = (body.get("messages") or [{}])[-1].get("content")
         status = _status[0] if not _status_first[0] or number <= _status_first[0] else 0
         streamed = bool(body.get("stream")) and not _ignore_stream[0] and not status
+        think = re.search(r"\[think (\d+(?:\.\d+)?)\]", str(last))
+        if think and not streamed and not status:  # logged after the wait too, with whether the client left
+            self._log(body, number, last, cut=False, thinking=True)
+            cut = self._think(float(think.group(1)))
+            self._log(body, number, last, cut=cut)
+            if not cut:
+                self._plain(pieces, calls)
+            return
         if not streamed:  # logged before the answer: a client that read it finds its request in the log
             self._log(body, number, last, cut=False)
         cut = False
@@ -140,6 +153,19 @@ class _Handler(BaseHTTPRequestHandler):
         if streamed:  # logged after the stream, with whether the client cut it
             self._log(body, number, last, cut=cut)
 
+    def _think(self, seconds: float) -> bool:
+        """Wait ``seconds`` before answering; True (at once) when the client closed the connection meanwhile."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.connection], [], [], 0.05)
+            if readable:
+                try:
+                    if not self.connection.recv(1, socket.MSG_PEEK):
+                        return True
+                except OSError:
+                    return True
+        return False
+
     def _moderate(self, body: dict[str, Any]) -> None:
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
             log.write(json.dumps({"moderation": True, "input": body.get("input"), "model": body.get("model"),
@@ -151,12 +177,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _log(self, body: dict, number: int, last: object, *, cut: bool) -> None:
+    def _log(self, body: dict, number: int, last: object, *, cut: bool, thinking: bool = False) -> None:
         with _lock, open(_log_path, "a", encoding="utf-8") as log:
             tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
             log.write(json.dumps({"n": number, "last": last, "stream": bool(body.get("stream")), "cut": cut,
                                   "tools": tools, "model": body.get("model"),
-                                  "authorization": self.headers.get("Authorization")}) + "\n")
+                                  "authorization": self.headers.get("Authorization"),
+                                  **({"thinking": True} if thinking else {})}) + "\n")
 
     def _error(self, status: int, http_status: int | None = None, content_type: str = "application/json") -> None:
         data = json.dumps({"error": {"message": f"scripted HTTP {status}", "type": "scripted_error",

@@ -55,6 +55,7 @@ from ..exceptions import AgentBusyError, AgentClosedError, AgentError, ConfigErr
 from ..loop import LLMCall, LoopConfig, UsageLimits
 from ..loop import events as ev
 from ..loop.conversation import Conversation, parse_state
+from ..loop.handoff import cut_in_flight
 from ..loop.spend import RunSpend
 from ..mcp.bridge import MCPToolset
 from ..mcp.client import MCPClient
@@ -411,9 +412,11 @@ class Agent:
         Args:
             text: a ``str``, ``UserMessage`` or OpenAI user-message dict.
             timeout_seconds: seconds to wait for the answer in all; None waits
-                without limit. Before ``start()`` the run is aborted at the
-                deadline (the history stays valid); after, it goes on and its
-                answer is only in the history.
+                without limit. At the deadline the input's run is aborted (as
+                ``abort()``: the model call, tools, guardrails, hooks and validators
+                waited for are cut; the history stays valid, the answer's status
+                ``aborted``), before and after ``start()``; started, an input still
+                queued then stays queued (its answer goes to the history).
             output_type: a typed answer for this input (``answer["output"]``; see
                 ``yiemagent.output.typed_output``) over the agent's ``output_type``; None: the agent's.
 
@@ -457,8 +460,10 @@ class Agent:
         try:
             while True:  # short waits, so that Ctrl-C reaches this thread at once (a lock wait defers it)
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"no answer within {timeout_seconds}s (the run goes on)")
+                if remaining is not None and remaining <= 0:  # the deadline ends this input's run (if it runs)
+                    aborted = self._runs.abort_input(future.input_id)  # type: ignore[attr-defined]
+                    raise TimeoutError(f"no answer within {timeout_seconds}s ("
+                                       f"{'the run was aborted' if aborted else 'the input stays queued'})")
                 try:
                     return future.result(timeout=_ASK_POLL_SECONDS if remaining is None
                                          else min(_ASK_POLL_SECONDS, remaining))
@@ -480,12 +485,7 @@ class Agent:
         """
         self.abort_event.set()
         self._lifecycle.interrupt()  # a thread blocked on a full output queue gives up (see undelivered)
-        cancel = getattr(self.config.llm_call, "cancel", None)
-        if callable(cancel):
-            try:
-                cancel()
-            except BaseException:
-                logger.exception("llm_call.cancel() raised; ignored")
+        cut_in_flight(self.config.llm_call)  # the model request in flight (yiemagent.loop.handoff)
         for client in self.mcp.clients:
             try:
                 client.cancel_in_flight()

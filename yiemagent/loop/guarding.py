@@ -43,7 +43,7 @@ from ..tools.guardrails import (
 )
 from . import events as ev
 from .config import LoopConfig
-from .handoff import POLL_SECONDS, Aborted, Handoffs
+from .handoff import POLL_SECONDS, Aborted, Handoffs, cut_in_flight
 from .journal import Journal
 
 __all__ = ["Guarding", "tripped_text"]
@@ -79,15 +79,19 @@ class Guarding(Handoffs):
     # ------------------------------------------------------------------ verdicts
 
     def judge(self, stage: Stage, where: str, guardrails: Sequence[Guardrail],
-              ctx: GuardrailContext) -> tuple[GuardrailVerdict, bool]:
-        """``(verdict, replayed)`` of ``guardrails`` on ``ctx``: the journaled one, or run and journaled."""
+              ctx: GuardrailContext, *, loop: bool = True) -> tuple[GuardrailVerdict, bool]:
+        """``(verdict, replayed)`` of ``guardrails`` on ``ctx``: the journaled one, or run and journaled.
+
+        ``loop``: called on the loop's thread, where the run's abort (and deadline) cuts the wait for a
+        guardrail that hangs (``Handoffs.cuttable``: ``Aborted``); False on the parallel check's thread.
+        """
         key = f"guardrail/{stage}/{where}"
         recorded = getattr(self.journal, "recorded", None)
         if isinstance(recorded, dict) and key in recorded:
             replayed = GuardrailVerdict.from_dict(recorded[key])
             if replayed is not None:
                 return replayed, True
-        verdict = run_guardrails(guardrails, ctx)
+        verdict = self.cuttable(run_guardrails, guardrails, ctx) if loop else run_guardrails(guardrails, ctx)
         put = getattr(self.journal, "put", None)
         if put is not None:
             value = json.loads(json.dumps(verdict.as_dict(), ensure_ascii=False, default=str))
@@ -142,7 +146,7 @@ class Guarding(Handoffs):
 
         def check() -> None:
             try:
-                verdict, replayed = self.judge("input", f"{self.turns}.parallel", parallel, ctx)
+                verdict, replayed = self.judge("input", f"{self.turns}.parallel", parallel, ctx, loop=False)
             except SimulatedCrash:
                 raise
             except BaseException as exc:  # the journal failed: the check could not be kept, so it did not pass
@@ -151,7 +155,8 @@ class Guarding(Handoffs):
                 verdict.guardrail = parallel[0].name or "guardrail"
             if verdict.kind != "pass":
                 self.cut = (verdict, replayed)
-                self.abort_event.set()  # cuts the model call the loop waits for
+                self.abort_event.set()
+                cut_in_flight(self.config.llm_call)  # cuts the model call in flight, as abort() does
 
         self.parallel_check = threading.Thread(target=check, name=f"yiemagent-guardrail-{self.run_id}", daemon=True)
         self.parallel_check.start()

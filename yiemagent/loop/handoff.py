@@ -27,6 +27,8 @@ same update queue (``collect``): their updates are emitted as they come.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
+import logging
 import queue
 import threading
 import time
@@ -36,7 +38,10 @@ from typing import Any
 from . import events as ev
 from .config import LoopConfig
 
-__all__ = ["LEASE_SECONDS", "LINGER_SECONDS", "POLL_SECONDS", "Aborted", "Handed", "Handoffs", "Lane"]
+__all__ = ["LEASE_SECONDS", "LINGER_SECONDS", "POLL_SECONDS", "Aborted", "Handed", "Handoffs", "Lane",
+           "cut_in_flight"]
+
+logger = logging.getLogger("yiemagent.loop")
 
 POLL_SECONDS = 0.05
 """How often a wait re-checks the abort event."""
@@ -53,6 +58,20 @@ executor (``LoopConfig.executor``) take turns as they did when each call was sub
 
 class Aborted(Exception):
     """Internal: the abort event was set while waiting."""
+
+
+def cut_in_flight(llm_call: Any) -> None:
+    """Cut the model requests in flight: ``llm_call.cancel()`` when it has one (``openai_chat`` has).
+
+    The one way a cut reaches a model call: ``Agent.abort()``, and a parallel input guardrail's tripwire
+    (``yiemagent.loop.guarding``). A ``cancel()`` that raises is logged, never raised.
+    """
+    cancel = getattr(llm_call, "cancel", None)
+    if callable(cancel):
+        try:
+            cancel()
+        except BaseException:
+            logger.exception("llm_call.cancel() raised; ignored")
 
 
 class Handed:
@@ -242,10 +261,42 @@ class Handoffs:
                     self.emit(item)
                 elif item in pending:
                     return item
+                else:  # another wait's (a parallel batch's while one call is waited for): kept for it
+                    self.back.append(item)
             if self.abort_event.is_set() and not any(handed.finished for handed in pending):  # finished: next
                 for handed in pending:
                     handed.cancelled = True
                 raise Aborted()
+
+    def cuttable(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` (a guardrail, a hook) so that the run's abort, and so its deadline, cuts the wait.
+
+        On a thread of its own, in a copy of this context (``current_call``, the tool's scope), while
+        this thread waits: ``Aborted`` once the abort event is set (``ask(timeout_seconds=...)`` sets it at
+        the deadline), the function left to finish alone, its outcome dropped. ``LoopConfig.inline``: here,
+        as ``here``. What ``fn`` raises is raised here.
+        """
+        if self.config.inline:
+            return self.here(fn, *args)
+        if self.abort_event.is_set():
+            raise Aborted()
+        handed = Handed(fn, args)
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                handed.run()
+            finally:
+                done.set()
+
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(run,), name=f"{threading.current_thread().name}-check",
+                         daemon=True).start()
+        while not done.wait(POLL_SECONDS):
+            if self.abort_event.is_set():
+                handed.cancelled = True
+                raise Aborted()
+        return handed.result()
 
     def here(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on this thread (``LoopConfig.inline``, ``AgentTool.inline``); its updates emitted after.

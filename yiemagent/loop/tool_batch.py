@@ -95,7 +95,9 @@ class ToolBatch(Guarding):
         if guarded is not None:
             return guarded
         ctx = ToolCallContext(call, found, self.history, idempotency_key=self.key(call))
-        return run_before_hook(self.config.before_tool_call, ctx, self.abort_event)
+        if self.config.before_tool_call is None:
+            return run_before_hook(None, ctx, self.abort_event)
+        return self.cuttable(run_before_hook, self.config.before_tool_call, ctx, self.abort_event)  # a deadline cuts it
 
     def execute(self, call: ToolCall) -> tuple[AgentToolResult, bool]:
         """Run one checked call on a worker thread (never raises).
@@ -140,7 +142,9 @@ class ToolBatch(Guarding):
         if ran and not nested_approvals.is_waiting(result):  # a call waiting for a person has not finished
             ctx = ToolCallContext(call, self.config.tools.get(call.name), self.history, result,
                                   idempotency_key=self.key(call))
-            result = self.check_tool_output(call, run_after_hook(self.config.after_tool_call, ctx))
+            after = self.config.after_tool_call
+            result = self.check_tool_output(call, run_after_hook(after, ctx) if after is None
+                                            else self.cuttable(run_after_hook, after, ctx))
         hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
         if isinstance(hook_error, BaseException):
             self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))
