@@ -42,7 +42,8 @@ def test_openai_agents_3982_a_parallel_tripwire_cuts_the_model_request_in_flight
     """The model "thinks" 45 s before its (not streamed) reply; the parallel guardrail trips once the
     request reached the server. The run ends ``guardrail_tripped`` and the server saw its client close the
     request (``cut``), as after ``abort()``; before, the request stayed open and the answer waited for it
-    (the issue: 5.2 s against a 5 s model)."""
+    (the issue: 5.2 s against a 5 s model).
+    """
     url, log = scripted_model
 
     def slow_check(ctx: Any) -> GuardrailVerdict:
@@ -175,7 +176,8 @@ def _operations(agent: Agent) -> list[Callable[[], Any]]:
 def test_edit_while_a_call_awaits_approval_refuses_and_leaves_the_approval_as_it_was() -> None:
     """The issue's case: ``edit`` during a pending approval was refused as a conflict *and* silently rejected
     the waiting call. Now every branching operation refuses at once and the call still waits; approving it
-    runs the tool."""
+    runs the tool.
+    """
     agent, llm = _waiting_agent()
     before = list(agent.history)
     for operation in _operations(agent):
