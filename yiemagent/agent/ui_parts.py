@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .._internal.jsonload import loads_bounded
 from ..loop import events as ev
 from ..messages import AssistantMessage, Message, ToolResultMessage
 
@@ -209,7 +210,7 @@ class _Parts:
 
 def _parsed(text: str) -> Any:
     try:
-        return json.loads(text) if text else {}
+        return loads_bounded(text) if text else {}
     except ValueError:
         return text
 

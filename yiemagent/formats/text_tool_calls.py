@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from .markdown_code import CodeRanges, code_ranges
 
 __all__ = ["TextCall", "find_text_calls", "repair_json_object", "split_reasoning"]
@@ -118,7 +119,7 @@ def repair_json_object(text: str) -> tuple[dict[str, Any], str] | None:
     if not notes:
         return None
     try:
-        value = json.loads(stripped)
+        value = loads_bounded(stripped)
     except (ValueError, RecursionError):
         return None
     return (value, "; ".join(notes)) if isinstance(value, dict) else None
@@ -266,7 +267,7 @@ def _xml_value(raw: str) -> Any:
     value = raw[1:] if raw.startswith("\n") else raw
     value = value[:-1] if value.endswith("\n") else value
     try:
-        return json.loads(value)
+        return loads_bounded(value)
     except (ValueError, RecursionError):
         return value
 

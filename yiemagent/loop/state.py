@@ -6,9 +6,9 @@ message dicts as ``yiemagent.messages.dicts`` writes them (lossless).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import FormatError
 from ..messages import Message, messages_from_dicts
 from ..textpolicy import boundary, json_text
@@ -35,7 +35,7 @@ def parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
 
 def _parse_state(state: str) -> tuple[list[Message], dict[str, Any], str | None]:
     try:
-        data = json.loads(state)
+        data = loads_bounded(state)
     except (ValueError, TypeError, RecursionError) as exc:
         raise FormatError(f"not a saved agent state: {exc}", raw=state) from exc
     if not isinstance(data, dict) or "history" not in data:

@@ -55,6 +55,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._internal.jsonload import JSONDepthError, loads_bounded
 from ..exceptions import ConfigError
 from .config_auth import canonical_oauth
 
@@ -292,15 +293,17 @@ def _check_depth(data: Any, where: str) -> None:
 
 def _load_json(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deep to be an MCP config") from None
+        return loads_bounded(text, max_depth=_MAX_DEPTH)
+    except (RecursionError, JSONDepthError):
+        raise ConfigError(f"{where}: nested too deep (nested more than {_MAX_DEPTH} levels); "
+                          "not an MCP config") from None
     except ValueError:
         pass
     try:
-        return json.loads(_strip_jsonc(text))
-    except RecursionError:
-        raise ConfigError(f"{where}: nested too deep to be an MCP config") from None
+        return loads_bounded(_strip_jsonc(text), max_depth=_MAX_DEPTH)
+    except (RecursionError, JSONDepthError):
+        raise ConfigError(f"{where}: nested too deep (nested more than {_MAX_DEPTH} levels); "
+                          "not an MCP config") from None
     except json.JSONDecodeError as exc:
         hint = ""
         if "escape" in exc.msg.lower():

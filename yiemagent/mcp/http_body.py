@@ -13,7 +13,6 @@ Spec: MCP 2025-11-25, "Streamable HTTP" (status codes, session expiry).
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
 import time
@@ -24,6 +23,7 @@ import requests
 import urllib3.exceptions
 
 from .._internal.http import body_chunks, origin_of
+from .._internal.jsonload import loads_bounded
 from .._internal.retry import retry_after_seconds
 from ..exceptions import (
     MCPError,
@@ -215,7 +215,7 @@ def _answers(body: str, request_id: Any) -> bool:
     if request_id is None or isinstance(request_id, bool):
         return False
     try:
-        payload = json.loads(body)
+        payload = loads_bounded(body)
     except ValueError:
         return False
     found = payload.get("id") if isinstance(payload, dict) else None
@@ -233,7 +233,7 @@ def check_accepted(text: str, *, what: str, server: str) -> None:
     if not text.strip():
         return
     try:
-        payload = json.loads(text)
+        payload = loads_bounded(text)
     except ValueError:
         logger.debug("%s: ignoring the body of the answer to a notification: %.200r", server, text)
         return

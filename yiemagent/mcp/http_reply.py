@@ -29,11 +29,11 @@ Spec: MCP 2025-11-25, "Transports" (Streamable HTTP), "Base Protocol"
 from __future__ import annotations
 
 import codecs
-import json
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import FormatError, MCPProtocolError
 from ..formats.sse import SSEEvent, SSEParser
 
@@ -84,7 +84,7 @@ def loads_strict(text: str) -> Any:
             too deep for the decoder (a ``RecursionError`` inside).
     """
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return loads_bounded(text, parse_float=_finite, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("JSON nested too deeply to decode") from None
 

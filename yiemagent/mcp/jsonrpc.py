@@ -13,10 +13,10 @@ Spec: JSON-RPC 2.0; MCP 2025-11-25 "Base Protocol".
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import MCPProtocolError, MCPRPCError
 
 __all__ = [
@@ -49,7 +49,7 @@ MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABIL
 def error_in_body(text: str) -> dict[str, Any] | None:
     """The ``error`` object of an HTTP error body that is a JSON-RPC error response, or None."""
     try:
-        payload = json.loads(text)
+        payload = loads_bounded(text)
     except ValueError:
         return None
     error = payload.get("error") if isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" else None
@@ -68,7 +68,7 @@ def answered_in_body(text: str) -> bool:
     """
     if error_in_body(text) is None:
         return False
-    request_id = json.loads(text).get("id")
+    request_id = loads_bounded(text).get("id")
     return isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
 
 

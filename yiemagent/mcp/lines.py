@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import MCPProtocolError
 from ..textpolicy import boundary, strict_json_text
 from .limits import nesting_exceeds
@@ -163,7 +164,7 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
         return []
     text = line.decode("utf-8")
     try:
-        item = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        item = loads_bounded(text, parse_constant=_no_constant, parse_float=_finite_float, max_depth=max_depth)
     except RecursionError:
         raise ValueError("JSON nested too deep to decode") from None
     # cheap bound first: fewer brackets than max_depth cannot nest deeper

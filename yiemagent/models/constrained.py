@@ -54,6 +54,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import ConfigError
 from ..tools.schema_checks import json_pointer
 
@@ -382,7 +383,7 @@ class ConstrainedToolCalls:
             return reply
         message = choices[0].get("message") or {}
         try:
-            call = json.loads(_text(message.get("content")))
+            call = loads_bounded(_text(message.get("content")))
         except ValueError:
             return reply
         known = _names(tools)
@@ -472,7 +473,7 @@ def _called(reply: dict[str, Any]) -> Any:
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
         return None
     try:
-        call = json.loads(_text((choices[0].get("message") or {}).get("content")))
+        call = loads_bounded(_text((choices[0].get("message") or {}).get("content")))
     except ValueError:
         return None
     return call.get("name") if isinstance(call, dict) else None
@@ -486,7 +487,7 @@ def _call_names(messages: list[dict[str, Any]]) -> dict[str, str]:
 def _arguments(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return loads_bounded(raw)
         except ValueError:
             return {}
     return raw if isinstance(raw, dict) else {}

@@ -21,6 +21,7 @@ import requests
 from ..__version__ import __version__
 from .._internal.checks import check_bool, check_number, check_request_fields, check_str
 from .._internal.http import CancellableSession, connection_problem
+from .._internal.jsonload import JSONDepthError, loads_bounded
 from .._internal.retry import (
     MAX_RETRY_AFTER_SECONDS,
     RetryPause,
@@ -54,11 +55,11 @@ def _stream_chunk(data: str, url: str, first: bool = False) -> dict[str, Any] | 
     so it reads as the status would have (``fallback_llm``); a later one has none (the reply had begun).
     """
     try:
-        chunk = json.loads(data)
+        chunk = loads_bounded(data)
+    except JSONDepthError as exc:
+        raise LLMError(f"POST {url}: a stream event is {exc}", response=data[:200]) from None
     except ValueError as exc:
         raise LLMError(f"POST {url}: a stream event is not JSON: {data[:200]!r}", response=data) from exc
-    except RecursionError as exc:
-        raise LLMError(f"POST {url}: a stream event is nested too deeply", response=data[:200]) from exc
     if isinstance(chunk, dict) and "error" in chunk:
         error = chunk["error"]
         code = error.get("code") if isinstance(error, dict) else None
@@ -124,7 +125,7 @@ def _not_a_stream(response: requests.Response, url: str, body: str) -> dict[str,
     """
     content_type = response.headers.get("Content-Type", "?")
     try:
-        data = json.loads(body)
+        data = loads_bounded(body)
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"] and "error" not in data:
@@ -350,7 +351,9 @@ class OpenAIChat:
                 raise LLMConnectionError(f"POST {self.url}: the reply broke off: {exc}") from exc
         text = data.decode("utf-8", "replace")
         try:
-            reply = json.loads(text)
+            reply = loads_bounded(text)
+        except JSONDepthError as exc:
+            raise LLMError(f"POST {self.url} answered {exc}", response=text[:200]) from None
         except ValueError as exc:
             raise LLMError(f"POST {self.url} answered non-JSON: {text[:200]!r}", response=text) from exc
         if not isinstance(reply, dict):

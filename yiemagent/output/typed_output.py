@@ -66,6 +66,7 @@ from typing import Any, Literal
 import jsonschema
 
 from .._internal.checks import one_of
+from .._internal.jsonload import check_schema_depth, loads_bounded
 from ..exceptions import ConfigError, ModelRetry
 from ..tools.schema_checks import pattern_budget, safe_validator_class
 from ..tools.type_schema import is_pydantic, type_schema
@@ -98,6 +99,7 @@ def schema_of(output_type: Any) -> tuple[str, dict[str, Any]]:
     else:
         schema = type_schema(output_type, structured=True, what="output_type")
         name = str(getattr(output_type, "__name__", "output"))
+    check_schema_depth(schema, "output_type's JSON Schema")  # ConfigError, never RecursionError
     try:
         safe_validator_class(schema).check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
@@ -149,7 +151,7 @@ def parse_json_text(text: str) -> Any:
     decoder = json.JSONDecoder()
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return loads_bounded(candidate)
         except ValueError:
             pass
     for index, char in enumerate(text):

@@ -11,10 +11,10 @@ an error answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import FormatError
 from .base import CorruptRowError, InboxEntry, normalize_input
 
@@ -50,7 +50,7 @@ def inbox_entry(row: Sequence[Any]) -> InboxEntry:
 def json_column(text: Any, what: str, conversation_id: str) -> Any:
     """JSON of a row; ``CorruptRowError`` when it is not JSON (a tampered or corrupt row)."""
     try:
-        return json.loads(text)
+        return loads_bounded(text)
     except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptRowError(f"the {what} of conversation {conversation_id!r} is corrupt: {exc}"[:300],
                               conversation_id=conversation_id) from exc

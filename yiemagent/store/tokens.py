@@ -51,6 +51,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from .._internal.jsonload import loads_bounded
 from .._internal.versioned_tokens import VersionedTokenStorage
 from ..exceptions import ConfigError
 from .postgres import PostgresStore
@@ -186,7 +187,7 @@ class StoreTokenStorage(VersionedTokenStorage):
                                 (_LOCK, key, value, owner, time.time()))
                     return bool(cur.rowcount == 1)
                 try:
-                    held = json.loads(row[0])
+                    held = loads_bounded(row[0])
                     live = held["clock"] == self.store._clock_id and now < float(held["expires_at"]) <= now + 86400
                 except (TypeError, ValueError, KeyError):
                     live = False  # a corrupt lock row holds nothing
@@ -222,7 +223,7 @@ class StoreTokenStorage(VersionedTokenStorage):
         if row is None:
             return None
         try:
-            value = json.loads(row[0])
+            value = loads_bounded(row[0])
         except (TypeError, ValueError):
             value = None
         if not isinstance(value, dict):

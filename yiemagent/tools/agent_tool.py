@@ -28,6 +28,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
+from .._internal.jsonload import check_schema_depth
 from ..exceptions import ConfigError, ToolArgumentsError
 from .quick_schema import quick_check
 from .schema_checks import foreign_failure, pattern_budget, safe_validator_class
@@ -92,6 +93,7 @@ class AgentTool:
             self.input_schema = {"type": "object", "properties": {}}
         if not isinstance(self.input_schema, dict):
             raise ConfigError(f"tool {self.name!r}: input_schema must be a dict")
+        check_schema_depth(self.input_schema, f"tool {self.name!r}: input_schema")
         try:
             cls = safe_validator_class(self.input_schema)
             cls.check_schema(self.input_schema)

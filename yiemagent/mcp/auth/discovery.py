@@ -25,7 +25,6 @@ Spec: MCP 2025-11-25 "Authorization" ("Authorization Server Discovery"), MCP
 
 from __future__ import annotations
 
-import json
 import logging
 import urllib.parse
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any
 
 import requests
 
+from ..._internal.jsonload import loads_bounded
 from ..._internal.secrets import display_url
 from ...exceptions import MCPAuthorizationError
 
@@ -207,7 +207,7 @@ def fetch_json(session: requests.Session, url: str, timeout_seconds: float) -> d
                 return None
             try:
                 body = response.raw.read(_MAX_METADATA_BYTES + 1, decode_content=True)
-                document = json.loads(body) if len(body) <= _MAX_METADATA_BYTES else None
+                document = loads_bounded(body) if len(body) <= _MAX_METADATA_BYTES else None
             except (ValueError, requests.RequestException, OSError):
                 document = None
             return document if isinstance(document, dict) else None

@@ -15,7 +15,6 @@ registration.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import urllib.parse
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 
 import requests
 
+from ..._internal.jsonload import loads_bounded
 from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
 from .discovery import AuthorizationServer
@@ -177,7 +177,7 @@ def register(settings: ClientSettings, server: AuthorizationServer, session: req
     with response:
         try:
             raw = response.raw.read(_MAX_REGISTRATION_BYTES + 1, decode_content=True)
-            document = json.loads(raw) if len(raw) <= _MAX_REGISTRATION_BYTES else None
+            document = loads_bounded(raw) if len(raw) <= _MAX_REGISTRATION_BYTES else None
         except (ValueError, requests.RequestException, OSError):
             document = None
     answer = document if isinstance(document, dict) else {}

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._internal.checks import check_number
+from ..._internal.jsonload import loads_bounded
 from ..._internal.versioned_tokens import VersionedTokenStorage
 from ...exceptions import YiemagentError
 
@@ -219,7 +220,7 @@ class FileTokenStorage(VersionedTokenStorage):
             _check_private(os.fstat(f.fileno()), self.path)
             raw = f.read()
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = loads_bounded(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: a file nested too deep
             raise TokenStorageError(f"{self.path} is not a JSON token file (delete it to log in again)") from exc
         if not isinstance(data, dict):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import json
 import logging
 import secrets
 import time
@@ -38,6 +37,7 @@ import urllib3
 
 from ..._internal.checks import install_hint
 from ..._internal.http import CancellableSession, body_chunks
+from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ..._internal.secrets import Secret, display_url
 from ...exceptions import MCPAuthorizationError
@@ -183,7 +183,7 @@ def _post_token_request(
                     body += chunk
                     if len(body) > _MAX_TOKEN_BYTES or time.monotonic() >= deadline:
                         break
-                document = json.loads(body) if len(body) <= _MAX_TOKEN_BYTES else None
+                document = loads_bounded(body) if len(body) <= _MAX_TOKEN_BYTES else None
             except (ValueError, requests.RequestException, OSError, urllib3.exceptions.HTTPError):
                 document = None
     if time.monotonic() >= deadline:
