@@ -57,8 +57,9 @@ class Reply:
     result: Any = None
     """A JSON-RPC ``result`` sent as ``{"jsonrpc", "id": <request id>, "result"}`` (application/json)."""
     body: bytes | str | dict[str, Any] | None = None
-    """A raw body (used as is; set ``Content-Type`` in ``headers`` if it matters); a dict is sent as JSON
-    (``application/json``) with ``REQUEST_ID`` resolved, e.g. a JSON-RPC error under any status."""
+    """A raw body (used as is, but ``{request_id}`` in a ``str`` body becomes the request's id; set
+    ``Content-Type`` in ``headers`` if it matters); a dict is sent as JSON (``application/json``) with
+    ``REQUEST_ID`` resolved, e.g. a JSON-RPC error under any status."""
     sse: list[Any] | None = None
     """An SSE reply: each dict is sent as ``event: message`` + ``data: <json>``; each str as raw text."""
     crlf: bool = False
@@ -246,7 +247,9 @@ class _Handler(BaseHTTPRequestHandler):
             return b"", None
         if isinstance(reply.body, dict):
             return json.dumps(_resolve(reply.body, request_id)).encode("utf-8"), "application/json"
-        return (reply.body.encode("utf-8") if isinstance(reply.body, str) else reply.body), None
+        if isinstance(reply.body, str):  # "{request_id}" in a text body: the request's id, as JSON
+            return reply.body.replace("{request_id}", json.dumps(request_id)).encode("utf-8"), None
+        return reply.body, None
 
 
 class RawPeer:
