@@ -199,7 +199,7 @@ def test_ctrl_c_during_ask_before_start_aborts_the_running_tool_and_reraises():
     with pytest.raises(KeyboardInterrupt):
         agent.ask("go")
     assert time.monotonic() - begun < 3
-    assert saw_abort.wait(2), "the tool kept running after Ctrl-C"
+    assert saw_abort.wait(30), "the tool kept running after Ctrl-C"
     assert agent.ask("again", timeout_seconds=5)["content"] == "fine"
     strict_openai.validate(agent.openai_messages())
     agent.shutdown()

@@ -292,16 +292,17 @@ def test_the_parents_abort_aborts_the_sub_agents_run_at_once(sub_started: bool) 
         sub.start()
     parent = Agent(ScriptedLLM([tool_call_reply("ask_slow", {"input": "think"}), text_reply("unused")]),
                    tools=[sub.as_tool("ask_slow", "Slow.")])
-    threading.Thread(target=lambda: (started.wait(5), parent.abort()), daemon=True).start()
-    began = time.monotonic()
-    answer = parent.ask("go", timeout_seconds=10)
+    threading.Thread(target=lambda: (started.wait(30), parent.abort()), daemon=True).start()
+    answer = parent.ask("go", timeout_seconds=30)
     assert answer["status"] == "aborted"
-    deadline = time.monotonic() + 2
-    while not sub_events.of_type("agent_end") and time.monotonic() < deadline:
+    # the sub-agent's end event and its model's side effect come from other threads, after the parent's
+    # answer and in no fixed order between them: wait for each (a bounded poll), never assert at once
+    deadline = time.monotonic() + 30
+    while (not sub_events.of_type("agent_end") or not log) and time.monotonic() < deadline:
         time.sleep(0.01)
     [end] = sub_events.of_type("agent_end")
-    assert end.status == "aborted" and log == ["cut"]
-    assert time.monotonic() - began < 2  # not the 10 s the sub-agent's model would have taken
+    assert end.status == "aborted"
+    assert log == ["cut"]  # the model's wait was cut by the abort, not left to its 10 s
     sub.shutdown()
 
 
@@ -334,6 +335,9 @@ def test_agentscope_java_2408_a_cancelled_parent_leaves_no_sub_agent_calling_its
     after_abort = len(ran)
     time.sleep(0.5)
     assert len(ran) == after_abort <= 8  # the sub-agent stopped within a few steps (0.05 s polls), and stays stopped
+    deadline = time.monotonic() + 30  # the sub-agent's end event comes from its own thread: wait for it
+    while not sub_events.of_type("agent_end") and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert [e.status for e in sub_events.of_type("agent_end")] == ["aborted"]
 
 

@@ -56,7 +56,7 @@ def test_a_schema_nested_5000_deep_as_output_type_is_a_config_error() -> None:
 
 
 def test_a_tool_input_schema_nested_5000_deep_is_a_config_error_naming_the_tool() -> None:
-    with pytest.raises(ConfigError, match="tool 'deep'.*nested deeper than 64"):
+    with pytest.raises(ConfigError, match=r"tool 'deep'.*nested deeper than 64"):
         AgentTool("deep", "Deep.", deep_schema(), lambda *args: "x")
 
 

@@ -135,7 +135,7 @@ def test_inspect_ai_5031_a_hung_elicitation_callback_is_cut_at_once(callbacks_se
         assert hang.entered.is_set()
         assert took < 4.0, f"the call waited {took:.1f}s for the hung callback"
         told = hang.abort_events[0]
-        assert told is not None and told.wait(2)  # the callback was told
+        assert told is not None and told.wait(30)  # the callback was told
         if era == "2026-07-28" or transport == "http":  # the client knows the callback was answering this call
             assert "had been sent, so its effect is unknown (the tool may have run)" in str(caught.value)
             assert "before it was sent" not in str(caught.value)
