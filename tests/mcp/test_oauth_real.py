@@ -281,3 +281,31 @@ def test_issue_27_a_credential_read_from_storage_is_checked_for_expiry_before_it
         assert text_of(client.call_tool("add", {"a": 2, "b": 2})) == "4"
     assert server.counts()["refresh_grants"] >= 1
     assert old not in bearers(server, "rs")[sent_before:]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-origin", "as-on-its-own-origin"])
+def test_python_sdk_1250_a_stored_expired_token_is_refreshed_before_it_is_sent(oauth_server, tmp_path, split):
+    """python-sdk #1250, openai/codex #27165: a process started on stored tokens whose access token expired
+    sent it anyway (a 401 first), because the refresh waited for discovery, which only a 401 started. Now
+    the refresh comes first, before the first request of the process: the MCP endpoint never sees the
+    expired token, no 401 is answered, one refresh grant, no second login.
+    """
+    server = oauth_server(split=split)
+    path = tmp_path / "tokens.json"
+    with MCPClient(server.url, auth=make_oauth(storage=FileTokenStorage(path)), timeout_seconds=10) as client:
+        assert text_of(client.call_tool("add", {"a": 1, "b": 2})) == "3"
+    storage = FileTokenStorage(path)
+    tokens = storage.get_tokens(server.url)
+    assert tokens is not None and tokens.get("refresh_token"), tokens
+    storage.set_tokens(server.url, {**tokens, "expires_at": time.time() - 3600})  # expired, for the client
+    server.expire()  # and for the server: sending it would get a 401
+    origin = "rs" if split else "as+rs"
+    before, seen = server.counts(), len(bearers(server, origin))
+    with MCPClient(server.url, auth=make_oauth(storage=FileTokenStorage(path), redirect_handler=login_refused),
+                   timeout_seconds=10) as client:
+        assert text_of(client.call_tool("add", {"a": 4, "b": 5})) == "9"
+    after = server.counts()
+    sent = bearers(server, origin)[seen:]
+    assert tokens["access_token"] not in sent and sent, sent  # the expired token never left the client
+    assert after["rs_401"] == before["rs_401"], (before, after)
+    assert (after["authorizations"], after["refresh_grants"] - before["refresh_grants"]) == (1, 1), after

@@ -183,8 +183,11 @@ class OAuth:
         """``{"Authorization": "Bearer <token>"}`` for ``resource_url``, or {} before the first login.
 
         A token within ``refresh_margin_seconds`` of expiry is refreshed first
-        (or, for ``client_credentials``, requested again); if that fails the
-        stored token is sent as is (the server's 401 starts the flow).
+        (or, for ``client_credentials``, requested again), before it is sent,
+        even when this process has not run discovery yet (a token stored by an
+        earlier process: discovery runs first, from the resource's
+        well-known metadata); if that fails the stored token is sent as is
+        (the server's 401 starts the flow).
         """
         tokens = self.storage.get_tokens(resource_url)
         if tokens and self._expiring(tokens):
@@ -323,9 +326,11 @@ class OAuth:
     def _renew(self, resource_url: str, tokens: dict[str, Any]) -> dict[str, Any] | None:
         """A fresh token before expiry (refresh, or ``client_credentials`` again); None if not possible yet."""
         server = self._servers.get(resource_url)
+        if server is None and (tokens.get("refresh_token") or self.grant_type == "client_credentials"):
+            server = self._discover_for_renewal(resource_url)  # a stored token, a new process: refresh first
         if server is None or (server.discovery.authorization_server.issuer != tokens.get("issuer", None) and (
                 tokens.get("issuer") is not None)):
-            return None  # no discovery in this process yet: the server's 401 will start it
+            return None  # the authorization server changed (or is unknown): the server's 401 starts the flow
         if tokens.get("refresh_token"):
             self._store(resource_url, self._refresh(server, tokens), tokens)
         elif self.grant_type == "client_credentials":
@@ -333,6 +338,20 @@ class OAuth:
         else:
             return None
         return self.storage.get_tokens(resource_url)
+
+    def _discover_for_renewal(self, resource_url: str) -> _Server:
+        """Discovery before the first request of this process, to refresh a stored token that expired.
+
+        python-sdk #1250, openai/codex #27165: a token stored by an earlier process was sent expired
+        (a 401 first), because refreshing waited for discovery, which only a 401 started. The
+        protected resource metadata is read from the resource's well-known URL (RFC 9728 section 3);
+        the client is the stored one (``client_identity``). Raises ``MCPAuthorizationError``.
+        """
+        found = discover(self._session, resource_url, None, self.timeout_seconds)
+        client = client_identity(self._client_settings(), found.authorization_server, self.storage, self._session,
+                                 self.timeout_seconds)
+        server = self._servers[resource_url] = _Server(found, client)
+        return server
 
     # ------------------------------------------------------------------ grants
 
