@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._internal.checks import one_of
 from .exceptions import LLMError, SimulatedCrash
 from .formats.llm import OnDelta
-from .loop.events import Event
+from .loop.events import EVENT_TYPES, Event
 
 __all__ = ["EventRecorder", "ScriptedLLM", "SimulatedCrash", "text_reply", "tool_call_reply"]
 
@@ -133,6 +134,7 @@ class EventRecorder:
             return [e.type for e in self.events]
 
     def of_type(self, kind: str) -> list[Event]:
-        """The events whose ``type`` is ``kind``."""
+        """The events whose ``type`` is ``kind`` (one of ``EVENT_TYPES``: a typo is a ``ConfigError``, not ``[]``)."""
+        one_of("kind", kind, EVENT_TYPES)
         with self._lock:
             return [e for e in self.events if e.type == kind]

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any, Literal, cast, get_args
 
-from .._internal.checks import one_of
+from .._internal.checks import all_of, check_number, one_of
 from ..loop import events as ev
 from ..messages import ToolCall, to_openai
 from ..output.answers import Answer
@@ -263,7 +263,15 @@ def sse_events(
 "tool_call_id": null, "tool_name": null, "type": "message_update"}
         <BLANKLINE>
     """
-    wanted = set(types) if types is not None else None
+    wanted = None if types is None else set(all_of("types", list(types) if not isinstance(types, str) else types,
+                                                   ev.EVENT_TYPES))
+    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)
+    return _sse_lines(items, wanted, heartbeat_seconds)
+
+
+def _sse_lines(items: Iterable[ev.Event | Mapping[str, Any]], wanted: set[str] | None,
+               heartbeat_seconds: float | None) -> Iterator[str]:
+    """``sse_events``' lines, its options checked."""
     try:
         if isinstance(items, AgentStream):
             yield sse_text("input", items.input_event())

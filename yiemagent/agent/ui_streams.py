@@ -54,6 +54,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .._internal.checks import check_number
 from ..loop import events as ev
 from ..textpolicy import boundary, json_text
 from .streaming import SSE_HEADERS, _with_heartbeats
@@ -179,6 +180,7 @@ def ag_ui_events(
         TEXT_MESSAGE_END
         RUN_FINISHED
     """
+    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # when given, not at the first line
     run = run_id or str(getattr(items, "input_id", "") or uuid.uuid4().hex)
 
     def render(part: UIPart) -> Iterator[dict[str, Any]]:
@@ -220,7 +222,7 @@ def ag_ui_events(
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
-    yield from _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
+    return _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
 
 
 def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str, Any]:
@@ -280,6 +282,7 @@ def vercel_ai_events(
         data: {"type": "finish", "finishReason": "stop", "messageMetadata": {"status": "completed"}}
         data: [DONE]
     """
+    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # when given, not at the first line
 
     def render(part: UIPart) -> Iterator[dict[str, Any]]:
         kind = part.kind
@@ -310,7 +313,12 @@ def vercel_ai_events(
     start: dict[str, Any] = {"type": "start"}
     if message_id is not None:
         start["messageId"] = message_id
-    yield from _lines(items, heartbeat_seconds, render, start)
+    return _then_done(_lines(items, heartbeat_seconds, render, start))
+
+
+def _then_done(lines: Iterator[str]) -> Iterator[str]:
+    """``lines``, then ``data: [DONE]`` (closing this closes ``lines``)."""
+    yield from lines
     yield "data: [DONE]\n\n"
 
 

@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # annotations only: the events (and tracing, which MCP reques
     from ..messages import Message, ToolCall
 
 __all__ = [
+    "EVENT_TYPES",
     "AbortedEvent",
     "AgentEndEvent",
     "AgentStartEvent",
@@ -398,6 +399,10 @@ Event = Union[
     GuardrailTrippedEvent,
 ]
 """Any event of a run (a union of the event classes above); ``event.type`` tells which one it is."""
+
+EVENT_TYPES: tuple[str, ...] = tuple(cls.__dataclass_fields__["type"].default  # type: ignore[attr-defined]
+                                     for cls in Event.__args__)  # type: ignore[attr-defined]
+"""Every event's ``type`` (``"agent_start"``, ``"message_update"``...): the names ``sse_events(types=...)`` takes."""
 
 EventSink = Callable[[Event], Any]
 
