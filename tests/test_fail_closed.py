@@ -35,8 +35,28 @@ def _check(ctx: Any) -> None:
     return None
 
 
+def _ui_streams() -> Any:
+    import yiemagent.agent.ui_streams
+
+    return yiemagent.agent.ui_streams
+
+
+def _enqueue_reply_to(reply_to: str) -> Any:
+    import tempfile
+
+    from yiemagent.store.sqlite import SQLiteStore
+
+    with tempfile.TemporaryDirectory() as directory:
+        store = SQLiteStore(f"{directory}/s.db")
+        try:
+            return store.enqueue("c", "hi", reply_to=reply_to)  # type: ignore[arg-type]
+        finally:
+            store.close()
+
+
 def _options() -> list[tuple[str, Callable[[], Any], str]]:
     """``(name, a call giving the option with a typo, the nearest valid name)`` for every option found."""
+    from yiemagent import sse_events
     from yiemagent.agent.streaming import AgentStream
     from yiemagent.context.compaction import compact
     from yiemagent.mcp.auth.oauth import OAuth
@@ -44,7 +64,9 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
     from yiemagent.mcp.config import parse_mcp_servers
     from yiemagent.messages.formatting import OpenAIFormatter
     from yiemagent.output.typed_output import output_spec
+    from yiemagent.store.faults import Fault
     from yiemagent.store.sqlite import SQLiteStore
+    from yiemagent.testing import EventRecorder
     from yiemagent.tools.guardrail_kinds import pii_guardrail
 
     def agent(**kwargs: Any) -> Any:
@@ -79,6 +101,11 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
          "required"),
         ("usage price rate", lambda: UsageLimits(cost=1.0, prices={"m": {"input_per_milion": 1.0}}),
          "input_per_million"),
+        ("sse_events types", lambda: sse_events([], types=["message_updte"]), "message_update"),
+        ("EventRecorder.of_type", lambda: EventRecorder().of_type("agent_edn"), "agent_end"),
+        ("store fault kind", lambda: Fault(1, "fial"), "fail"),  # type: ignore[arg-type]
+        ("store fault methods", lambda: Fault(1, only=("comit",)), "commit"),
+        ("postgres reply_to (the store API)", lambda: _enqueue_reply_to("output-queue"), "output_queue"),
     ]
 
 
@@ -235,9 +262,13 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
         timeout_seconds=math.nan),
     lambda: __import__("yiemagent.mcp.auth.storage_file", fromlist=["x"]).FileTokenStorage(
         "/tmp/never-written.json", lock_timeout_seconds=-3),
+    lambda: __import__("yiemagent").sse_events([], heartbeat_seconds=math.nan),
+    lambda: _ui_streams().ag_ui_events([], thread_id="t", heartbeat_seconds=-1),
+    lambda: _ui_streams().vercel_ai_events([], heartbeat_seconds=math.inf),
 ], ids=["MCPLimits negative", "MCPLimits negative optional", "MCPLimits nan", "shutdown nan", "max_tokens -1",
         "temperature nan", "model timeout -1", "cost -1", "requests nan", "oauth timeout inf",
-        "oauth refresh margin -1", "loopback timeout nan", "token file lock -3"])
+        "oauth refresh margin -1", "loopback timeout nan", "token file lock -3", "sse heartbeat nan",
+        "ag-ui heartbeat -1", "vercel heartbeat inf"])
 def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_given(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError):
         make()

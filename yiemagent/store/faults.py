@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._internal.checks import all_of, check_int, one_of
 from ..exceptions import StoreError
 
 __all__ = ["Fault", "FaultKind", "FaultyStore"]
@@ -56,6 +57,11 @@ class Fault:
     """The methods counted (default: every write but ``renew``)."""
     repeat: bool = False
     """True: every counted write from ``at`` on gets the fault (a store that keeps failing)."""
+
+    def __post_init__(self) -> None:
+        check_int("Fault at", self.at, minimum=1)
+        one_of("Fault kind", self.kind, ("fail", "fail_after", "cut", "pause"))
+        all_of("Fault only", self.only, _WRITES, empty=False)
 
 
 class FaultyStore:
