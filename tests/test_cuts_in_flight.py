@@ -115,6 +115,12 @@ def _agent(kind: str, hang: Hang) -> Agent:
         return Agent(llm, tools=[lookup], before_tool_call=before)
     if kind == "after_tool_call":
         return Agent(llm, tools=[lookup], after_tool_call=after)
+    if kind == "prepare_context":
+        def prepare(history: list[Any]) -> list[Any]:
+            hang.wait_if(_latest_input(history))
+            return history
+
+        return Agent(llm, tools=[lookup], prepare_context=prepare)
     assert kind == "output validator"
 
     def validate(value: Any) -> Any:
@@ -127,7 +133,7 @@ def _agent(kind: str, hang: Hang) -> Agent:
 
 
 KINDS = ["input guardrail", "output guardrail", "tool guardrail", "before_tool_call", "after_tool_call",
-         "output validator"]
+         "output validator", "prepare_context"]
 
 
 @pytest.mark.parametrize("started", [False, True], ids=["not started", "started"])

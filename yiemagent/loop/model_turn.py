@@ -157,10 +157,12 @@ class ModelTurn(ToolBatch):
         index.sync(self.history, owned=True)
         # what is sent: the latest summary and the messages after it, without failed runs' messages
         history = index.view(self.history)
-        context = history if config.prepare_context is None else config.prepare_context(history)
+        # the caller's hooks are waited for where the run's abort (its deadline) cuts the wait
+        context = history if config.prepare_context is None else self.cuttable(config.prepare_context, history)
         formatter = config.format_messages
         # the default formatter's own list (no copy): extended in place while the view only grows
-        messages = formatter.formatted(context) if isinstance(formatter, OpenAIFormatter) else formatter(context)
+        messages = formatter.formatted(context) if isinstance(formatter, OpenAIFormatter) else \
+            self.cuttable(formatter, context)
         tools = config.tools.to_openai() if tools_enabled else []
         offered = tools  # the registry's own list: the same object while the tools are the same
         response_format = None
