@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._internal.checks import check_int
 from ..exceptions import FormatError
 
 __all__ = ["SSEEvent", "SSEParser"]
@@ -54,6 +55,7 @@ class SSEParser:
     """
 
     def __init__(self, *, max_event_chars: int | None = None) -> None:
+        check_int("max_event_chars", max_event_chars, minimum=1, optional=True)
         self.max_event_chars = max_event_chars
         self._pieces: list[str] = []
         """The line being read, in pieces (no line break seen yet)."""

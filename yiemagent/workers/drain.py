@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .._internal.checks import check_int, check_number
 from ..agent import Agent
 from ..exceptions import StoreError
 from ..output.answers import Answer
@@ -53,8 +54,9 @@ class AgentPool:
     """
 
     def __init__(self, make_agent: AgentFactory, *, max_agents: int = 64) -> None:
+        check_int("max_agents", max_agents, minimum=1)  # a negative bound is a mistake, not "1" (issue 33)
         self.make_agent = make_agent
-        self.max_agents = max(1, max_agents)
+        self.max_agents = max_agents
         self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -207,9 +209,11 @@ class PollingWorker:
         self, store: ConversationStore, make_agent: AgentFactory, *, concurrency: int = 1,
         poll_seconds: float = 0.05, max_agents: int = 64, faults: FaultTracker | None = None,
     ) -> None:
+        check_int("concurrency", concurrency, minimum=1)
+        check_number("poll_seconds", poll_seconds)
         self.store = store
         self.agents = AgentPool(make_agent, max_agents=max_agents)
-        self.concurrency = max(1, concurrency)
+        self.concurrency = concurrency
         self.poll_seconds = poll_seconds
         self.served = 0
         """Answers produced by this worker so far."""
