@@ -265,10 +265,16 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
     lambda: __import__("yiemagent").sse_events([], heartbeat_seconds=math.nan),
     lambda: _ui_streams().ag_ui_events([], thread_id="t", heartbeat_seconds=-1),
     lambda: _ui_streams().vercel_ai_events([], heartbeat_seconds=math.inf),
+    lambda: __import__("yiemagent.mcp.http", fromlist=["x"]).HTTPTransport("http://127.0.0.1:1/mcp",
+                                                                           max_body_bytes=-1),
+    lambda: __import__("yiemagent.mcp.stdio", fromlist=["x"]).StdioTransport("x", timeout_seconds=math.nan),
+    lambda: __import__("yiemagent.workers.drain", fromlist=["x"]).AgentPool(lambda c: None, max_agents=-1),
+    lambda: __import__("yiemagent.formats.sse", fromlist=["x"]).SSEParser(max_event_chars=0),
 ], ids=["MCPLimits negative", "MCPLimits negative optional", "MCPLimits nan", "shutdown nan", "max_tokens -1",
         "temperature nan", "model timeout -1", "cost -1", "requests nan", "oauth timeout inf",
         "oauth refresh margin -1", "loopback timeout nan", "token file lock -3", "sse heartbeat nan",
-        "ag-ui heartbeat -1", "vercel heartbeat inf"])
+        "ag-ui heartbeat -1", "vercel heartbeat inf", "http transport body -1", "stdio timeout nan",
+        "agent pool -1", "sse parser 0"])
 def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_given(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError):
         make()

@@ -16,7 +16,8 @@ from typing import Any
 from ..exceptions import ConfigError
 
 __all__ = [
-    "all_of", "check_bool", "check_callable", "check_choice", "check_int", "check_items", "check_number",
+    "all_of", "check_arguments", "check_bool", "check_callable", "check_choice", "check_int", "check_items",
+    "check_number",
     "check_request_fields", "check_str",
     "check_timeout", "install_hint", "nearest", "one_of", "unknown_name",
 ]
@@ -194,3 +195,15 @@ def check_request_fields(fields: Mapping[str, Any], *, where: str = "") -> None:
             raise ConfigError(f"{prefix}{key} must be a finite number, not {type(value).__name__} {value!r:.50}")
         if key in ("temperature", "top_p", "min_p") and value < 0:
             raise ConfigError(f"{prefix}{key} must be 0 or more, not {value}")
+
+
+def check_arguments(args: Mapping[str, Any], *, seconds: Iterable[str] = (), counts: Iterable[str] = ()) -> None:
+    """``args`` (a constructor's ``locals()``): each of ``seconds`` a finite number > 0, each of ``counts`` an int >= 1.
+
+    ``ConfigError`` naming the first argument that is not (a negative, NaN or infinite bound given by a
+    caller is a mistake, never a default: issue 33).
+    """
+    for name in seconds:
+        check_number(name, args[name])
+    for name in counts:
+        check_int(name, args[name], minimum=1)

@@ -42,6 +42,7 @@ from typing import Any
 import requests
 
 from ..__version__ import __version__
+from .._internal.checks import check_arguments
 from .._internal.deadlines import PausableClock
 from .._internal.http import CancellableSession, CrossOriginRedirect, connection_problem
 from .._internal.secrets import Secret, display_url, register_log_secrets, scrub, scrub_exception, secrets_of
@@ -127,16 +128,14 @@ class HTTPTransport(StreamResumption, Transport):
         max_messages: int = MAX_MESSAGES,
         auth: _auth.OAuth | None = None,
     ) -> None:
-        self.url = url
-        self.auth = auth
+        check_arguments(locals(), seconds=("timeout_seconds", "connect_timeout_seconds"),
+                        counts=("max_body_bytes", "max_event_bytes", "max_messages"))
+        self.url, self.auth = url, auth
         self.display_url = display_url(url)
         self.name = name or self.display_url
-        self.timeout_seconds = timeout_seconds
-        self.connect_timeout_seconds = connect_timeout_seconds
+        self.timeout_seconds, self.connect_timeout_seconds = timeout_seconds, connect_timeout_seconds
         self.follow_cross_origin_redirects = follow_cross_origin_redirects
-        self.max_body_bytes = max_body_bytes
-        self.max_event_bytes = max_event_bytes
-        self.max_messages = max_messages
+        self.max_body_bytes, self.max_event_bytes, self.max_messages = max_body_bytes, max_event_bytes, max_messages
         self._static_headers = {str(k): Secret(v) for k, v in (headers or {}).items()}
         self._secrets = secrets_of(self._static_headers, url)
         """Texts replaced by ``***`` in messages: header values, their long words, URL secrets."""

@@ -47,6 +47,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._internal.checks import check_arguments
 from .._internal.deadlines import PausableClock, wait_until
 from .._internal.fork import fork_note, on_fork_in_child
 from ..exceptions import ConfigError, MCPProtocolError, MCPTimeoutError, MCPTransportError
@@ -144,8 +145,8 @@ class StdioTransport(StdoutReader, Transport):
         self.cwd = cwd
         self.timeout_seconds = timeout_seconds
         self.name = name or shlex.join([os.path.basename(self.command), *self.args])[:80]
-        if max_line_bytes < 1 or max_json_depth < 1:
-            raise ConfigError("max_line_bytes and max_json_depth must be at least 1")
+        check_arguments(locals(), seconds=("timeout_seconds",), counts=(
+            "max_line_bytes", "max_json_depth", "max_server_requests", "server_request_workers"))
         self.max_line_bytes = max_line_bytes
         self.max_json_depth = max_json_depth
         self.max_server_requests = max_server_requests
