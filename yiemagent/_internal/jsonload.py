@@ -15,8 +15,8 @@ Used at: model replies and stream events (``models.openai_chat``), MCP client
 responses (HTTP bodies, SSE data, stdio lines: ``mcp.http_reply``,
 ``mcp.lines``, ``mcp.jsonrpc``), OAuth documents, stored state (``loop.state``,
 ``store.rows``, token files), config files (``mcp.config_dialects``) and
-schema walking (``output.typed_output``, ``tools.agent_tool``). The served side
-(``mcp.server``) reads its request bodies with it too.
+schema walking (``output.typed_output``, ``tools.agent_tool``). It is the one reader for
+the served side's request bodies too (``mcp.server``), so both sides bound nesting alike.
 
 Spec: RFC 8259 section 9 ("An implementation may set limits on ... the
 maximum depth of nesting").

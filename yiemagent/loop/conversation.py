@@ -277,7 +277,7 @@ class Conversation:
         """Run ``entry`` to its answer; deliver it to ``entry`` and the inputs steered in; return it."""
         with self.parking.serving:  # a run waiting for approval is finished once (yiemagent.tools.approvals)
             waiting = self.parking.pending() if entry.branch is not None else []
-            if waiting:  # a branching operation never decides a waiting call (loop.branching)
+            if waiting and entry.branch is not None:  # a branching operation never decides a waiting call
                 names = ", ".join(sorted({str(c.get("name")) for c in waiting}))
                 refused = (f"a run waits for a decision about {len(waiting)} tool call(s) ({names}): decide first; "
                            "nothing was changed")

@@ -400,7 +400,7 @@ Event = Union[
 ]
 """Any event of a run (a union of the event classes above); ``event.type`` tells which one it is."""
 
-EVENT_TYPES: tuple[str, ...] = tuple(cls.__dataclass_fields__["type"].default  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[str, ...] = tuple(cls.__dataclass_fields__["type"].default
                                      for cls in Event.__args__)  # type: ignore[attr-defined]
 """Every event's ``type`` (``"agent_start"``, ``"message_update"``...): the names ``sse_events(types=...)`` takes."""
 

@@ -97,7 +97,9 @@ class ToolBatch(Guarding):
         ctx = ToolCallContext(call, found, self.history, idempotency_key=self.key(call))
         if self.config.before_tool_call is None:
             return run_before_hook(None, ctx, self.abort_event)
-        return self.cuttable(run_before_hook, self.config.before_tool_call, ctx, self.abort_event)  # a deadline cuts it
+        hook = self.config.before_tool_call
+        cut: AgentToolResult | None = self.cuttable(run_before_hook, hook, ctx, self.abort_event)
+        return cut  # waited for where a deadline cuts the wait
 
     def execute(self, call: ToolCall) -> tuple[AgentToolResult, bool]:
         """Run one checked call on a worker thread (never raises).
