@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 __all__ = ["DEFAULT_MAX_DEPTH", "SCHEMA_MAX_DEPTH", "JSONDepthError", "check_depth", "check_schema_depth",
-           "depth_exceeds", "loads_bounded"]
+           "depth_exceeds", "loads_bounded", "nesting_exceeds"]
 
 DEFAULT_MAX_DEPTH = 256
 """Deepest nesting of arrays and objects accepted (the outermost value is level 1).
@@ -53,7 +53,7 @@ class JSONDepthError(ValueError):
         self.max_depth = max_depth
 
 
-def depth_exceeds(text: str | bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
+def depth_exceeds(text: str | bytes | bytearray, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
     """True when arrays and objects in the JSON ``text`` nest deeper than ``max_depth``; linear, no recursion.
 
     Brackets inside strings do not count. A text with fewer brackets than
@@ -77,19 +77,32 @@ def depth_exceeds(text: str | bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool
     return False
 
 
-def loads_bounded(text: str | bytes, *, max_depth: int = DEFAULT_MAX_DEPTH, **kwargs: Any) -> Any:
-    """``json.loads(text, **kwargs)`` refusing a text nested deeper than ``max_depth``.
+def loads_bounded(text: str | bytes | bytearray, max_depth: int = DEFAULT_MAX_DEPTH, **options: Any) -> Any:
+    """``json.loads(text, **options)`` refusing a text nested deeper than ``max_depth`` (the outer value is level 1).
+
+    The nesting is counted on the text first (``depth_exceeds``), so the decoder never recurses past the bound.
 
     Raises:
-        JSONDepthError: nested too deeply (a ``ValueError``); never ``RecursionError``.
-        ValueError: not JSON (``json.JSONDecodeError``, ``UnicodeDecodeError``).
+        JSONDepthError: nested too deeply (a ``ValueError``, its message says "nested"); never ``RecursionError``.
+        ValueError: not JSON (``json.JSONDecodeError``, ``UnicodeDecodeError``), or ``max_depth`` below 1.
     """
+    if max_depth < 1:
+        raise ValueError("max_depth must be at least 1")
     if depth_exceeds(text, max_depth):
         raise JSONDepthError(max_depth)
     try:
-        return json.loads(text, **kwargs)
+        return json.loads(text, **options)
     except RecursionError:  # a deep stack already: the bound was not enough here
         raise JSONDepthError(max_depth) from None
+
+
+def nesting_exceeds(value: Any, max_depth: int) -> bool:
+    """True when lists/dicts in ``value`` (a decoded value) nest deeper than ``max_depth``; iterative."""
+    try:
+        check_depth(value, max_depth)
+    except JSONDepthError:
+        return True
+    return False
 
 
 def check_depth(value: Any, max_depth: int = DEFAULT_MAX_DEPTH, what: str = "JSON value") -> None:
