@@ -8,18 +8,33 @@ construction, not later on a worker thread with a raw ``TypeError``.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 from ..exceptions import ConfigError
 
 __all__ = [
-    "all_of", "check_arguments", "check_bool", "check_callable", "check_choice", "check_int", "check_items",
+    "all_of",
+    "check_arguments",
+    "check_bool",
+    "check_callable",
+    "check_choice",
+    "check_int",
+    "check_items",
     "check_number",
-    "check_request_fields", "check_str",
-    "check_timeout", "install_hint", "nearest", "one_of", "unknown_name",
+    "check_request_fields",
+    "check_str",
+    "check_timeout",
+    "checked_when_called",
+    "install_hint",
+    "nearest",
+    "one_of",
+    "unknown_name",
 ]
 
 
@@ -207,3 +222,19 @@ def check_arguments(args: Mapping[str, Any], *, seconds: Iterable[str] = (), cou
         check_number(name, args[name])
     for name in counts:
         check_int(name, args[name], minimum=1)
+
+
+def checked_when_called(check: Callable[..., None]) -> Callable[[_F], _F]:
+    """Decorate a generator function: ``check(*args, **kwargs)`` runs when it is called, not at its first line.
+
+    A generator's body (its argument checks included) runs only when it is first iterated: a typo in
+    an option would fail late, on a server thread, after the response began. ``check`` raises
+    ``ConfigError`` at the call instead.
+    """
+    def decorate(function: _F) -> _F:
+        @functools.wraps(function)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            check(*args, **kwargs)
+            return function(*args, **kwargs)
+        return checked  # type: ignore[return-value]
+    return decorate

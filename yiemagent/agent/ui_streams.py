@@ -54,7 +54,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .._internal.checks import check_number
+from .._internal.checks import check_number, checked_when_called
 from ..loop import events as ev
 from ..textpolicy import boundary, json_text
 from .streaming import SSE_HEADERS, _with_heartbeats
@@ -89,6 +89,11 @@ KEEP_ALIVE = ": keep-alive\n\n"
 """The SSE comment both streams send after ``heartbeat_seconds`` without an event (clients ignore it)."""
 
 _FINISH_REASONS = {"completed": "stop", "truncated": "length", "awaiting_approval": "tool-calls"}
+
+
+def _check_options(*args: Any, heartbeat_seconds: Any = None, **kwargs: Any) -> None:
+    """The stream functions' options, checked when they are called (not at their first line): issue 33."""
+    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)
 
 
 @boundary("ui_stream", "json")
@@ -139,6 +144,7 @@ def _error_message(answer: Mapping[str, Any]) -> str:
     return str(answer.get("error") or answer.get("content") or "the run failed")
 
 
+@checked_when_called(_check_options)
 def ag_ui_events(
     items: Iterable[ev.Event | Mapping[str, Any]],
     *,
@@ -180,7 +186,6 @@ def ag_ui_events(
         TEXT_MESSAGE_END
         RUN_FINISHED
     """
-    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # when given, not at the first line
     run = run_id or str(getattr(items, "input_id", "") or uuid.uuid4().hex)
 
     def render(part: UIPart) -> Iterator[dict[str, Any]]:
@@ -222,7 +227,7 @@ def ag_ui_events(
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
-    return _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
+    yield from _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
 
 
 def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str, Any]:
@@ -241,6 +246,7 @@ def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str,
     return end
 
 
+@checked_when_called(_check_options)
 def vercel_ai_events(
     items: Iterable[ev.Event | Mapping[str, Any]],
     *,
@@ -282,7 +288,6 @@ def vercel_ai_events(
         data: {"type": "finish", "finishReason": "stop", "messageMetadata": {"status": "completed"}}
         data: [DONE]
     """
-    check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # when given, not at the first line
 
     def render(part: UIPart) -> Iterator[dict[str, Any]]:
         kind = part.kind
@@ -313,12 +318,7 @@ def vercel_ai_events(
     start: dict[str, Any] = {"type": "start"}
     if message_id is not None:
         start["messageId"] = message_id
-    return _then_done(_lines(items, heartbeat_seconds, render, start))
-
-
-def _then_done(lines: Iterator[str]) -> Iterator[str]:
-    """``lines``, then ``data: [DONE]`` (closing this closes ``lines``)."""
-    yield from lines
+    yield from _lines(items, heartbeat_seconds, render, start)
     yield "data: [DONE]\n\n"
 
 
