@@ -14,9 +14,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
 from ..exceptions import ConfigError
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "all_of",
