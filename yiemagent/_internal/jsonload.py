@@ -49,7 +49,7 @@ class JSONDepthError(ValueError):
     """A JSON text or value nested deeper than the bound (a ``ValueError``: bad JSON like any other)."""
 
     def __init__(self, max_depth: int, what: str = "JSON") -> None:
-        super().__init__(f"{what} nested deeper than {max_depth} levels")
+        super().__init__(f"{what} nested too deep (nested deeper than {max_depth} levels)")
         self.max_depth = max_depth
 
 
