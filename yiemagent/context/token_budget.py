@@ -139,6 +139,8 @@ def llamacpp_counter(base_url: str, *, timeout_seconds: float = 10) -> TokenCoun
     """
     import requests
 
+    from .._internal.jsonload import loads_bounded
+
     root = base_url.rstrip("/").removesuffix("/v1")
     warned = [False]
 
@@ -154,7 +156,7 @@ def llamacpp_counter(base_url: str, *, timeout_seconds: float = 10) -> TokenCoun
         try:
             reply = requests.post(f"{root}/tokenize", json={"content": "\n".join(texts)}, timeout=timeout_seconds)
             reply.raise_for_status()
-            return len(reply.json()["tokens"]) + extra
+            return len(loads_bounded(reply.content)["tokens"]) + extra
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             if not warned[0]:
                 warned[0] = True

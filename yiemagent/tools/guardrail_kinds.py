@@ -31,6 +31,7 @@ from typing import Any, Literal
 import requests
 
 from .._internal.checks import all_of, check_number, one_of
+from .._internal.jsonload import loads_bounded
 from .guardrails import TOOL_STAGES, Guardrail, GuardrailContext, GuardrailVerdict, Stage
 
 __all__ = ["PIIFinding", "minimal_pii_detector", "moderation_guardrail", "pii_guardrail", "presidio_detector"]
@@ -190,7 +191,8 @@ def moderation_guardrail(base_url: str, *, model: str = "omni-moderation-latest"
         response = http.post(url, json={"model": model, "input": ctx.text}, headers=headers,
                              timeout=timeout_seconds)
         response.raise_for_status()
-        results = response.json().get("results")
+        document = loads_bounded(response.content)  # ValueError (a tripwire) for nesting too deep
+        results = document.get("results") if isinstance(document, dict) else None
         if not isinstance(results, list) or not results:
             raise ValueError(f"{url} answered without a results list")
         flagged = [r for r in results if isinstance(r, dict) and r.get("flagged")]
