@@ -216,3 +216,28 @@ def test_edit_while_a_call_awaits_approval_with_a_store(sqlite_store_factory: An
     assert [c["name"] for c in waiting] == ["delete_file"]
     assert agent.approve(waiting[0]["tool_call_id"], timeout_seconds=WAIT)["status"] == "completed"
     assert [m["content"] for m in agent.openai_messages() if m["role"] == "tool"] == ["deleted /tmp/x"]
+
+
+def test_ctrl_c_while_a_hook_hangs_aborts_the_run_and_is_raised_again() -> None:
+    """Ctrl-C (``KeyboardInterrupt`` in the main thread) while ``ask`` waits for a hung hook: the run ends
+    aborted, ``KeyboardInterrupt`` is raised again, the history stays valid and the next input is answered.
+    """
+    import _thread
+
+    assert threading.current_thread() is threading.main_thread()
+    hang = Hang()
+    agent = _agent("before_tool_call", hang)
+
+    def interrupt() -> None:
+        if hang.entered.wait(WAIT):
+            _thread.interrupt_main()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            agent.ask("please hang", timeout_seconds=WAIT)
+        assert agent.ask("go on", timeout_seconds=WAIT)["status"] == "completed"
+        assert not hang.finished.is_set()
+        strict_openai.validate(agent.openai_messages())
+    finally:
+        hang.release.set()

@@ -292,10 +292,15 @@ class Handoffs:
         context = contextvars.copy_context()
         threading.Thread(target=context.run, args=(run,), name=f"{threading.current_thread().name}-check",
                          daemon=True).start()
-        while not done.wait(POLL_SECONDS):
-            if self.abort_event.is_set():
-                handed.cancelled = True
-                raise Aborted()
+        try:
+            while not done.wait(POLL_SECONDS):
+                if self.abort_event.is_set():
+                    handed.cancelled = True
+                    raise Aborted()
+        except KeyboardInterrupt as exc:  # Ctrl-C in the thread running the loop: an abort, as in ``collect``
+            self.interrupted = exc
+            self.abort_event.set()
+            raise Aborted() from exc
         return handed.result()
 
     def here(self, fn: Callable[..., Any], *args: Any) -> Any:
