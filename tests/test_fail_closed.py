@@ -286,3 +286,24 @@ def test_a_tool_call_reply_with_negative_usage_counts_no_negative_tokens() -> No
                ) as agent:
         agent.ask("q")
         assert agent.usage.get("completion_tokens") == 1 and agent.usage.get("prompt_tokens") == 12
+
+
+def test_negative_mcp_progress_is_left_out_not_passed_on() -> None:
+    """MCP ``notifications/progress`` with a negative or infinite ``progress``/``total`` (a raw message: the SDK
+    servers validate progress before sending, so no real program sends this shape): those fields are left out."""
+    import threading
+    from typing import ClassVar
+
+    from yiemagent.mcp.server_messages import handle_server_message
+
+    got: list[dict[str, Any]] = []
+
+    class Client:
+        name = "peer"
+        request_handlers: ClassVar[dict[str, Any]] = {}
+        tools_changed = threading.Event()
+
+    params = {"progressToken": "tok", "progress": -5, "total": "1e999", "message": "odd"}
+    handle_server_message(Client(), {"tok": got.append}, {"jsonrpc": "2.0", "method": "notifications/progress",
+                                                          "params": params})
+    assert got == [{"progressToken": "tok", "message": "odd"}]
