@@ -290,7 +290,8 @@ def test_a_tool_call_reply_with_negative_usage_counts_no_negative_tokens() -> No
 
 def test_negative_mcp_progress_is_left_out_not_passed_on() -> None:
     """MCP ``notifications/progress`` with a negative or infinite ``progress``/``total`` (a raw message: the SDK
-    servers validate progress before sending, so no real program sends this shape): those fields are left out."""
+    servers validate progress before sending, so no real program sends this shape): those fields are left out.
+    """
     import threading
     from typing import ClassVar
 
