@@ -159,6 +159,40 @@ def browser(tmp_path):
         driver.quit()
 
 
+def test_a_stale_tabs_edit_after_another_tabs_regenerate_is_409_not_an_overwrite():
+    """Issue 33 point 6: the version was the history's length, which a regenerate keeps, so a second tab's
+    edit based on the answer it saw before the first tab regenerated got 200 and overwrote the regenerated
+    answer. The version is now a digest of the whole history: the stale tab gets 409 and the history stays.
+    """
+    answers = iter(f"answer {n}" for n in range(1, 100))
+    app = create_app(lambda: Agent(lambda messages, tools: text_reply(next(answers))), secret_key="test")
+    try:
+        tab_a = app.test_client()
+        assert _events(tab_a.post("/chat", json={"message": "hello"}))[-1][1]["content"] == "answer 1"
+        tab_b = app.test_client()
+        tab_b.set_cookie(*_session_cookie(tab_a))  # the same browser session, a second tab
+        seen_by_a = tab_a.get("/conversation").get_json()
+        seen_by_b = tab_b.get("/conversation").get_json()
+        assert seen_by_a == seen_by_b
+        regenerated = tab_b.post("/regenerate", json={"version": seen_by_b["version"]})
+        assert regenerated.status_code == 200 and regenerated.get_json()["answer"]["content"] == "answer 2"
+        after = tab_b.get("/conversation").get_json()
+        assert len(after["history"]) == len(seen_by_a["history"]) and after["version"] != seen_by_a["version"]
+        stale = tab_a.post("/edit", json={"turn": 0, "message": "bye", "version": seen_by_a["version"]})
+        assert stale.status_code == 409 and "reload" in stale.get_json()["error"]
+        assert tab_a.get("/conversation").get_json() == after  # nothing overwritten
+        fresh = tab_a.post("/edit", json={"turn": 0, "message": "bye", "version": after["version"]})
+        assert fresh.status_code == 200 and fresh.get_json()["answer"]["content"] == "answer 3"
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+
+
+def _session_cookie(client):
+    cookie = client.get_cookie("session")
+    assert cookie is not None
+    return ("session", cookie.value)
+
+
 @pytest.mark.browser
 @pytest.mark.timeout(300)  # Chromium and a server started
 def test_the_page_shows_the_answer_streaming_in_headless_chromium(served_app, browser, tmp_path):

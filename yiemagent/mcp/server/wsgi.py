@@ -59,8 +59,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .auth import ENVIRON_KEY as _IDENTITY
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
+from .sessions import SessionRefused, session_owner
 from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
@@ -76,7 +78,8 @@ _DONE = object()
 def _status(code: int) -> str:
     return {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 403: "403 Forbidden", 404: "404 Not Found",
             405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 413: "413 Content Too Large",
-            415: "415 Unsupported Media Type"}[code]
+            415: "415 Unsupported Media Type", 429: "429 Too Many Requests",
+            503: "503 Service Unavailable"}[code]
 
 
 class WSGIApp:
@@ -149,7 +152,7 @@ class WSGIApp:
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             return _rpc_error(start_response, 400, "Bad Request: Mcp-Session-Id header is required")
-        if not self.sessions.remove(session_id):
+        if not self.sessions.remove(session_id, _owner(environ)):
             return _rpc_error(start_response, 404, "Session not found")
         return _plain(start_response, 200, "")
 
@@ -193,11 +196,11 @@ class WSGIApp:
         if error is not None:
             return _json(start_response, 400, error)
         is_request = isinstance(message, dict) and "method" in message and "id" in message
-        headers = _headers(environ)
+        headers, identity = _headers(environ), environ.get(_IDENTITY)
         if request_era(message, headers) == "modern":
             if not is_request:
                 return _plain(start_response, 202, "")
-            context = RequestContext(session=ServerSession(), headers=headers)
+            context = RequestContext(session=ServerSession(), headers=headers, identity=identity)
             if message.get("method") in _ASKING and wants_sse:
                 return self._call_streaming(message, context, [], start_response, wants_json, modern=True)
             reply = self.server.handle(message, context)
@@ -210,14 +213,18 @@ class WSGIApp:
             return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
                               if session == 400 else "Session not found")
         if not is_request:
-            self.server.handle(message, RequestContext(session=session, headers=headers))
+            self.server.handle(message, RequestContext(session=session, headers=headers, identity=identity))
             return _plain(start_response, 202, "", answer_headers)
         if message.get("method") in _ASKING and wants_sse:
-            context = RequestContext(session=session, back_channel=not self.stateless, headers=headers)
+            context = RequestContext(session=session, back_channel=not self.stateless, headers=headers,
+                                     identity=identity)
             return self._call_streaming(message, context, answer_headers, start_response, wants_json, modern=False)
-        reply = self.server.handle(message, RequestContext(session=session, headers=headers))
+        reply = self.server.handle(message, RequestContext(session=session, headers=headers, identity=identity))
         if initializing and not self.stateless and reply is not None and "result" in reply:
-            self.sessions.add(session)
+            try:
+                self.sessions.add(session, _owner(environ))  # bounded per owner: the principal, else the address
+            except SessionRefused as refused:
+                return _rpc_error(start_response, refused.status, str(refused))
             answer_headers = [("Mcp-Session-Id", session.id)]
         if reply is None:
             return _plain(start_response, 202, "", answer_headers)
@@ -231,7 +238,7 @@ class WSGIApp:
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             return 400, []
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_id, _owner(environ))  # another principal's session: unknown
         if session is None:
             return 404, []
         return session, [("Mcp-Session-Id", session.id)]
@@ -339,6 +346,11 @@ _LISTEN_BUFFER = 1000
 
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 """Requests that may stream: progress and log notifications, and (2025-11-25) requests to the client."""
+
+
+def _owner(environ: dict[str, Any]) -> str:
+    """Who a session belongs to: the verified token's principal, else the client's address (``sessions``)."""
+    return session_owner(environ.get(_IDENTITY), environ.get("REMOTE_ADDR"))
 
 
 def _headers(environ: dict[str, Any]) -> dict[str, str]:
