@@ -213,7 +213,8 @@ class Rounds:
               used: UsedStates | None = None) -> Rounds:
         """Read ``inputResponses`` and ``requestState`` of ``params`` (see the module docstring).
 
-        Spends the state's nonce in ``used`` (None: a ``MemoryUsedStates`` of this call alone, i.e. replays not caught).
+        Spends the state's nonce in ``used`` (None: a ``MemoryUsedStates`` of this call alone: replays are not
+        caught).
 
         Raises:
             Refusal: -32602 for what the module docstring lists.
@@ -256,7 +257,7 @@ class Rounds:
                 and isinstance(number, int) and isinstance(started, (int, float)) and isinstance(nonce, str)):
             raise Refusal(INVALID_PARAMS, "requestState is malformed")
         try:
-            first_use = (used or MemoryUsedStates()).use(nonce, float(state["exp"]))
+            first_use = (used if used is not None else MemoryUsedStates()).use(nonce, float(state["exp"]))
         except StateStoreFull as exc:
             raise Refusal(INTERNAL_ERROR, str(exc)) from None
         if not first_use:  # a replayed round: its tool ran (or runs) already with these answers
