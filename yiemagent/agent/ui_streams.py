@@ -102,11 +102,12 @@ def ui_data_line(data: Any) -> str:
 
 
 def _lines(items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None,
-           render: Callable[[UIPart], Iterator[dict[str, Any]]], first: dict[str, Any]) -> Iterator[str]:
+           render: Callable[[UIPart], Iterator[dict[str, Any]]], *first: dict[str, Any]) -> Iterator[str]:
     """``first``, then the ``data:`` lines ``render(part)`` makes of ``items``' parts (closing it closes ``items``)."""
     parts = UIParts()
     try:
-        yield ui_data_line(first)
+        for event in first:
+            yield ui_data_line(event)
         for item in _with_heartbeats(items, heartbeat_seconds):
             if item is None:
                 yield KEEP_ALIVE
@@ -144,6 +145,7 @@ def ag_ui_events(
     thread_id: str,
     run_id: str | None = None,
     heartbeat_seconds: float | None = 15.0,
+    snapshot: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[str]:
     """AG-UI 1.0 events for ``items`` (e.g. ``agent.stream(text)``): ``data: <event JSON>\\n\\n`` strings.
 
@@ -166,6 +168,9 @@ def ag_ui_events(
         thread_id: ``RunAgentInput.threadId`` (the conversation).
         run_id: ``RunAgentInput.runId``; None: the ``AgentStream``'s ``input_id``, else a random id.
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).
+        snapshot: AG-UI messages to send as ``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED`` (the client
+            replaces its messages with them): a replay after a cut (``yiemagent.agent.ui_runs``) sends the
+            client's messages up to the one that began the run, so that the partial answer it kept is dropped.
 
     Example:
         >>> import json
@@ -220,7 +225,10 @@ def ag_ui_events(
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
-    yield from _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
+    first = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run}]
+    if snapshot is not None:
+        first.append({"type": "MESSAGES_SNAPSHOT", "messages": [dict(m) for m in snapshot]})
+    yield from _lines(items, heartbeat_seconds, render, *first)
 
 
 def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str, Any]:
