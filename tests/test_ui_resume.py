@@ -133,7 +133,7 @@ def test_vercel_ai_6052_and_ag_ui_1852_a_stream_cut_mid_answer_is_finished_by_th
     assert proxy.cuts == 2
     cut = out["vercelCut"]
     assert cut["status"] == "error" and cut["errors"]
-    assert [m["role"] for m in cut["messages"]][0] == "user"
+    assert cut["messages"][0]["role"] == "user"
     assert all(m["text"] != STORY for m in cut["messages"])  # the cut left a partial answer at most
     resumed = out["vercelResumed"]
     assert resumed["status"] == "ready"

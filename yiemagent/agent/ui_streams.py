@@ -101,7 +101,7 @@ def ui_data_line(data: Any) -> str:
     return f"data: {json_text(data)}\n\n"
 
 
-def _lines(items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None,
+def _lines(items: Iterable[ev.Event | Mapping[str, Any] | None], heartbeat_seconds: float | None,
            render: Callable[[UIPart], Iterator[dict[str, Any]]], *first: dict[str, Any]) -> Iterator[str]:
     """``first``, then the ``data:`` lines ``render(part)`` makes of ``items``' parts (closing it closes ``items``)."""
     parts = UIParts()
@@ -140,7 +140,7 @@ def _error_message(answer: Mapping[str, Any]) -> str:
 
 
 def ag_ui_events(
-    items: Iterable[ev.Event | Mapping[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any] | None],
     *,
     thread_id: str,
     run_id: str | None = None,
@@ -164,7 +164,8 @@ def ag_ui_events(
     ``{"name": "yiemagent-error", "value": {"where", "message"}}``.
 
     Args:
-        items: events then the answer dict; an ``AgentStream`` is closed when this generator is.
+        items: events then the answer dict (None: a keep-alive now, as ``RunRecord.follow`` yields); an
+            ``AgentStream`` is closed when this generator is.
         thread_id: ``RunAgentInput.threadId`` (the conversation).
         run_id: ``RunAgentInput.runId``; None: the ``AgentStream``'s ``input_id``, else a random id.
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).
@@ -225,7 +226,7 @@ def ag_ui_events(
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
-    first = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run}]
+    first: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run}]
     if snapshot is not None:
         first.append({"type": "MESSAGES_SNAPSHOT", "messages": [dict(m) for m in snapshot]})
     yield from _lines(items, heartbeat_seconds, render, *first)
@@ -248,7 +249,7 @@ def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str,
 
 
 def vercel_ai_events(
-    items: Iterable[ev.Event | Mapping[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any] | None],
     *,
     message_id: str | None = None,
     heartbeat_seconds: float | None = 15.0,
@@ -272,7 +273,8 @@ def vercel_ai_events(
     {"status"}}``.
 
     Args:
-        items: events then the answer dict; an ``AgentStream`` is closed when this generator is.
+        items: events then the answer dict (None: a keep-alive now, as ``RunRecord.follow`` yields); an
+            ``AgentStream`` is closed when this generator is.
         message_id: the assistant message's id for ``start`` (None: the client picks one; leave it
             None when continuing the client's last assistant message, e.g. after an approval).
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import secrets
@@ -125,13 +126,7 @@ class Conversations:
 
 
 def history_version(history: Sequence[Message]) -> str:
-    """The version of a conversation's history: a digest of every message (role, content, tool calls).
-
-    Any change of any message changes it: a message added, removed, edited, or an answer regenerated with
-    another text of the same length. (Never the number of messages: a regenerate keeps it.)
-    """
-    import hashlib
-
+    """A history's version: a digest of every message, changed by any change (never the length: regenerate keeps it)."""
     text = json.dumps([to_openai(m) for m in history], sort_keys=True, default=str, ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
 

@@ -109,7 +109,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         if not isinstance(body, dict) or not isinstance(thread_id, str) or not thread_id:
             return jsonify(error="send an AG-UI RunAgentInput: {threadId, runId, messages}"), 400
         run_id = body.get("runId") if isinstance(body.get("runId"), str) else None
-        key, messages = f"ag-ui:{thread_id}", body.get("messages")
+        given = body.get("messages")
+        key, messages = f"ag-ui:{thread_id}", given if isinstance(given, list) else []
         user_index, user_id = _latest_user(messages)
         last = records.get(key)
         if not body.get("resume") and last is not None and user_id is not None and last.user_message_id == user_id:

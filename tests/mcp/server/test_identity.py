@@ -193,8 +193,8 @@ def test_python_sdk_3395_a_10001_session_flood_from_one_user_never_touches_anoth
     ``tools/call`` got 202 with an empty body. Now, with the default ``MemorySessions()``, Mallory gets her 100
     sessions and then 429 with a JSON-RPC error; Alice's call finishes normally and her session goes on. Alice
     is yiemagent's ``MCPClient`` without the standalone GET stream (whose polling happened to keep the mcp SDK
-    client's session fresh in the old LRU). Mallory's flood is sent in-process (werkzeug's test client on the same app object): no real client opens
-    10,001 sessions.
+    client's session fresh in the old LRU). Mallory's flood is sent in-process (werkzeug's test client on the
+    same app object): no real client opens 10,001 sessions.
     """
     started, release = threading.Event(), threading.Event()
     server = MCPServer("jobs", tools=[_waiting(started, release), whoami])

@@ -303,7 +303,7 @@ class BearerAuth:
         script, info = environ.get("SCRIPT_NAME", "").rstrip("/"), environ.get("PATH_INFO", "").rstrip("/")
         if (script + info or "/") in self.metadata_paths or info == WELL_KNOWN:
             return True
-        return info.startswith(WELL_KNOWN + "/") and script + info[len(WELL_KNOWN):] == self._resource_path
+        return bool(info.startswith(WELL_KNOWN + "/") and script + info[len(WELL_KNOWN):] == self._resource_path)
 
     def advertised_metadata_url(self, environ: dict[str, Any]) -> str:
         """The ``resource_metadata`` URL of a challenge for the request ``environ``.

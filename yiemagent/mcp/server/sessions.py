@@ -27,10 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .calls import ServerSession
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = ["MemorySessions", "SessionRefused", "session_owner"]
 
@@ -46,6 +43,22 @@ def session_owner(identity: Any, remote_address: str | None) -> str:
     return f"address {remote_address or ''}"
 
 
+class ServerSession(Protocol):
+    """What the store uses of a ``calls.ServerSession`` (no import: ``calls`` imports this module)."""
+
+    id: str
+    last_seen: float
+    lock: threading.Lock
+    calls: dict[Any, threading.Event]
+    listener: Any
+
+    def cancel_all(self) -> None:
+        """Abort the session's calls in flight."""
+
+
+S = TypeVar("S", bound=ServerSession)
+
+
 class SessionRefused(Exception):
     """A new session is refused: ``status`` 429 (its owner holds its share) or 503 (every session is busy)."""
 
@@ -54,7 +67,7 @@ class SessionRefused(Exception):
         self.status = status
 
 
-class MemorySessions:
+class MemorySessions(Generic[S]):
     """The sessions of this process, bounded per owner and in all, expiring (see the module docstring).
 
     Args:
@@ -74,12 +87,12 @@ class MemorySessions:
             raise ValueError("max_sessions and max_sessions_per_owner must be >= 1 and idle_seconds > 0")
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
         self.max_sessions_per_owner = max_sessions_per_owner
-        self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
+        self._sessions: OrderedDict[str, S] = OrderedDict()
         self._owner: dict[str, str | None] = {}
         self._owned: dict[str | None, set[str]] = {}
         self._lock = threading.Lock()
 
-    def add(self, session: ServerSession, owner: str | None = None) -> None:
+    def add(self, session: S, owner: str | None = None) -> None:
         """Keep ``session``, owned by ``owner`` (``session_owner``; None: no owner, no share).
 
         Raises:
@@ -87,7 +100,7 @@ class MemorySessions:
                 holds ``max_sessions`` and none of them is idle (503).
         """
         now = time.monotonic()
-        dropped: list[ServerSession] = []
+        dropped: list[S] = []
         try:
             with self._lock:
                 if owner is not None:
@@ -123,7 +136,7 @@ class MemorySessions:
                 return session_id
         return None
 
-    def _pop(self, session_id: str) -> ServerSession:
+    def _pop(self, session_id: str) -> S:
         session = self._sessions.pop(session_id)
         owner = self._owner.pop(session_id, None)
         owned = self._owned.get(owner)
@@ -137,7 +150,7 @@ class MemorySessions:
         recorded = self._owner.get(session_id)
         return owner is _ANY or not (recorded or "").startswith("principal ") or recorded == owner
 
-    def get(self, session_id: str, owner: Any = _ANY) -> ServerSession | None:
+    def get(self, session_id: str, owner: Any = _ANY) -> S | None:
         """The live session ``session_id`` (its ``last_seen`` updated), or None.
 
         None: unknown, expired, or (``owner`` given) owned by another principal.

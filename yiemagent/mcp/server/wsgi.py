@@ -102,7 +102,8 @@ class WSGIApp:
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
-                 sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                 sessions: MemorySessions[ServerSession] | None = None,
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
         if max_body_bytes < 1:
             raise ValueError("max_body_bytes must be at least 1")
         self.server = server
@@ -110,7 +111,7 @@ class WSGIApp:
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
         self.stateless = stateless
-        self.sessions = sessions if sessions is not None else MemorySessions()
+        self.sessions: MemorySessions[ServerSession] = sessions if sessions is not None else MemorySessions()
         self.max_body_bytes = max_body_bytes
 
     # ------------------------------------------------------------------ WSGI
