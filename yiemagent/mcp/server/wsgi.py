@@ -13,9 +13,13 @@
   a JSON-RPC error.
 - Sessions (2025-11-25, the default): ``initialize`` answers with an
   ``Mcp-Session-Id`` header (192 random bits, visible ASCII); every later request
-  must carry it: none, 400; unknown, ended or expired, 404 (the client starts a
-  new session). ``DELETE`` with it ends the session (200; calls in flight are
-  aborted). Sessions live in this process (``MemorySessions``): with several
+  must carry it: none, 400; unknown, ended, expired or another principal's, 404
+  (the client starts a new session). ``DELETE`` with it ends the session (200;
+  calls in flight are aborted). A session belongs to the verified token's
+  principal (``BearerAuth``), else the client's address; one owner's
+  ``initialize`` past its share gets 429, a full process whose sessions all
+  have calls in flight 503 (``yiemagent.mcp.server.sessions``). The verified
+  token reaches each call as ``RequestContext.identity``. Sessions live in this process (``MemorySessions``): with several
   gunicorn workers use ``stateless=True``, or one worker with threads.
 - ``stateless=True``: no session ids; each request stands alone (as the SDK's
   ``stateless_http``): any worker can answer any request, a
