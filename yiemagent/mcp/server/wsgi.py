@@ -19,8 +19,9 @@
   principal (``BearerAuth``), else the client's address; one owner's
   ``initialize`` past its share gets 429, a full process whose sessions all
   have calls in flight 503 (``yiemagent.mcp.server.sessions``). The verified
-  token reaches each call as ``RequestContext.identity``. Sessions live in this process (``MemorySessions``): with several
-  gunicorn workers use ``stateless=True``, or one worker with threads.
+  token reaches each call as ``RequestContext.identity``. Sessions live in this
+  process (``MemorySessions``): with several gunicorn workers use
+  ``stateless=True``, or one worker with threads.
 - ``stateless=True``: no session ids; each request stands alone (as the SDK's
   ``stateless_http``): any worker can answer any request, a
   ``notifications/cancelled`` on another request cannot reach a call, and
