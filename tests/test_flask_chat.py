@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+import requests
 
 from yiemagent import Agent, tool
 from yiemagent.examples.flask_chat import create_app
@@ -469,6 +470,18 @@ def test_the_page_edits_a_message_and_regenerates_the_answer_in_headless_chromiu
         assert again.text == "re: hi again"
         assert len(browser.find_elements(By.CSS_SELECTOR, ".assistant")) == 1
         browser.save_screenshot(str(tmp_path / "branching.png"))
+        # issue 33: another tab of the same session sends a message; this page's edit is now stale: 409, shown
+        other_tab = requests.post(f"http://127.0.0.1:{port}/chat", json={"message": "from the other tab"},
+                                  cookies={"session": browser.get_cookie("session")["value"]}, timeout=60)
+        assert other_tab.status_code == 200 and '"status": "completed"' in other_tab.text
+        browser.find_elements(By.CSS_SELECTOR, "button.edit")[0].click()
+        box = browser.find_element(By.CSS_SELECTOR, "input.edit-box")
+        box.clear()
+        box.send_keys("stale edit")
+        browser.find_element(By.CSS_SELECTOR, "button.save").click()
+        refused = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.error[data-code="409"]'))
+        assert "reload" in refused.text
+        assert "from the other tab" in [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".user")]
     finally:
         server.shutdown()
         thread.join(10)

@@ -119,9 +119,9 @@ def _echo_memory(messages: list[dict[str, Any]], tools: Any) -> Any:
 
 
 @pytest.mark.slow  # a server on a socket, the mcp SDK client
-def test_repliers_ghsa_f6c5_another_user_given_a_conversation_id_gets_a_conversation_of_their_own(
+def test_repliers_mcp_server_14_another_user_given_a_conversation_id_gets_a_conversation_of_their_own(
         tmp_path: Path) -> None:
-    """Repliers-io/mcp-server GHSA-f6c5-2ph-7x7p (state not bound to the caller): before, Mallory, with a valid
+    """Repliers-io/mcp-server #14, mcp-gateway-registry #1357 (state not bound to the caller): before, Mallory, with a
     token of her own and Alice's ``conversation_id``, read Alice's conversation. Now the id is namespaced by the
     verified principal: Mallory reaches an empty conversation of her own; Alice goes on with hers.
     """
