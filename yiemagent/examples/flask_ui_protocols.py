@@ -12,6 +12,8 @@ Routes (added by ``add_protocol_routes``, which ``flask_chat.create_app`` calls)
                        ``useChat({resume: true})``): the chat's last run replayed from its start (live while it
                        runs; the client replaces its partial message, the ``start`` chunk naming the same
                        ``messageId``); 204 when the last run's stream reached the client whole, or there is none
+                       (nor for an approval's continuation, which continues the client's message: reload the
+                       chat)
 
 After a cut, the rest of the answer (issue 33 point 6): every run is read to its end on the server and
 recorded (``yiemagent.agent.ui_runs.RunRecords``, the last run of each thread / chat, in this process's
@@ -170,7 +172,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
     @app.get("/api/chat/<chat_id>/stream")
     def vercel_resume(chat_id: str) -> Any:
         record = records.get(f"vercel:{chat_id}")
-        if record is None or not record.replayable():
-            return Response(status=204)
+        if record is None or not record.replayable() or record.message_id is None:
+            return Response(status=204)  # nothing to resume (an approval's continuation is not replayed)
         return Response(record.stream(vercel_ai_events(record.follow(), message_id=record.message_id)),
                         headers=VERCEL_AI_HEADERS)

@@ -295,6 +295,46 @@ def test_a_replayed_final_round_does_not_run_the_tool_again(booking: tuple[Booki
 
 
 @pytest.mark.slow  # a server on a socket
+def test_eight_replays_of_a_final_round_sent_at_once_book_once(booking: tuple[Booking, str]) -> None:
+    """The nonce is spent atomically before the tool runs: of eight copies of the final round sent at the same
+    moment, one books and seven are refused -32602. Raw HTTP from threads: no real client sends these.
+    """
+    kept, url = booking
+    token = bearer("alice")
+    first = modern_call(url, token, "book", {"room": "Den"}).json()["result"]
+    final = {"inputResponses": YES, "requestState": first["requestState"]}
+    start, answers = threading.Barrier(8), []
+
+    def send() -> None:
+        start.wait(30)
+        answers.append(modern_call(url, token, "book", {"room": "Den"}, **final))
+
+    senders = [threading.Thread(target=send) for _ in range(8)]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join(60)
+    assert sorted(a.status_code for a in answers) == [200] + [400] * 7
+    assert kept.runs == ["Den", "Den"]  # the first round, and one final round
+
+
+def test_unauthenticated_sessions_are_bounded_per_address() -> None:
+    """Without ``BearerAuth`` a session's owner is the client's address: one address past its share gets 429 and
+    another address is still served.
+    """
+    from tests.mcp.server.kit import build
+
+    app = build().wsgi_app(sessions=MemorySessions(max_sessions_per_owner=3))
+
+    def initialize(address: str) -> Any:
+        return Client(app).post("/mcp", data=json.dumps(INIT), content_type="application/json", headers=ACCEPT,
+                                environ_base={"REMOTE_ADDR": address})
+
+    assert [initialize("10.0.0.1").status_code for _ in range(4)] == [200, 200, 200, 429]
+    assert initialize("10.0.0.2").status_code == 200
+
+
+@pytest.mark.slow  # a server on a socket
 def test_another_users_request_state_is_refused(booking: tuple[Booking, str]) -> None:
     """Before, Mallory's token with Alice's ``requestState`` (and her own answer) went through: the state was bound
     to method, name and arguments only. It is now bound to the verified principal too. Raw HTTP: no real client
