@@ -232,6 +232,62 @@ def test_python_sdk_3395_a_10001_session_flood_from_one_user_never_touches_anoth
     print(f"flood of 10,001 initialize: {flood_seconds:.1f} s")
 
 
+@pytest.mark.slow  # gunicorn, 10,001 requests over a socket
+@pytest.mark.timeout(600)
+def test_under_the_guides_gunicorn_a_10001_session_flood_leaves_another_user_served() -> None:
+    """The serving guide's deployment (gunicorn gthread, one worker, 8 threads) behind ``BearerAuth``: Mallory sends
+    10,001 ``initialize`` on one keep-alive connection while Alice calls ``add`` in her session again and again.
+    Mallory gets 100 sessions and 429s; every call of Alice's is answered and her session lives. Raw HTTP for the
+    flood (no real client opens 10,001 sessions); Alice is yiemagent's ``MCPClient``.
+    """
+    from tests.helpers import PYTHON, free_port, process_output, start_process, stop_process, wait_for_port
+
+    port = free_port()
+    process = start_process([PYTHON, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "-k", "gthread", "--workers",
+                             "1", "--threads", "8", "--timeout", "120", "tests.servers.served_wsgi:bearer"])
+    url, flooding, alice = f"http://127.0.0.1:{port}/mcp", threading.Event(), {"answers": [], "seconds": []}
+
+    def alice_works() -> None:
+        try:
+            with MCPClient(url, headers={"Authorization": f"Bearer {bearer('alice')}"}, listen=False,
+                           protocol_version="2025-11-25", timeout_seconds=60) as client:
+                n = 0
+                while flooding.is_set() or n < 3:
+                    began = time.monotonic()
+                    alice["answers"].append(client.call_tool("add", {"a": n, "b": 1})["content"][0]["text"])
+                    alice["seconds"].append(time.monotonic() - began)
+                    n += 1
+        except BaseException as exc:
+            alice["error"] = repr(exc)
+
+    try:
+        wait_for_port(port, process=process)
+        statuses: dict[int, int] = {}
+        flooding.set()
+        worker = threading.Thread(target=alice_works, daemon=True)
+        worker.start()
+        with requests.Session() as mallory:
+            headers = {**ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {bearer('mallory')}"}
+            began = time.monotonic()
+            for _ in range(10_001):
+                status = mallory.post(url, data=json.dumps(INIT), headers=headers, timeout=60).status_code
+                statuses[status] = statuses.get(status, 0) + 1
+            flood_seconds = time.monotonic() - began
+        flooding.clear()
+        worker.join(120)
+    except Exception:
+        print(process_output(process))
+        raise
+    finally:
+        flooding.clear()
+        stop_process(process)
+    assert statuses == {200: 100, 429: 9_901}, statuses
+    assert "error" not in alice, alice
+    assert alice["answers"] == [str(n + 1) for n in range(len(alice["answers"]))] and len(alice["answers"]) >= 3
+    print(f"flood: {flood_seconds:.1f} s; Alice's {len(alice['answers'])} calls meanwhile: slowest "
+          f"{max(alice['seconds']):.3f} s, median {sorted(alice['seconds'])[len(alice['seconds']) // 2]:.3f} s")
+
+
 def test_sessions_are_bounded_per_owner_and_a_busy_session_is_never_dropped_for_room() -> None:
     """The owner's share refuses (429) without evicting anyone; a full process drops only an idle session, and
     refuses (503) when every session has a call in flight.
