@@ -117,6 +117,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         last = records.get(key)
         if not body.get("resume") and last is not None and user_id is not None and last.user_message_id == user_id:
             # the client runs again after a cut: the run of this message is replayed, not run twice
+            if last.truncated:
+                return jsonify(error="this message's run was too long to replay: load the thread's messages"), 409
             lines = ag_ui_events(last.follow(), thread_id=thread_id, run_id=run_id,
                                  snapshot=[m for m in messages[:user_index + 1] if isinstance(m, dict)])
             return Response(last.stream(lines), headers=AG_UI_HEADERS)
