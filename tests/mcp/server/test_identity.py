@@ -112,6 +112,25 @@ def test_the_verified_identity_reaches_every_served_call_in_both_eras() -> None:
     assert reply is not None and reply["result"]["content"][0]["text"] == "nobody"  # stdio: no identity
 
 
+def test_prompts_and_resources_see_the_identity_too() -> None:
+    """Every served call, not only tools: a prompt's ``render`` and a resource's ``read`` see the same identity."""
+    from yiemagent.mcp.server import Prompt, RequestContext, Resource
+
+    def who() -> str:
+        call = current_call()
+        return "nobody" if call is None or call.identity is None else str(call.identity.subject)
+
+    server = MCPServer("who", prompts=[Prompt("greet", lambda arguments: f"Hello {who()}")],
+                       resources=[Resource("memo://me", "me", who)])
+    context = RequestContext(identity=AccessToken(subject="zoe"))
+    prompt = server.handle({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "greet"}},
+                           context)
+    read = server.handle({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "memo://me"}},
+                         context)
+    assert prompt is not None and prompt["result"]["messages"][0]["content"]["text"] == "Hello zoe"
+    assert read is not None and read["result"]["contents"][0]["text"] == "zoe"
+
+
 def _echo_memory(messages: list[dict[str, Any]], tools: Any) -> Any:
     """A model that repeats every user message it was given: what the conversation holds is in its answer."""
     said = [m["content"] for m in messages if m["role"] == "user"]
