@@ -357,9 +357,22 @@ class MCPServer:
     def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                 context: RequestContext, work: Callable[[], Any],
                 abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
-        """``rounds.run_asking`` with this server's codec and limits."""
-        return run_asking(method, name, arguments, request_id, params, context, work, abort or threading.Event(),
-                          self._state_codec, self.input_limits)
+        """``rounds.run_asking`` with this server's codec and limits; without ``abort``, one is registered for
+        the request (``notifications/cancelled`` and a client that leaves reach ``prompts/get``, ``resources/read``).
+        """
+        if abort is not None:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits)
+        abort, session = threading.Event(), context.session
+        with session.lock:
+            session.calls.setdefault(request_id, abort)
+        try:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits)
+        finally:
+            with session.lock:
+                if session.calls.get(request_id) is abort:
+                    del session.calls[request_id]
 
     def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
         cursor = params.get("cursor")

@@ -55,13 +55,17 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
-from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
+from .presence import PROBE_SECONDS, ClientPresence
+from .wire import INTERNAL_ERROR, INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
 
@@ -70,13 +74,20 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 StartResponse = Callable[..., Any]
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
-_DONE = object()
+_DONE, _GONE, _QUIET = object(), object(), object()
+REQUEST_CANCELLED = -32800
+"""The error code answering a request whose call was cancelled (as the ``mcp`` SDK's Streamable HTTP server)."""
+DEFAULT_MAX_CALLS_PER_SESSION = 16
+"""Calls (``tools/call``, ``prompts/get``, ``resources/read``) one session may have running at once."""
+DEFAULT_MAX_BUFFERED_MESSAGES = 1000
+"""Notifications one call may have waiting for a client that reads slowly; later ones are dropped."""
+_REGISTER_SECONDS = 5.0
 
 
 def _status(code: int) -> str:
     return {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 403: "403 Forbidden", 404: "404 Not Found",
             405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 413: "413 Content Too Large",
-            415: "415 Unsupported Media Type"}[code]
+            415: "415 Unsupported Media Type", 429: "429 Too Many Requests"}[code]
 
 
 class WSGIApp:
@@ -92,16 +103,20 @@ class WSGIApp:
         stateless: serve without sessions.
         sessions: the session store (default ``MemorySessions()``).
         max_body_bytes: largest request body.
+        max_calls_per_session: calls one session may have running at once (more: 429 with a JSON-RPC error).
+        max_buffered_messages: notifications one call may have waiting for its client (more are dropped).
 
     Raises:
-        ValueError: ``max_body_bytes`` below 1.
+        ValueError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` below 1.
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
-                 sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
-        if max_body_bytes < 1:
-            raise ValueError("max_body_bytes must be at least 1")
+                 sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
+                 max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES) -> None:
+        if min(max_body_bytes, max_calls_per_session, max_buffered_messages) < 1:
+            raise ValueError("max_body_bytes, max_calls_per_session and max_buffered_messages must be at least 1")
         self.server = server
         self.path = path.rstrip("/")
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
@@ -109,6 +124,10 @@ class WSGIApp:
         self.stateless = stateless
         self.sessions = sessions if sessions is not None else MemorySessions()
         self.max_body_bytes = max_body_bytes
+        self.max_calls_per_session = max_calls_per_session
+        self.max_buffered_messages = max_buffered_messages
+        self._lock = threading.Lock()
+        self._running: weakref.WeakKeyDictionary[ServerSession, int] = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ WSGI
 
@@ -175,7 +194,8 @@ class WSGIApp:
             session.listener = listener
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session)
+        return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session,
+                          ClientPresence(environ))
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
@@ -198,8 +218,8 @@ class WSGIApp:
             if not is_request:
                 return _plain(start_response, 202, "")
             context = RequestContext(session=ServerSession(), headers=headers)
-            if message.get("method") in _ASKING and wants_sse:
-                return self._call_streaming(message, context, [], start_response, wants_json, modern=True)
+            if message.get("method") in _ASKING:
+                return self._call(message, context, [], environ, start_response, wants_json, wants_sse, modern=True)
             reply = self.server.handle(message, context)
             if reply is None:
                 return _plain(start_response, 202, "")
@@ -212,9 +232,10 @@ class WSGIApp:
         if not is_request:
             self.server.handle(message, RequestContext(session=session, headers=headers))
             return _plain(start_response, 202, "", answer_headers)
-        if message.get("method") in _ASKING and wants_sse:
+        if message.get("method") in _ASKING:
             context = RequestContext(session=session, back_channel=not self.stateless, headers=headers)
-            return self._call_streaming(message, context, answer_headers, start_response, wants_json, modern=False)
+            return self._call(message, context, answer_headers, environ, start_response, wants_json, wants_sse,
+                              modern=False)
         reply = self.server.handle(message, RequestContext(session=session, headers=headers))
         if initializing and not self.stateless and reply is not None and "result" in reply:
             self.sessions.add(session)
@@ -249,77 +270,175 @@ class WSGIApp:
 
     # ------------------------------------------------------------------ a call that may stream
 
-    def _call_streaming(self, message: dict[str, Any], context: RequestContext, headers: list[tuple[str, str]],
-                        start_response: StartResponse, wants_json: bool, *, modern: bool) -> Iterable[bytes]:
-        """Run the call on a thread; answer JSON if its reply comes first, else SSE.
+    def _call(self, message: dict[str, Any], context: RequestContext, headers: list[tuple[str, str]],
+              environ: dict[str, Any], start_response: StartResponse, wants_json: bool, wants_sse: bool, *,
+              modern: bool) -> Iterable[bytes]:
+        """Run the call on a thread while this one watches the client; answer JSON if its reply comes first, else SSE.
 
         The SSE stream carries the messages the call sends (notifications, requests to the client), then the reply.
+        A client that leaves (``presence.ClientPresence``) before the reply cancels the call.
         """
-        events: queue.Queue[Any] = queue.Queue()
-        session = context.session
+        session, request_id = context.session, message.get("id")
+        with self._lock:
+            running = self._running.get(session, 0)
+            if running >= self.max_calls_per_session:
+                return _json(start_response, 429, error_response(
+                    request_id, INTERNAL_ERROR, f"too many requests in flight in this session ({running})"), headers)
+            self._running[session] = running + 1
+        outbox = _Outbox(self.max_buffered_messages)
+        context.back_channel = context.back_channel and wants_sse
+        if wants_sse:
+            context.notify = outbox.put
 
         def run() -> None:
             try:
-                events.put(("reply", self.server.handle(message, context)))
+                outbox.put_final(("reply", self.server.handle(message, context)))
             finally:
-                events.put(_DONE)
+                with self._lock:
+                    left = self._running.get(session, 1) - 1
+                    if left > 0:
+                        self._running[session] = left
+                    else:
+                        self._running.pop(session, None)
+                outbox.put_final(_DONE)
 
-        def notify(note: dict[str, Any]) -> None:
-            events.put(("note", note))
+        thread = threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True)
+        thread.start()
+        presence = ClientPresence(environ)
 
-        context.notify = notify
-        threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True).start()
-        first = events.get()
-        if wants_json and (first is _DONE or first[0] == "reply"):
+        def cancel() -> None:
+            _cancel_call(session, request_id, thread)
+
+        first = outbox.take(presence)
+        if first is _GONE:
+            cancel()
+            return _json(start_response, 200, _cancelled(request_id), headers)  # nobody reads it
+        if not wants_sse or (wants_json and (first is _DONE or first[0] == "reply")):
             reply = None if first is _DONE else first[1]
-            if reply is None:
-                return _plain(start_response, 202, "", headers)
+            if reply is None:  # cancelled (notifications/cancelled, the session ended): the client still gets an answer
+                reply = _cancelled(request_id)
             return _json(start_response, http_status(reply) if modern else 200, reply, headers)
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Stream(first, events, lambda: session.cancel(message.get("id")))
+        return _Stream(first, outbox, presence, cancel, request_id)
+
+
+def _cancelled(request_id: Any) -> dict[str, Any]:
+    """The answer to a request whose call was cancelled, for a client still there to get it (as the SDK's)."""
+    return error_response(request_id, REQUEST_CANCELLED, "Request cancelled")
+
+
+def _cancel_call(session: ServerSession, request_id: Any, thread: threading.Thread) -> None:
+    """Set the abort event of the call ``request_id``; a call not registered yet is waited for (a few seconds)."""
+    deadline = time.monotonic() + _REGISTER_SECONDS
+    while not session.cancel(request_id) and thread.is_alive() and time.monotonic() < deadline:
+        thread.join(0.02)
+
+
+class _Outbox:
+    """What a call sends its client, in order: notifications (at most ``max_notes`` waiting; later ones are
+    dropped), requests to the client and the reply (never dropped: a session has few calls and questions).
+    """
+
+    def __init__(self, max_notes: int) -> None:
+        self._items: deque[Any] = deque()
+        self._notes = 0
+        self._max_notes = max_notes
+        self._ready = threading.Condition()
+
+    def put(self, message: dict[str, Any]) -> None:
+        """Queue a message of the call (``context.notify``)."""
+        note = "id" not in message
+        with self._ready:
+            if note and self._notes >= self._max_notes:
+                return  # a client that does not read: the newest notifications are dropped
+            self._notes += note
+            self._items.append(("note", message, note))
+            self._ready.notify()
+
+    def put_final(self, item: Any) -> None:
+        with self._ready:
+            self._items.append(item)
+            self._ready.notify()
+
+    def take(self, presence: ClientPresence, keep_alive: Callable[[], bool] | None = None) -> Any:
+        """The next item; ``_GONE`` once the client left first. ``keep_alive`` is called after each quiet probe."""
+        while True:
+            with self._ready:
+                if not self._items:
+                    self._ready.wait(PROBE_SECONDS)
+                if self._items:
+                    item = self._items.popleft()
+                    if isinstance(item, tuple) and len(item) == 3:
+                        self._notes -= item[2]
+                        item = item[:2]
+                    return item
+            if presence.gone():
+                return _GONE
+            if keep_alive is not None and keep_alive():
+                return _QUIET
 
 
 class _Stream:
-    """The SSE body of one call: closes (client gone) before the reply cancel the call."""
+    """The SSE body of one call: a client that leaves before the reply cancels the call.
 
-    def __init__(self, first: Any, events: queue.Queue[Any], cancel: Callable[[], Any]) -> None:
-        self._first, self._events, self._cancel, self._answered = first, events, cancel, False
+    Leaving is seen by the probe (``presence``) within ``PROBE_SECONDS``, by a failed write, or when the server
+    closes the body early; a ``: keep-alive`` comment goes out after ``_KEEP_ALIVE_SECONDS`` of quiet.
+    """
+
+    def __init__(self, first: Any, outbox: _Outbox, presence: ClientPresence, cancel: Callable[[], Any],
+                 request_id: Any) -> None:
+        self._first, self._outbox, self._presence, self._cancel = first, outbox, presence, cancel
+        self._request_id, self._answered, self._quiet_since = request_id, False, time.monotonic()
+
+    def _quiet(self) -> bool:
+        return time.monotonic() - self._quiet_since >= _KEEP_ALIVE_SECONDS
 
     def __iter__(self) -> Iterator[bytes]:
         item = self._first
         while item is not _DONE:
-            kind, payload = item
-            if kind == "reply":
-                self._answered = True
-            if payload is not None:
+            if item is _GONE:
+                self.close()
+                return
+            if item is _QUIET:
+                self._quiet_since = time.monotonic()
+                yield b": keep-alive\n\n"
+            else:
+                kind, payload = item
+                if kind == "reply":
+                    self._answered = True
+                    payload = payload if payload is not None else _cancelled(self._request_id)
                 yield b"event: message\ndata: " + reply_bytes(payload) + b"\n\n"
-            item = self._events.get()
+                self._quiet_since = time.monotonic()
+            item = self._outbox.take(self._presence, self._quiet)
         self._answered = True
 
     def close(self) -> None:
         if not self._answered:
+            self._answered = True
             self._cancel()
 
 
 class _Listening:
     """The body of a session's GET stream: its notifications as SSE, a keep-alive comment every 15 s of quiet.
 
-    It ends within a second of the session's end (``DELETE``, expiry) or when the client goes away (``close``).
+    It ends within a second of the session's end (``DELETE``, expiry) or of the client leaving (the probe, a
+    failed write, ``close``).
     """
 
     def __init__(self, session: ServerSession, listener: Any, events: queue.Queue[Any],
-                 alive: Callable[[], bool]) -> None:
+                 alive: Callable[[], bool], presence: ClientPresence) -> None:
         self._session, self._listener, self._events, self._alive = session, listener, events, alive
+        self._presence = presence
 
     def __iter__(self) -> Iterator[bytes]:
         yield b": stream open\n\n"  # headers and a first byte now: the client knows the stream is there
         quiet = 0.0
-        while self._alive():
+        while self._alive() and not self._presence.gone():
             try:
-                note = self._events.get(timeout=1.0)
+                note = self._events.get(timeout=PROBE_SECONDS)
             except queue.Empty:
-                quiet += 1.0
+                quiet += PROBE_SECONDS
                 if quiet >= _KEEP_ALIVE_SECONDS:
                     quiet = 0.0
                     yield b": keep-alive\n\n"
