@@ -357,8 +357,10 @@ class MCPServer:
     def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                 context: RequestContext, work: Callable[[], Any],
                 abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
-        """``rounds.run_asking`` with this server's codec and limits; without ``abort``, one is registered for
-        the request (``notifications/cancelled`` and a client that leaves reach ``prompts/get``, ``resources/read``).
+        """``rounds.run_asking`` with this server's codec and limits.
+
+        Without ``abort``, one is registered for the request: ``notifications/cancelled`` and a client that leaves
+        reach ``prompts/get`` and ``resources/read`` as they reach ``tools/call``.
         """
         if abort is not None:
             return run_asking(method, name, arguments, request_id, params, context, work, abort,

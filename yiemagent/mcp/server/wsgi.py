@@ -336,8 +336,10 @@ def _cancel_call(session: ServerSession, request_id: Any, thread: threading.Thre
 
 
 class _Outbox:
-    """What a call sends its client, in order: notifications (at most ``max_notes`` waiting; later ones are
-    dropped), requests to the client and the reply (never dropped: a session has few calls and questions).
+    """What a call sends its client, in order, waiting for the stream to take it.
+
+    Notifications: at most ``max_notes`` waiting, later ones are dropped. Requests to the client and the reply
+    are never dropped (a session has few calls, and few questions: ``calls.MAX_PENDING_QUESTIONS``).
     """
 
     def __init__(self, max_notes: int) -> None:
