@@ -55,7 +55,7 @@ def loads_bounded(text: str | bytes | bytearray, max_depth: int = DEFAULT_MAX_DE
     try:
         value = json.loads(text, **options)
     except RecursionError:
-        raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
+        raise ValueError(f"JSON nested too deep to decode (more than {max_depth} levels)") from None
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     if raw.count(b"[") + raw.count(b"{") > max_depth and nesting_exceeds(value, max_depth):
         raise ValueError(f"JSON nested deeper than {max_depth} levels")

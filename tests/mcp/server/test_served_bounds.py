@@ -23,9 +23,9 @@ import pytest
 from werkzeug.test import Client
 
 from tests.helpers import PYTHON
-from tests.mcp.server.kit import waiting_tool
 from tests.mcp.server.test_client_leaves import BOUND_SECONDS, wait_for
 from tests.mcp.server.test_wsgi import post, start
+from tests.servers.leaving_wsgi import build
 from yiemagent._internal.jsonload import loads_bounded
 from yiemagent.mcp.server import MCPServer, ServerSession, current_call
 from yiemagent.mcp.server.calls import MAX_PENDING_QUESTIONS
@@ -61,28 +61,21 @@ def test_a_body_nested_deeply_is_a_clean_400_behind_bearer_auth_too() -> None:
             assert response.json["error"]["code"] == -32700 and "nested" in response.json["error"]["message"]
 
 
-def test_one_session_gets_only_its_share_of_calls_in_flight() -> None:
-    started = threading.Event()
-    server = MCPServer("s", "1", tools=[waiting_tool(started)])
-    server.add_tool(tool(lambda a, b: a + b, name="add"))
-    client = Client(server.wsgi_app(max_calls_per_session=2))
+def test_one_session_gets_only_its_share_of_calls_in_flight(tmp_path: Path) -> None:
+    client = Client(build(tmp_path).wsgi_app(max_calls_per_session=2))
     greedy, other = start(client), start(client)
     answers: list[Any] = []
     workers = [threading.Thread(target=lambda n=n: answers.append(post(client, {
-        "jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "wait_for_abort"}}, greedy)))
+        "jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "wait_for_abort",
+                                                                      "arguments": {"tag": f"greedy-{n}"}}}, greedy)))
         for n in (1, 2)]
     for worker in workers:
         worker.start()
-    deadline = time.monotonic() + BOUND_SECONDS
-    while time.monotonic() < deadline:  # both calls of the greedy session running
-        probe = post(client, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                              "params": {"name": "add", "arguments": {"a": 1, "b": 1}}}, greedy)
-        if probe.status_code == 429:
-            break
-        time.sleep(0.05)
-    assert probe.status_code == 429 and probe.json["error"]["code"] == -32603 and probe.json["id"] == 3
-    served = post(client, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                           "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}, other)
+    assert wait_for(tmp_path / "greedy-1.started") and wait_for(tmp_path / "greedy-2.started")
+    add = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    refused = post(client, add, greedy)
+    assert refused.status_code == 429 and refused.json["error"]["code"] == -32603 and refused.json["id"] == 3
+    served = post(client, add, other)
     assert served.status_code == 200 and served.json["result"]["content"][0]["text"] == "5"
     for n in (1, 2):
         assert post(client, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": n}},
@@ -90,6 +83,7 @@ def test_one_session_gets_only_its_share_of_calls_in_flight() -> None:
     for worker in workers:
         worker.join(BOUND_SECONDS)
     assert [a.json["error"]["code"] for a in answers] == [-32800, -32800]
+    assert post(client, add, greedy).json["result"]["content"][0]["text"] == "5"  # its share is back
 
 
 def test_notifications_for_a_client_that_does_not_read_are_bounded() -> None:

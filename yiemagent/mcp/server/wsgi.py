@@ -1,4 +1,4 @@
-"""Streamable HTTP as a plain PEP 3333 WSGI app: mount it in Flask or Django, run it under gunicorn.
+"""Streamable HTTP as a plain PEP 3333 WSGI app: mount it in Flask or Django, run it under waitress or gunicorn.
 
 ``WSGIApp(server, path="/mcp")`` (``MCPServer.wsgi_app``) answers, at ``path``:
 
@@ -6,17 +6,32 @@
   the body at most ``max_body_bytes``, else 413; a client accepting neither
   ``application/json`` nor ``text/event-stream`` gets 406). A notification or a
   response: 202, no body. A request: 200 ``application/json`` with the response;
-  a ``tools/call`` whose tool sends progress or log notifications while the client
-  accepts ``text/event-stream``: 200 ``text/event-stream``, the notifications and
-  then the response as ``event: message`` events. A client that disconnects from
-  that stream cancels the call (its abort event is set). Unreadable JSON: 400 with
-  a JSON-RPC error.
+  a ``tools/call`` (``prompts/get``, ``resources/read``) whose tool sends progress
+  or log notifications while the client accepts ``text/event-stream``: 200
+  ``text/event-stream``, the notifications and then the response as ``event:
+  message`` events (a ``: keep-alive`` comment after 15 s of quiet). Unreadable
+  JSON, or JSON nested deeper than 128 levels: 400 with a JSON-RPC error.
+- Clients that leave: those three methods run on a thread of their own while the
+  request's thread waits for their first message, asking every ``PROBE_SECONDS``
+  (0.5 s) whether the client is still connected (``presence.ClientPresence``:
+  waitress with ``channel_request_lookahead`` >= 1, gunicorn, werkzeug; under
+  another server only a failed write shows it). A client that leaves at any
+  point (before the first event, while a tool waits for its answer, while the
+  call streams; JSON or SSE; both eras) cancels the call: its abort event is set
+  and the request's thread returns. A call cancelled otherwise
+  (``notifications/cancelled``, the session's end) while its client waits is
+  answered ``-32800 "Request cancelled"`` (as the ``mcp`` SDK's server).
+- Per client: at most ``max_calls_per_session`` such calls run at once in a
+  session (one more: 429 with a JSON-RPC error); each buffers at most
+  ``max_buffered_messages`` notifications for a client that reads slowly (later
+  ones are dropped; requests to the client and the reply never are); a session
+  has one GET stream, and at most ``calls.MAX_PENDING_QUESTIONS`` questions waiting.
 - Sessions (2025-11-25, the default): ``initialize`` answers with an
   ``Mcp-Session-Id`` header (192 random bits, visible ASCII); every later request
   must carry it: none, 400; unknown, ended or expired, 404 (the client starts a
   new session). ``DELETE`` with it ends the session (200; calls in flight are
   aborted). Sessions live in this process (``MemorySessions``): with several
-  gunicorn workers use ``stateless=True``, or one worker with threads.
+  gunicorn workers use ``stateless=True``, or one process with threads.
 - ``stateless=True``: no session ids; each request stands alone (as the SDK's
   ``stateless_http``): any worker can answer any request, a
   ``notifications/cancelled`` on another request cannot reach a call, and
@@ -38,7 +53,7 @@
 - ``GET`` with ``Accept: text/event-stream`` and the session id: the session's standalone SSE stream
   (messages tied to no request: ``notifications/resources/updated`` for its subscriptions), a
   ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409); it ends with
-  the session. Stateless: 405. Other methods 405.
+  the session, or within a second of its client leaving. Stateless: 405. Other methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
   each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
@@ -55,16 +70,15 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 import weakref
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
-from .presence import PROBE_SECONDS, ClientPresence
+from .presence import ClientPresence
+from .streams import DONE, GONE, LISTEN_BUFFER, CallStream, Outbox, SessionStream, cancel_call, cancelled_reply
 from .wire import INTERNAL_ERROR, INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
@@ -74,14 +88,10 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 StartResponse = Callable[..., Any]
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
-_DONE, _GONE, _QUIET = object(), object(), object()
-REQUEST_CANCELLED = -32800
-"""The error code answering a request whose call was cancelled (as the ``mcp`` SDK's Streamable HTTP server)."""
 DEFAULT_MAX_CALLS_PER_SESSION = 16
 """Calls (``tools/call``, ``prompts/get``, ``resources/read``) one session may have running at once."""
 DEFAULT_MAX_BUFFERED_MESSAGES = 1000
 """Notifications one call may have waiting for a client that reads slowly; later ones are dropped."""
-_REGISTER_SECONDS = 5.0
 
 
 def _status(code: int) -> str:
@@ -180,7 +190,7 @@ class WSGIApp:
         if isinstance(session, int):
             return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
                               if session == 400 else "Session not found")
-        events: queue.Queue[Any] = queue.Queue(maxsize=_LISTEN_BUFFER)
+        events: queue.Queue[Any] = queue.Queue(maxsize=LISTEN_BUFFER)
 
         def listener(note: dict[str, Any]) -> None:
             try:
@@ -194,7 +204,7 @@ class WSGIApp:
             session.listener = listener
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session,
+        return SessionStream(session, listener, events, lambda: self.sessions.get(session.id) is session,
                           ClientPresence(environ))
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -285,178 +295,45 @@ class WSGIApp:
                 return _json(start_response, 429, error_response(
                     request_id, INTERNAL_ERROR, f"too many requests in flight in this session ({running})"), headers)
             self._running[session] = running + 1
-        outbox = _Outbox(self.max_buffered_messages)
+        outbox = Outbox(self.max_buffered_messages)
         context.back_channel = context.back_channel and wants_sse
         if wants_sse:
             context.notify = outbox.put
 
         def run() -> None:
+            reply: Any = None
             try:
-                outbox.put_final(("reply", self.server.handle(message, context)))
+                reply = self.server.handle(message, context)
             finally:
-                with self._lock:
+                with self._lock:  # the session's share is back before its client hears the reply
                     left = self._running.get(session, 1) - 1
                     if left > 0:
                         self._running[session] = left
                     else:
                         self._running.pop(session, None)
-                outbox.put_final(_DONE)
+                outbox.put_final(("reply", reply))
+                outbox.put_final(DONE)
 
         thread = threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True)
         thread.start()
         presence = ClientPresence(environ)
 
         def cancel() -> None:
-            _cancel_call(session, request_id, thread)
+            cancel_call(session, request_id, thread)
 
         first = outbox.take(presence)
-        if first is _GONE:
+        if first is GONE:
             cancel()
-            return _json(start_response, 200, _cancelled(request_id), headers)  # nobody reads it
-        if not wants_sse or (wants_json and (first is _DONE or first[0] == "reply")):
-            reply = None if first is _DONE else first[1]
+            return _json(start_response, 200, cancelled_reply(request_id), headers)  # nobody reads it
+        if not wants_sse or (wants_json and (first is DONE or first[0] == "reply")):
+            reply = None if first is DONE else first[1]
             if reply is None:  # cancelled (notifications/cancelled, the session ended): the client still gets an answer
-                reply = _cancelled(request_id)
+                reply = cancelled_reply(request_id)
             return _json(start_response, http_status(reply) if modern else 200, reply, headers)
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Stream(first, outbox, presence, cancel, request_id)
+        return CallStream(first, outbox, presence, cancel, request_id)
 
-
-def _cancelled(request_id: Any) -> dict[str, Any]:
-    """The answer to a request whose call was cancelled, for a client still there to get it (as the SDK's)."""
-    return error_response(request_id, REQUEST_CANCELLED, "Request cancelled")
-
-
-def _cancel_call(session: ServerSession, request_id: Any, thread: threading.Thread) -> None:
-    """Set the abort event of the call ``request_id``; a call not registered yet is waited for (a few seconds)."""
-    deadline = time.monotonic() + _REGISTER_SECONDS
-    while not session.cancel(request_id) and thread.is_alive() and time.monotonic() < deadline:
-        thread.join(0.02)
-
-
-class _Outbox:
-    """What a call sends its client, in order, waiting for the stream to take it.
-
-    Notifications: at most ``max_notes`` waiting, later ones are dropped. Requests to the client and the reply
-    are never dropped (a session has few calls, and few questions: ``calls.MAX_PENDING_QUESTIONS``).
-    """
-
-    def __init__(self, max_notes: int) -> None:
-        self._items: deque[Any] = deque()
-        self._notes = 0
-        self._max_notes = max_notes
-        self._ready = threading.Condition()
-
-    def put(self, message: dict[str, Any]) -> None:
-        """Queue a message of the call (``context.notify``)."""
-        note = "id" not in message
-        with self._ready:
-            if note and self._notes >= self._max_notes:
-                return  # a client that does not read: the newest notifications are dropped
-            self._notes += note
-            self._items.append(("note", message, note))
-            self._ready.notify()
-
-    def put_final(self, item: Any) -> None:
-        with self._ready:
-            self._items.append(item)
-            self._ready.notify()
-
-    def take(self, presence: ClientPresence, keep_alive: Callable[[], bool] | None = None) -> Any:
-        """The next item; ``_GONE`` once the client left first. ``keep_alive`` is called after each quiet probe."""
-        while True:
-            with self._ready:
-                if not self._items:
-                    self._ready.wait(PROBE_SECONDS)
-                if self._items:
-                    item = self._items.popleft()
-                    if isinstance(item, tuple) and len(item) == 3:
-                        self._notes -= item[2]
-                        item = item[:2]
-                    return item
-            if presence.gone():
-                return _GONE
-            if keep_alive is not None and keep_alive():
-                return _QUIET
-
-
-class _Stream:
-    """The SSE body of one call: a client that leaves before the reply cancels the call.
-
-    Leaving is seen by the probe (``presence``) within ``PROBE_SECONDS``, by a failed write, or when the server
-    closes the body early; a ``: keep-alive`` comment goes out after ``_KEEP_ALIVE_SECONDS`` of quiet.
-    """
-
-    def __init__(self, first: Any, outbox: _Outbox, presence: ClientPresence, cancel: Callable[[], Any],
-                 request_id: Any) -> None:
-        self._first, self._outbox, self._presence, self._cancel = first, outbox, presence, cancel
-        self._request_id, self._answered, self._quiet_since = request_id, False, time.monotonic()
-
-    def _quiet(self) -> bool:
-        return time.monotonic() - self._quiet_since >= _KEEP_ALIVE_SECONDS
-
-    def __iter__(self) -> Iterator[bytes]:
-        item = self._first
-        while item is not _DONE:
-            if item is _GONE:
-                self.close()
-                return
-            if item is _QUIET:
-                self._quiet_since = time.monotonic()
-                yield b": keep-alive\n\n"
-            else:
-                kind, payload = item
-                if kind == "reply":
-                    self._answered = True
-                    payload = payload if payload is not None else _cancelled(self._request_id)
-                yield b"event: message\ndata: " + reply_bytes(payload) + b"\n\n"
-                self._quiet_since = time.monotonic()
-            item = self._outbox.take(self._presence, self._quiet)
-        self._answered = True
-
-    def close(self) -> None:
-        if not self._answered:
-            self._answered = True
-            self._cancel()
-
-
-class _Listening:
-    """The body of a session's GET stream: its notifications as SSE, a keep-alive comment every 15 s of quiet.
-
-    It ends within a second of the session's end (``DELETE``, expiry) or of the client leaving (the probe, a
-    failed write, ``close``).
-    """
-
-    def __init__(self, session: ServerSession, listener: Any, events: queue.Queue[Any],
-                 alive: Callable[[], bool], presence: ClientPresence) -> None:
-        self._session, self._listener, self._events, self._alive = session, listener, events, alive
-        self._presence = presence
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield b": stream open\n\n"  # headers and a first byte now: the client knows the stream is there
-        quiet = 0.0
-        while self._alive() and not self._presence.gone():
-            try:
-                note = self._events.get(timeout=PROBE_SECONDS)
-            except queue.Empty:
-                quiet += PROBE_SECONDS
-                if quiet >= _KEEP_ALIVE_SECONDS:
-                    quiet = 0.0
-                    yield b": keep-alive\n\n"
-                continue
-            quiet = 0.0
-            yield b"event: message\ndata: " + reply_bytes(note) + b"\n\n"
-
-    def close(self) -> None:
-        with self._session.lock:
-            if self._session.listener is self._listener:
-                self._session.listener = None
-
-
-_KEEP_ALIVE_SECONDS = 15.0
-_LISTEN_BUFFER = 1000
-"""Notifications kept for a GET stream whose reader is behind; later ones are dropped."""
 
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 """Requests that may stream: progress and log notifications, and (2025-11-25) requests to the client."""
