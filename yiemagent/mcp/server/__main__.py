@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", help="module:attribute naming an MCPServer (or a function returning one)")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     parser.add_argument("--drain-seconds", type=float, default=0.0,
-                        help="after stdin ends, how long running calls may finish before they are cancelled (default 0)")
+                        help="after stdin ends, seconds running calls may finish before they are cancelled (default 0)")
     args = parser.parse_args(argv)
     if not 0 <= args.drain_seconds < float("inf"):
         parser.error(f"--drain-seconds must be a finite number >= 0, not {args.drain_seconds}")
