@@ -8,7 +8,7 @@ that sent the request has closed its connection (or reset it):
   ``waitress-serve --channel-request-lookahead=1``; the guide's command sets it);
 - gunicorn (``environ["gunicorn.socket"]``) and werkzeug's server
   (``environ["werkzeug.socket"]``): the request's socket, looked at with a
-  zero-timeout ``select`` and, when readable, ``recv(1, MSG_PEEK)``: end of
+  zero-timeout ``poll`` and, when readable, ``recv(1, MSG_PEEK)``: end of
   stream (``b""``) or a socket error means gone; data (a next request) means
   there. A client that half-closes (``shutdown(SHUT_WR)``) after its request
   counts as gone: MCP clients do not. TLS sockets are peeked at below TLS;
@@ -74,6 +74,28 @@ class ClientPresence:
         self._gone = True
 
 
+def _ready(fd: int) -> bool:
+    """True when ``fd`` has something to read, or an error, now.
+
+    ``poll`` takes any descriptor number; ``select`` (no ``poll``: Windows) only those below ``FD_SETSIZE``, and
+    for a higher one the probe says nothing (False) rather than call every client gone.
+    """
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        try:
+            return bool(poller.poll(0))
+        except OSError:
+            return True
+    try:
+        readable, _, broken = select.select([fd], [], [fd], 0)
+    except ValueError:
+        return False
+    except OSError:
+        return True
+    return bool(readable or broken)
+
+
 def _socket_gone(sock: Any) -> bool:
     try:
         fd = sock.fileno()
@@ -81,11 +103,7 @@ def _socket_gone(sock: Any) -> bool:
         return True
     if fd < 0:
         return True  # closed by the server already
-    try:
-        readable, _, broken = select.select([fd], [], [fd], 0)
-    except (OSError, ValueError):
-        return True
-    if not readable and not broken:
+    if not _ready(fd):
         return False
     raw = socket.socket(fileno=fd)  # the plain socket under a TLS one: MSG_PEEK sees its end of stream too
     try:
