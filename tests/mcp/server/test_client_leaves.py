@@ -180,3 +180,17 @@ def test_a_client_that_leaves_its_get_stream_frees_it(served: tuple[str, Path]) 
         assert status == 409
         time.sleep(0.2)
     assert status == 200
+
+
+def test_a_real_sdk_client_that_dies_mid_question_cancels_the_call(served: tuple[str, Path]) -> None:
+    """The ``mcp`` SDK client in a process of its own exits when the elicitation reaches it."""
+    import subprocess
+
+    from tests.helpers import PYTHON
+
+    url, marks = served
+    done = subprocess.run([PYTHON, "-m", "tests.servers.sdk_leaver", url, "sdk"], capture_output=True,
+                          timeout=180, cwd=str(Path(__file__).resolve().parents[3]))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert (marks / "sdk.started").exists()
+    assert wait_for(marks / "sdk.aborted"), "the question waited on after its client died"
