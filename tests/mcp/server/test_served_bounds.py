@@ -86,6 +86,25 @@ def test_one_session_gets_only_its_share_of_calls_in_flight(tmp_path: Path) -> N
     assert post(client, add, greedy).json["result"]["content"][0]["text"] == "5"  # its share is back
 
 
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+def test_a_call_past_max_call_seconds_is_cancelled_and_its_client_answered(tmp_path: Path, accept: str) -> None:
+    """How long one client may hold a thread while it stays: ``WSGIApp(max_call_seconds=)``."""
+    client = Client(build(tmp_path).wsgi_app(max_call_seconds=1))
+    session = start(client)
+    tag = f"late-{len(accept)}"
+    progress = {"_meta": {"progressToken": "p"}} if "event-stream" in accept else {}
+    answer = post(client, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                           "params": {"name": "progress_then_wait", "arguments": {"tag": tag}, **progress}},
+                  session, Accept=accept)
+    assert answer.status_code == 200
+    text = answer.get_data(as_text=True)
+    reply = json.loads(text if accept == "application/json" else text.rsplit("data: ", 1)[1])
+    assert reply["id"] == 8 and reply["error"]["code"] == -32800 and "longer than 1 s" in reply["error"]["message"]
+    assert wait_for(tmp_path / f"{tag}.aborted")
+    with pytest.raises(ValueError, match="max_call_seconds"):
+        build(tmp_path).wsgi_app(max_call_seconds=float("nan"))
+
+
 def test_notifications_for_a_client_that_does_not_read_are_bounded() -> None:
     sent = threading.Event()
 

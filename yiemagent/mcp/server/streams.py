@@ -27,11 +27,12 @@ from .calls import ServerSession
 from .presence import PROBE_SECONDS, ClientPresence
 from .wire import error_response, reply_bytes
 
-__all__ = ["DONE", "GONE", "KEEP_ALIVE_SECONDS", "LISTEN_BUFFER", "QUIET", "REQUEST_CANCELLED", "CallStream",
-           "Outbox", "SessionStream", "cancel_call", "cancelled_reply"]
+__all__ = ["DONE", "GONE", "KEEP_ALIVE_SECONDS", "LATE", "LISTEN_BUFFER", "QUIET", "REQUEST_CANCELLED", "CallStream",
+           "Outbox", "SessionStream", "cancel_call", "cancelled_reply", "late_reply"]
 
-DONE, GONE, QUIET = object(), object(), object()
-"""``Outbox.take`` markers: the call ended; the client left first; a quiet probe asked for a keep-alive."""
+DONE, GONE, QUIET, LATE = object(), object(), object(), object()
+"""``Outbox.take`` markers: the call ended; the client left first; a quiet probe asked for a keep-alive; the call
+ran past its deadline."""
 REQUEST_CANCELLED = -32800
 """The error code answering a request whose call was cancelled (as the ``mcp`` SDK's Streamable HTTP server)."""
 REGISTER_SECONDS = 5.0
@@ -41,6 +42,11 @@ REGISTER_SECONDS = 5.0
 def cancelled_reply(request_id: Any) -> dict[str, Any]:
     """The answer to a request whose call was cancelled, for a client still there to get it (as the SDK's)."""
     return error_response(request_id, REQUEST_CANCELLED, "Request cancelled")
+
+
+def late_reply(request_id: Any, seconds: float) -> dict[str, Any]:
+    """The answer to a request whose call ran past ``WSGIApp(max_call_seconds=)`` and was cancelled."""
+    return error_response(request_id, REQUEST_CANCELLED, f"Request cancelled: the call ran longer than {seconds:g} s")
 
 
 def cancel_call(session: ServerSession, request_id: Any, thread: threading.Thread) -> None:
@@ -57,7 +63,9 @@ class Outbox:
     are never dropped (a session has few calls, and few questions: ``calls.MAX_PENDING_QUESTIONS``).
     """
 
-    def __init__(self, max_notes: int) -> None:
+    def __init__(self, max_notes: int, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        """``time.monotonic()`` past which ``take`` gives ``LATE`` (None: never)."""
         self._items: deque[Any] = deque()
         self._notes = 0
         self._max_notes = max_notes
@@ -80,7 +88,10 @@ class Outbox:
             self._ready.notify()
 
     def take(self, presence: ClientPresence, keep_alive: Callable[[], bool] | None = None) -> Any:
-        """The next item; ``GONE`` once the client left first. ``keep_alive`` is called after each quiet probe."""
+        """The next item, or a marker: ``GONE`` once the client left, ``LATE`` past the deadline.
+
+        ``keep_alive`` is asked after each quiet probe; True gives ``QUIET`` (time for a keep-alive comment).
+        """
         while True:
             with self._ready:
                 if not self._items:
@@ -93,6 +104,8 @@ class Outbox:
                     return item
             if presence.gone():
                 return GONE
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                return LATE
             if keep_alive is not None and keep_alive():
                 return QUIET
 
@@ -105,9 +118,10 @@ class CallStream:
     """
 
     def __init__(self, first: Any, outbox: Outbox, presence: ClientPresence, cancel: Callable[[], Any],
-                 request_id: Any) -> None:
+                 request_id: Any, max_call_seconds: float | None = None) -> None:
         self._first, self._outbox, self._presence, self._cancel = first, outbox, presence, cancel
         self._request_id, self._answered, self._quiet_since = request_id, False, time.monotonic()
+        self._max_call_seconds = max_call_seconds
 
     def _quiet(self) -> bool:
         return time.monotonic() - self._quiet_since >= KEEP_ALIVE_SECONDS
@@ -117,6 +131,11 @@ class CallStream:
         while item is not DONE:
             if item is GONE:
                 self.close()
+                return
+            if item is LATE:
+                self.close()
+                yield b"event: message\ndata: " + reply_bytes(late_reply(self._request_id, self._max_call_seconds or 0))
+                yield b"\n\n"
                 return
             if item is QUIET:
                 self._quiet_since = time.monotonic()

@@ -18,7 +18,9 @@
   another server only a failed write shows it). A client that leaves at any
   point (before the first event, while a tool waits for its answer, while the
   call streams; JSON or SSE; both eras) cancels the call: its abort event is set
-  and the request's thread returns. A call cancelled otherwise
+  and the request's thread returns. ``max_call_seconds`` (default None) bounds how
+  long a client that stays may hold one: past it the call is cancelled and
+  answered ``-32800``. A call cancelled otherwise
   (``notifications/cancelled``, the session's end) while its client waits is
   answered ``-32800 "Request cancelled"`` (as the ``mcp`` SDK's server).
 - Per client: at most ``max_calls_per_session`` such calls run at once in a
@@ -70,6 +72,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -78,7 +81,18 @@ from urllib.parse import urlsplit
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
 from .presence import ClientPresence
-from .streams import DONE, GONE, LISTEN_BUFFER, CallStream, Outbox, SessionStream, cancel_call, cancelled_reply
+from .streams import (
+    DONE,
+    GONE,
+    LATE,
+    LISTEN_BUFFER,
+    CallStream,
+    Outbox,
+    SessionStream,
+    cancel_call,
+    cancelled_reply,
+    late_reply,
+)
 from .wire import INTERNAL_ERROR, INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
@@ -115,18 +129,25 @@ class WSGIApp:
         max_body_bytes: largest request body.
         max_calls_per_session: calls one session may have running at once (more: 429 with a JSON-RPC error).
         max_buffered_messages: notifications one call may have waiting for its client (more are dropped).
+        max_call_seconds: longest a call may run (seconds); then it is cancelled and its client answered -32800.
+            None: as long as its client stays.
 
     Raises:
-        ValueError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` below 1.
+        ValueError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` below 1, or
+            ``max_call_seconds`` not a positive finite number.
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
                  sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
-                 max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES) -> None:
+                 max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES,
+                 max_call_seconds: float | None = None) -> None:
         if min(max_body_bytes, max_calls_per_session, max_buffered_messages) < 1:
             raise ValueError("max_body_bytes, max_calls_per_session and max_buffered_messages must be at least 1")
+        if max_call_seconds is not None and not 0 < max_call_seconds < float("inf"):
+            raise ValueError(f"max_call_seconds must be a positive finite number or None, not {max_call_seconds!r}")
+        self.max_call_seconds = max_call_seconds
         self.server = server
         self.path = path.rstrip("/")
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
@@ -295,7 +316,8 @@ class WSGIApp:
                 return _json(start_response, 429, error_response(
                     request_id, INTERNAL_ERROR, f"too many requests in flight in this session ({running})"), headers)
             self._running[session] = running + 1
-        outbox = Outbox(self.max_buffered_messages)
+        limit = self.max_call_seconds
+        outbox = Outbox(self.max_buffered_messages, None if limit is None else time.monotonic() + limit)
         context.back_channel = context.back_channel and wants_sse
         if wants_sse:
             context.notify = outbox.put
@@ -322,9 +344,10 @@ class WSGIApp:
             cancel_call(session, request_id, thread)
 
         first = outbox.take(presence)
-        if first is GONE:
-            cancel()
-            return _json(start_response, 200, cancelled_reply(request_id), headers)  # nobody reads it
+        if first is GONE or first is LATE:
+            cancel()  # GONE: nobody reads the answer
+            ended = cancelled_reply(request_id) if first is GONE else late_reply(request_id, limit or 0)
+            return _json(start_response, 200, ended, headers)
         if not wants_sse or (wants_json and (first is DONE or first[0] == "reply")):
             reply = None if first is DONE else first[1]
             if reply is None:  # cancelled (notifications/cancelled, the session ended): the client still gets an answer
@@ -332,7 +355,7 @@ class WSGIApp:
             return _json(start_response, http_status(reply) if modern else 200, reply, headers)
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return CallStream(first, outbox, presence, cancel, request_id)
+        return CallStream(first, outbox, presence, cancel, request_id, limit)
 
 
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
