@@ -195,3 +195,29 @@ def test_a_stdio_server_exits_when_its_client_closes_stdin_and_cancels_the_runni
         for pipe in (process.stdin, process.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+@pytest.mark.parametrize("how", ["DELETE", "evicted"])
+def test_a_call_whose_session_ends_still_answers_its_waiting_client(tmp_path: Path, how: str) -> None:
+    """The session ends while a call runs (DELETE, or dropped as the least recently used past ``max_sessions``):
+    the call is cancelled, and its POST, still open, gets -32800 (before: 202 with an empty body).
+    """
+    from yiemagent.mcp.server import MemorySessions
+
+    client = Client(build(tmp_path).wsgi_app(sessions=MemorySessions(max_sessions=1)))
+    session = start(client)
+    answers: list[Any] = []
+    worker = threading.Thread(target=lambda: answers.append(post(client, {
+        "jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "wait_for_abort", "arguments": {"tag": how}}}, session, Accept="application/json")))
+    worker.start()
+    assert wait_for(tmp_path / f"{how}.started")
+    if how == "DELETE":
+        assert client.delete("/mcp", headers={"Mcp-Session-Id": session}).status_code == 200
+    else:
+        start(client)  # a second session: the first is dropped
+    worker.join(BOUND_SECONDS)
+    assert wait_for(tmp_path / f"{how}.aborted")
+    assert answers and answers[0].status_code == 200
+    assert answers[0].get_json() == {"jsonrpc": "2.0", "id": 6,
+                                     "error": {"code": -32800, "message": "Request cancelled"}}

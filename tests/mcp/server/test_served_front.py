@@ -30,7 +30,7 @@ from yiemagent.mcp import MCPClient
 pytestmark = pytest.mark.slow
 
 COMMANDS = {
-    "waitress": ["-m", "waitress", "--threads=8", "--channel-request-lookahead=1"],
+    "waitress": ["-m", "waitress", "--threads=8", "--channel-request-lookahead=1", "--max-request-body-size=4194304"],
     "gunicorn": ["-m", "gunicorn", "-k", "gthread", "--workers", "1", "--threads", "8", "--timeout", "120"],
 }
 
