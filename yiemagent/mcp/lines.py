@@ -33,9 +33,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .._internal.jsonload import loads_bounded
 from ..exceptions import MCPProtocolError
 from ..textpolicy import boundary, strict_json_text
-from .limits import nesting_exceeds
 
 __all__ = [
     "CHUNK_BYTES",
@@ -162,13 +162,7 @@ def parse_line(raw: bytes, *, max_depth: int = 128) -> list[dict[str, Any]]:
     if not line:
         return []
     text = line.decode("utf-8")
-    try:
-        item = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-    except RecursionError:
-        raise ValueError("JSON nested too deep to decode") from None
-    # cheap bound first: fewer brackets than max_depth cannot nest deeper
-    if line.count(b"[") + line.count(b"{") > max_depth and nesting_exceeds(item, max_depth):
-        raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    item = loads_bounded(text, max_depth, parse_constant=_no_constant, parse_float=_finite_float)
     items = item if isinstance(item, list) else [item]
     if not items or not all(isinstance(each, dict) for each in items):
         raise ValueError("a JSON value that is not a JSON-RPC message object")

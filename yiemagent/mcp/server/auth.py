@@ -59,9 +59,11 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..._internal.checks import install_hint
+from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
 from ...textpolicy import register_secrets
+from ..limits import DEFAULT_MAX_JSON_DEPTH
 
 __all__ = ["AccessToken", "BearerAuth", "IntrospectionVerifier", "JWTVerifier", "TokenVerifier"]
 
@@ -367,7 +369,7 @@ class BearerAuth:
 
     def _tool_scopes_of(self, body: bytes) -> list[str]:
         try:
-            message = json.loads(body)
+            message = loads_bounded(body, DEFAULT_MAX_JSON_DEPTH)  # a body nested 100,000 deep: no RecursionError
         except ValueError:
             return []  # the app answers the parse error
         messages = message if isinstance(message, list) else [message]

@@ -62,13 +62,16 @@ from .sessions import MemorySessions
 if TYPE_CHECKING:
     from .auth import AccessToken
 
-__all__ = ["LOG_LEVELS", "MemorySessions", "MessageHandler", "ModernRequest",
+__all__ = ["LOG_LEVELS", "MAX_PENDING_QUESTIONS", "MemorySessions", "MessageHandler", "ModernRequest",
            "RequestContext", "ServedCall", "ServerSession", "current_call"]
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """The syslog severities of MCP logging, least severe first (RFC 5424)."""
 
 Notify = Callable[[dict[str, Any]], None]
+
+MAX_PENDING_QUESTIONS = 32
+"""Requests one session may have waiting for the client's answer (2025-11-25); one more raises ``InputUnavailable``."""
 
 
 def _no_notify(message: dict[str, Any]) -> None:
@@ -109,10 +112,14 @@ class ServerSession:
             The response message (``{"result": ...}`` or ``{"error": ...}``).
 
         Raises:
-            InputUnavailable: no answer within ``timeout`` seconds, or ``abort_event`` was set.
+            InputUnavailable: no answer within ``timeout`` seconds, ``abort_event`` was set (the client cancelled
+                or left, the session ended), or ``MAX_PENDING_QUESTIONS`` wait already.
         """
         slot = _Asked()
         with self.lock:
+            if len(self.asked) >= MAX_PENDING_QUESTIONS:
+                raise InputUnavailable(f"{request['method']}: this session has {len(self.asked)} questions "
+                                       "waiting for the client already")
             self.asked_count += 1
             request_id = f"yiemagent-{self.asked_count}"
             self.asked[request_id] = slot

@@ -234,7 +234,8 @@ class MCPServer:
         """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
 
         ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
-        ``stateless``, ``sessions``, ``max_body_bytes``.
+        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_buffered_messages``,
+        ``max_call_seconds``.
         """
         from .wsgi import WSGIApp
 
@@ -361,9 +362,24 @@ class MCPServer:
     def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                 context: RequestContext, work: Callable[[], Any],
                 abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
-        """``rounds.run_asking`` with this server's codec and limits."""
-        return run_asking(method, name, arguments, request_id, params, context, work, abort or threading.Event(),
-                          self._state_codec, self.input_limits, self._used_states)
+        """``rounds.run_asking`` with this server's codec and limits.
+
+        Without ``abort``, one is registered for the request: ``notifications/cancelled`` and a client that leaves
+        reach ``prompts/get`` and ``resources/read`` as they reach ``tools/call``.
+        """
+        if abort is not None:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits, self._used_states)
+        abort, session = threading.Event(), context.session
+        with session.lock:
+            session.calls.setdefault(request_id, abort)
+        try:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits, self._used_states)
+        finally:
+            with session.lock:
+                if session.calls.get(request_id) is abort:
+                    del session.calls[request_id]
 
     def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
         cursor = params.get("cursor")
