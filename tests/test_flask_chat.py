@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+import requests
 
 from yiemagent import Agent, tool
 from yiemagent.examples.flask_chat import create_app
@@ -157,6 +158,40 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+def test_a_stale_tabs_edit_after_another_tabs_regenerate_is_409_not_an_overwrite():
+    """Issue 33 point 6: the version was the history's length, which a regenerate keeps, so a second tab's
+    edit based on the answer it saw before the first tab regenerated got 200 and overwrote the regenerated
+    answer. The version is now a digest of the whole history: the stale tab gets 409 and the history stays.
+    """
+    answers = iter(f"answer {n}" for n in range(1, 100))
+    app = create_app(lambda: Agent(lambda messages, tools: text_reply(next(answers))), secret_key="test")
+    try:
+        tab_a = app.test_client()
+        assert _events(tab_a.post("/chat", json={"message": "hello"}))[-1][1]["content"] == "answer 1"
+        tab_b = app.test_client()
+        tab_b.set_cookie(*_session_cookie(tab_a))  # the same browser session, a second tab
+        seen_by_a = tab_a.get("/conversation").get_json()
+        seen_by_b = tab_b.get("/conversation").get_json()
+        assert seen_by_a == seen_by_b
+        regenerated = tab_b.post("/regenerate", json={"version": seen_by_b["version"]})
+        assert regenerated.status_code == 200 and regenerated.get_json()["answer"]["content"] == "answer 2"
+        after = tab_b.get("/conversation").get_json()
+        assert len(after["history"]) == len(seen_by_a["history"]) and after["version"] != seen_by_a["version"]
+        stale = tab_a.post("/edit", json={"turn": 0, "message": "bye", "version": seen_by_a["version"]})
+        assert stale.status_code == 409 and "reload" in stale.get_json()["error"]
+        assert tab_a.get("/conversation").get_json() == after  # nothing overwritten
+        fresh = tab_a.post("/edit", json={"turn": 0, "message": "bye", "version": after["version"]})
+        assert fresh.status_code == 200 and fresh.get_json()["answer"]["content"] == "answer 3"
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+
+
+def _session_cookie(client):
+    cookie = client.get_cookie("session")
+    assert cookie is not None
+    return ("session", cookie.value)
 
 
 @pytest.mark.browser
@@ -435,6 +470,18 @@ def test_the_page_edits_a_message_and_regenerates_the_answer_in_headless_chromiu
         assert again.text == "re: hi again"
         assert len(browser.find_elements(By.CSS_SELECTOR, ".assistant")) == 1
         browser.save_screenshot(str(tmp_path / "branching.png"))
+        # issue 33: another tab of the same session sends a message; this page's edit is now stale: 409, shown
+        other_tab = requests.post(f"http://127.0.0.1:{port}/chat", json={"message": "from the other tab"},
+                                  cookies={"session": browser.get_cookie("session")["value"]}, timeout=60)
+        assert other_tab.status_code == 200 and '"status": "completed"' in other_tab.text
+        browser.find_elements(By.CSS_SELECTOR, "button.edit")[0].click()
+        box = browser.find_element(By.CSS_SELECTOR, "input.edit-box")
+        box.clear()
+        box.send_keys("stale edit")
+        browser.find_element(By.CSS_SELECTOR, "button.save").click()
+        refused = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, '.error[data-code="409"]'))
+        assert "reload" in refused.text
+        assert "from the other tab" in [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".user")]
     finally:
         server.shutdown()
         thread.join(10)

@@ -218,7 +218,7 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
 
 
 def _with_heartbeats(
-    items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None
+    items: Iterable[ev.Event | Mapping[str, Any] | None], heartbeat_seconds: float | None
 ) -> Iterator[ev.Event | Mapping[str, Any] | None]:
     """``items``, with None after each ``heartbeat_seconds`` of quiet (only an ``AgentStream`` can wait so)."""
     if heartbeat_seconds is None or not isinstance(items, AgentStream):

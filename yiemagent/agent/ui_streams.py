@@ -107,12 +107,13 @@ def ui_data_line(data: Any) -> str:
     return f"data: {json_text(data)}\n\n"
 
 
-def _lines(items: Iterable[ev.Event | Mapping[str, Any]], heartbeat_seconds: float | None,
-           render: Callable[[UIPart], Iterator[dict[str, Any]]], first: dict[str, Any]) -> Iterator[str]:
+def _lines(items: Iterable[ev.Event | Mapping[str, Any] | None], heartbeat_seconds: float | None,
+           render: Callable[[UIPart], Iterator[dict[str, Any]]], *first: dict[str, Any]) -> Iterator[str]:
     """``first``, then the ``data:`` lines ``render(part)`` makes of ``items``' parts (closing it closes ``items``)."""
     parts = UIParts()
     try:
-        yield ui_data_line(first)
+        for event in first:
+            yield ui_data_line(event)
         for item in _with_heartbeats(items, heartbeat_seconds):
             if item is None:
                 yield KEEP_ALIVE
@@ -146,11 +147,12 @@ def _error_message(answer: Mapping[str, Any]) -> str:
 
 @checked_when_called(_check_options)
 def ag_ui_events(
-    items: Iterable[ev.Event | Mapping[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any] | None],
     *,
     thread_id: str,
     run_id: str | None = None,
     heartbeat_seconds: float | None = 15.0,
+    snapshot: Sequence[Mapping[str, Any]] | None = None,
 ) -> Iterator[str]:
     """AG-UI 1.0 events for ``items`` (e.g. ``agent.stream(text)``): ``data: <event JSON>\\n\\n`` strings.
 
@@ -169,10 +171,14 @@ def ag_ui_events(
     ``{"name": "yiemagent-error", "value": {"where", "message"}}``.
 
     Args:
-        items: events then the answer dict; an ``AgentStream`` is closed when this generator is.
+        items: events then the answer dict (None: a keep-alive now, as ``RunRecord.follow`` yields); an
+            ``AgentStream`` is closed when this generator is.
         thread_id: ``RunAgentInput.threadId`` (the conversation).
         run_id: ``RunAgentInput.runId``; None: the ``AgentStream``'s ``input_id``, else a random id.
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).
+        snapshot: AG-UI messages to send as ``MESSAGES_SNAPSHOT`` right after ``RUN_STARTED`` (the client
+            replaces its messages with them): a replay after a cut (``yiemagent.agent.ui_runs``) sends the
+            client's messages up to the one that began the run, so that the partial answer it kept is dropped.
 
     Example:
         >>> import json
@@ -227,7 +233,10 @@ def ag_ui_events(
         elif kind == "answer":
             yield _ag_ui_end(part.data, thread_id, run)
 
-    yield from _lines(items, heartbeat_seconds, render, {"type": "RUN_STARTED", "threadId": thread_id, "runId": run})
+    first: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": thread_id, "runId": run}]
+    if snapshot is not None:
+        first.append({"type": "MESSAGES_SNAPSHOT", "messages": [dict(m) for m in snapshot]})
+    yield from _lines(items, heartbeat_seconds, render, *first)
 
 
 def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str, Any]:
@@ -248,7 +257,7 @@ def _ag_ui_end(answer: Mapping[str, Any], thread_id: str, run: str) -> dict[str,
 
 @checked_when_called(_check_options)
 def vercel_ai_events(
-    items: Iterable[ev.Event | Mapping[str, Any]],
+    items: Iterable[ev.Event | Mapping[str, Any] | None],
     *,
     message_id: str | None = None,
     heartbeat_seconds: float | None = 15.0,
@@ -272,7 +281,8 @@ def vercel_ai_events(
     {"status"}}``.
 
     Args:
-        items: events then the answer dict; an ``AgentStream`` is closed when this generator is.
+        items: events then the answer dict (None: a keep-alive now, as ``RunRecord.follow`` yields); an
+            ``AgentStream`` is closed when this generator is.
         message_id: the assistant message's id for ``start`` (None: the client picks one; leave it
             None when continuing the client's last assistant message, e.g. after an approval).
         heartbeat_seconds: a ``: keep-alive`` comment after this long without an event (None: never).

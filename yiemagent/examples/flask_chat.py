@@ -20,13 +20,15 @@ Routes:
     ``POST /approvals`` ``{"decisions": {tool_call_id: true | "reason"}}`` -> ``{"answer": {...}}``:
                        decide about tool calls waiting for approval (``yiemagent.tools.approvals``); 409
                        ``{"error"}`` for a call not waiting or already decided
-    ``GET /conversation``  ``{"version": n, "history": [{"index", "role", "text"}]}`` (``version``: the number
-                       of messages, what ``/edit`` and ``/regenerate`` check)
-    ``POST /edit``     ``{"index": i | "turn": k, "message": str, "version": n (optional)}`` -> ``{"answer"}``:
+    ``GET /conversation``  ``{"version": v, "history": [{"index", "role", "text"}]}`` (``version``: a digest
+                       of the whole history, ``history_version``: it changes with any change of any message,
+                       a regenerated answer of the same length included; what ``/edit`` and ``/regenerate``
+                       check)
+    ``POST /edit``     ``{"index": i | "turn": k, "message": str, "version": v (optional)}`` -> ``{"answer"}``:
                        the user message ``i`` (or the k-th user message, 0-based) replaced and the model run
                        afresh from it (``Agent.edit``); 409 ``{"error"}`` when the history changed since
                        ``version`` or during the edit, 400 for an index that is not a user message
-    ``POST /regenerate`` ``{"version": n (optional), "keep_tool_results": bool}`` -> ``{"answer"}``: the last
+    ``POST /regenerate`` ``{"version": v (optional), "keep_tool_results": bool}`` -> ``{"answer"}``: the last
                        answer asked again (``Agent.regenerate``); 409/400 as ``/edit``
     ``POST /ag-ui``    AG-UI ``RunAgentInput`` -> AG-UI events (``HttpAgent``, CopilotKit)
     ``POST /api/chat`` ``useChat``'s body ``{"id", "messages"}`` -> a Vercel AI UI message stream
@@ -51,11 +53,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
+import json
 import os
 import secrets
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +79,10 @@ from yiemagent import (
     sse_events,
 )
 from yiemagent.examples.flask_ui_protocols import add_protocol_routes
+from yiemagent.messages import Message
+from yiemagent.messages.openai import to_openai
 
-__all__ = ["PAGE", "Conversations", "create_app", "from_env", "main"]
+__all__ = ["PAGE", "Conversations", "create_app", "from_env", "history_version", "main"]
 
 
 class Conversations:
@@ -117,6 +123,12 @@ class Conversations:
             self._agents.clear()
         for agent in agents:
             agent.shutdown(mode="now")
+
+
+def history_version(history: Sequence[Message]) -> str:
+    """A history's version: a digest of every message, changed by any change (never the length: regenerate keeps it)."""
+    text = json.dumps([to_openai(m) for m in history], sort_keys=True, default=str, ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
 
 
 def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
@@ -201,17 +213,18 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     @app.get("/conversation")
     def conversation() -> Any:
         history = conversations.get(conversation_id()).history
-        return jsonify(version=len(history), history=[{"index": i, "role": m.role, "text": getattr(m, "text", "")}
-                                                      for i, m in enumerate(history)])
+        return jsonify(version=history_version(history),
+                       history=[{"index": i, "role": m.role, "text": getattr(m, "text", "")}
+                                for i, m in enumerate(history)])
 
     def branch(op: str) -> Any:
         body = request.get_json(silent=True)
         body = body if isinstance(body, dict) else {}
         agent = conversations.get(conversation_id())
         history = agent.history
-        if body.get("version") is not None and body.get("version") != len(history):
-            return jsonify(error=f"the conversation has {len(history)} messages now, not {body.get('version')}: "
-                           "reload it"), 409
+        if body.get("version") is not None and body.get("version") != history_version(history):
+            return jsonify(error="the conversation changed since you read it (another tab or client edited, "
+                           "regenerated or sent a message): reload it"), 409
         try:
             if op == "regenerate":
                 answer = agent.regenerate(keep_tool_results=body.get("keep_tool_results") is True,
@@ -333,7 +346,7 @@ function editable(bubble, turn) {
 async function branch(op, body) {
   document.querySelectorAll(".edit, .save, #regenerate").forEach((b) => { b.disabled = true; });
   const response = await fetch(op, {method: "POST", headers: {"Content-Type": "application/json"},
-                                    body: JSON.stringify(body)});
+                                    body: JSON.stringify({...body, version: transcript.dataset.version})});
   const result = await response.json();
   await redraw(result.answer);
   if (!response.ok) add("error", result.error || response.statusText).dataset.code = String(response.status);
@@ -386,6 +399,7 @@ async function send(text) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   document.getElementById("regenerate").hidden = false;
+  transcript.dataset.version = String((await (await fetch("conversation")).json()).version);  // what we saw
 }
 document.getElementById("form").addEventListener("submit", (event) => {
   event.preventDefault();

@@ -8,6 +8,20 @@ Routes (added by ``add_protocol_routes``, which ``flask_chat.create_app`` calls)
     ``POST /api/chat`` ``useChat``'s body ``{"id", "messages": [UIMessage...]}`` (the last message, a user
                        message, is the input; a last assistant message with answered approvals resumes the
                        run) -> a Vercel AI UI message stream v1 (``vercel_ai_events``). 400 / 409 as above
+    ``GET /api/chat/<id>/stream`` the AI SDK's stream resumption (``chat.resumeStream()``,
+                       ``useChat({resume: true})``): the chat's last run replayed from its start (live while it
+                       runs; the client replaces its partial message, the ``start`` chunk naming the same
+                       ``messageId``); 204 when the last run's stream reached the client whole, or there is none
+                       (nor for an approval's continuation, which continues the client's message: reload the
+                       chat)
+
+After a cut, the rest of the answer (issue 33 point 6): every run is read to its end on the server and
+recorded (``yiemagent.agent.ui_runs.RunRecords``, the last run of each thread / chat, in this process's
+memory). A Vercel client calls ``resumeStream()``; an AG-UI client runs again with the same messages
+(``HttpAgent.runAgent()``, or a new ``HttpAgent`` with them after a reload): when the thread's last run
+began from the latest user message of ``messages`` (its ``id``), it is not run again but replayed:
+``RUN_STARTED``, ``MESSAGES_SNAPSHOT`` (the client's messages up to that user message: its partial answer
+is dropped), the run's events, ``RUN_FINISHED``.
 
 Each route keeps one conversation per ``threadId`` / chat ``id`` (the client makes it, a random
 id: whoever knows it continues that conversation, so put authentication in front of a real
@@ -20,12 +34,14 @@ then the chat sends): the resumed run's messages reach the client whole, after i
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConfigError, FormatError, YiemagentError
 from yiemagent.agent.ui_parts import decided_items
+from yiemagent.agent.ui_runs import RunRecords
 from yiemagent.agent.ui_streams import (
     AG_UI_HEADERS,
     VERCEL_AI_HEADERS,
@@ -70,8 +86,23 @@ def _waiting(agent: Agent, decisions: dict[str, bool | str]) -> dict[str, bool |
     return {call_id: value for call_id, value in decisions.items() if call_id in waiting}
 
 
+def _latest_user(messages: Any) -> tuple[int, str | None]:
+    """The index of the latest user message of ``messages`` and its ``id`` (a string, or None); (-1, None)."""
+    for index in range(len(messages) - 1, -1, -1) if isinstance(messages, list) else ():
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "user":
+            given = message.get("id")
+            return index, given if isinstance(given, str) and given else None
+    return -1, None
+
+
 def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
-    """``POST /ag-ui`` (AG-UI 1.0) and ``POST /api/chat`` (Vercel AI ``useChat``) on ``app`` (see the module)."""
+    """``POST /ag-ui`` (AG-UI 1.0), ``POST /api/chat`` and ``GET /api/chat/<id>/stream`` (``useChat``) on ``app``.
+
+    See the module docstring.
+    """
+    records = RunRecords()
+    app.extensions["yiemagent_run_records"] = records
 
     @app.post("/ag-ui")
     def ag_ui() -> Any:
@@ -80,7 +111,18 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         if not isinstance(body, dict) or not isinstance(thread_id, str) or not thread_id:
             return jsonify(error="send an AG-UI RunAgentInput: {threadId, runId, messages}"), 400
         run_id = body.get("runId") if isinstance(body.get("runId"), str) else None
-        agent = conversations.get(f"ag-ui:{thread_id}")
+        given = body.get("messages")
+        key, messages = f"ag-ui:{thread_id}", given if isinstance(given, list) else []
+        user_index, user_id = _latest_user(messages)
+        last = records.get(key)
+        if not body.get("resume") and last is not None and user_id is not None and last.user_message_id == user_id:
+            # the client runs again after a cut: the run of this message is replayed, not run twice
+            if last.truncated:
+                return jsonify(error="this message's run was too long to replay: load the thread's messages"), 409
+            lines = ag_ui_events(last.follow(), thread_id=thread_id, run_id=run_id,
+                                 snapshot=[m for m in messages[:user_index + 1] if isinstance(m, dict)])
+            return Response(last.stream(lines), headers=AG_UI_HEADERS)
+        agent = conversations.get(key)
         if body.get("resume"):
             try:
                 decisions = approval_decisions(body["resume"] if isinstance(body["resume"], list) else [])
@@ -89,8 +131,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
             if not _waiting(agent, decisions):
                 return jsonify(error="no call of this thread waits for these interrupts"), 409
             items: Any = _deciding(agent, _waiting(agent, decisions))
+            user_id = None
         else:
-            messages = body.get("messages")
             text = _text_of(messages[-1], "content") if isinstance(messages, list) and messages else ""
             if not text.strip():
                 return jsonify(error="the last of messages must be a user message with text"), 400
@@ -98,7 +140,9 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
                 items = agent.stream(text)
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
-        return Response(ag_ui_events(items, thread_id=thread_id, run_id=run_id), headers=AG_UI_HEADERS)
+        record = records.start(key, items, user_message_id=user_id)
+        return Response(record.stream(ag_ui_events(record.follow(), thread_id=thread_id, run_id=run_id)),
+                        headers=AG_UI_HEADERS)
 
     @app.post("/api/chat")
     def vercel_chat() -> Any:
@@ -108,12 +152,12 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         if not isinstance(chat_id, str) or not chat_id or not isinstance(messages, list) or not messages:
             return jsonify(error='send useChat\'s body: {"id", "messages": [...]}'), 400
         agent = conversations.get(f"vercel:{chat_id}")
-        last = messages[-1]
+        last, message_id = messages[-1], None
         if isinstance(last, dict) and last.get("role") == "assistant":
             decisions = _waiting(agent, vercel_approval_decisions(last))
             if not decisions:
                 return jsonify(error="the last message answers no approval that waits"), 409
-            items: Any = _deciding(agent, decisions)
+            items: Any = _deciding(agent, decisions)  # continues the client's message: no new messageId
         else:
             text = _text_of(last, "parts")
             if not text.strip():
@@ -122,4 +166,15 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
                 items = agent.stream(text)
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
-        return Response(vercel_ai_events(items), headers=VERCEL_AI_HEADERS)
+            message_id = f"msg-{uuid.uuid4().hex}"  # a replay names it too: the client replaces its partial one
+        record = records.start(f"vercel:{chat_id}", items, message_id=message_id)
+        return Response(record.stream(vercel_ai_events(record.follow(), message_id=message_id)),
+                        headers=VERCEL_AI_HEADERS)
+
+    @app.get("/api/chat/<chat_id>/stream")
+    def vercel_resume(chat_id: str) -> Any:
+        record = records.get(f"vercel:{chat_id}")
+        if record is None or not record.replayable() or record.message_id is None:
+            return Response(status=204)  # nothing to resume (an approval's continuation is not replayed)
+        return Response(record.stream(vercel_ai_events(record.follow(), message_id=record.message_id)),
+                        headers=VERCEL_AI_HEADERS)

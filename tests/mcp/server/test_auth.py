@@ -240,3 +240,34 @@ def test_yiemagent_oauth_client_logs_in_calls_and_steps_up_against_the_served_re
     assert logins >= 1 and counts["authorizations"] == logins + 1  # one step-up login for the admin scope
     introspected = [e for e in authorization.log("as") if e["path"] == "/introspect"]
     assert len(introspected) >= 3  # the resource server asked the authorization server about each request
+
+
+@pytest.mark.parametrize(("mount", "resource", "inner_path"), [("/mcp", "http://127.0.0.1:8000/mcp", "/"),
+                                                                ("/tools", "http://127.0.0.1:8000/tools/mcp", "/mcp")])
+def test_under_a_url_prefix_the_advertised_metadata_url_answers_200(mount: str, resource: str,
+                                                                    inner_path: str) -> None:
+    """Issue 33: mounted at a prefix (``SCRIPT_NAME``, werkzeug's ``DispatcherMiddleware`` as the serving guide
+    shows), the challenge named ``/.well-known/oauth-protected-resource/<path>`` at the host's root, which the
+    outer app answers 404: a client could not find the authorization server. The advertised URL is now under
+    the prefix, where this middleware answers it.
+    """
+    from werkzeug.middleware.dispatcher import DispatcherMiddleware
+
+    def outer(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"the site's own 404"]
+
+    inner = BearerAuth(build().wsgi_app(path=inner_path), JWTVerifier(key=KEY, issuer=ISSUER, algorithms=["HS256"]),
+                       resource=resource, authorization_servers=[ISSUER], required_scopes=["mcp"])
+    client = Client(DispatcherMiddleware(outer, {mount: inner}))
+    endpoint = "/mcp" if inner_path == "/" else mount + inner_path
+    refused = client.post(endpoint, data=json.dumps(INIT), headers=ACCEPT, content_type="application/json")
+    assert refused.status_code == 401
+    advertised = challenge(refused)["resource_metadata"]
+    assert advertised.startswith("http://127.0.0.1:8000" + mount + "/.well-known/oauth-protected-resource")
+    metadata = client.get(advertised.removeprefix("http://127.0.0.1:8000"))
+    assert metadata.status_code == 200 and metadata.json["resource"] == resource
+    token = jwt.encode({"iss": ISSUER, "aud": resource, "sub": "alice", "scope": "mcp",
+                        "exp": int(time.time()) + 60}, KEY, algorithm="HS256")
+    assert client.post(endpoint, data=json.dumps(INIT), content_type="application/json",
+                       headers={**ACCEPT, "Authorization": f"Bearer {token}"}).status_code == 200

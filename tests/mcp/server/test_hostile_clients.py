@@ -135,7 +135,8 @@ def test_each_hostile_line_over_stdio_gets_a_clean_error_and_the_loop_goes_on() 
     lines.append(b'{"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "add", '
                  b'"arguments": {"a": 2, "b": 2}}}')
     stdin, stdout = io.BytesIO(b"\n".join(lines) + b"\n"), io.BytesIO()
-    done = threading.Thread(target=serve_stdio, args=(build(),), kwargs={"stdin": stdin, "stdout": stdout}, daemon=True)
+    done = threading.Thread(target=serve_stdio, args=(build(),), daemon=True,  # a client that reads after its EOF:
+                            kwargs={"stdin": stdin, "stdout": stdout, "drain_seconds": 60})  # the requests may finish
     done.start()
     done.join(120)
     assert not done.is_alive()

@@ -16,6 +16,7 @@ from yiemagent.mcp.server.stdio import serve_stdio
 def run(server: MCPServer, lines: list[Any], **options: Any) -> list[dict[str, Any]]:
     raw = b"".join((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines)
     out = io.BytesIO()
+    options.setdefault("drain_seconds", 60)  # the lines all come before the end of stdin: let their calls finish
     serve_stdio(server, stdin=io.BytesIO(raw), stdout=out, **options)
     return [json.loads(line) for line in out.getvalue().splitlines()]
 

@@ -2,7 +2,10 @@
 
 ``module`` is imported (the current directory is on ``sys.path``), ``attribute``
 names an ``MCPServer`` or a function returning one. Logs go to stderr
-(``--log-level``, default WARNING); stdout carries only the protocol. Exit
+(``--log-level``, default WARNING); stdout carries only the protocol. When
+stdin ends (the client's shutdown) the calls still running are cancelled and
+the process exits at once; ``--drain-seconds N`` lets them finish for N seconds
+first (requests piped in by a script that reads the answers afterwards). Exit
 status: 0 when stdin ends, 2 for a bad argument.
 """
 
@@ -50,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Serve a yiemagent MCPServer over stdio.")
     parser.add_argument("target", help="module:attribute naming an MCPServer (or a function returning one)")
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    parser.add_argument("--drain-seconds", type=float, default=0.0,
+                        help="after stdin ends, seconds running calls may finish before they are cancelled (default 0)")
     args = parser.parse_args(argv)
+    if not 0 <= args.drain_seconds < float("inf"):
+        parser.error(f"--drain-seconds must be a finite number >= 0, not {args.drain_seconds}")
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if os.getcwd() not in sys.path:
@@ -60,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ImportError, AttributeError) as exc:
         print(f"python -m yiemagent.mcp.server: {exc}", file=sys.stderr)
         return 2
-    server.run_stdio()
+    server.run_stdio(drain_seconds=args.drain_seconds)
     return 0
 
 

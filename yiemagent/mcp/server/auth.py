@@ -26,11 +26,17 @@
 - a ``tools/call`` of a tool listed in ``tool_scopes`` also needs that tool's scopes (403 as above).
   The request body is read once (at most ``max_body_bytes``) and handed on unchanged.
 
-A 2025-11-25 session (``Mcp-Session-Id``) belongs to the token subject (``sub`` and client id) that
-began it: a request with another subject's token on it is answered 404, as an unknown session (MCP
-security best practices: session hijacking). The token that passed is
-``environ["yiemagent.mcp.access_token"]`` (an ``AccessToken``) for the app below. Tokens never reach a
-log, an error or a response (the text policy's known secrets).
+The token that passed is ``environ["yiemagent.mcp.access_token"]`` (an ``AccessToken``) for the app below;
+``MCPServer.wsgi_app()`` hands it to every served call (``RequestContext.identity``,
+``current_call().identity``) and binds to its ``principal`` what a client holds: a 2025-11-25 session
+(``Mcp-Session-Id``: another principal's request on it is answered 404, as an unknown session; MCP security
+best practices, session hijacking), the sessions one principal may open (``MemorySessions``), a 2026-07-28
+``requestState`` and ``conversation_tool``'s conversations. Tokens never reach a log, an error or a response
+(the text policy's known secrets).
+
+Under a URL prefix (the app mounted at ``SCRIPT_NAME``, e.g. werkzeug's ``DispatcherMiddleware({"/tools":
+app})``), the ``resource_metadata`` URL of a challenge is one this middleware answers:
+``<origin><SCRIPT_NAME>/.well-known/oauth-protected-resource<rest of the resource path>``.
 
 Verifiers (``TokenVerifier``: ``verify(token) -> AccessToken | None``): ``IntrospectionVerifier``
 (RFC 7662, with ``requests``) and ``JWTVerifier`` (signed JWTs, with PyJWT: ``pip install -e
@@ -46,7 +52,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,9 +59,11 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ..._internal.checks import install_hint
+from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
 from ...textpolicy import register_secrets
+from ..limits import DEFAULT_MAX_JSON_DEPTH
 
 __all__ = ["AccessToken", "BearerAuth", "IntrospectionVerifier", "JWTVerifier", "TokenVerifier"]
 
@@ -67,8 +74,6 @@ ENVIRON_KEY = "yiemagent.mcp.access_token"
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_SESSION_OWNERS = 100_000
-"""Sessions whose owner is remembered (the oldest forgotten first)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,17 @@ class AccessToken:
     subject: str | None = None
     client_id: str | None = None
     claims: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def principal(self) -> str | None:
+        """Whom the token speaks for: the key a client's state is bound to.
+
+        ``"sub:<subject>"``, else ``"client:<client_id>"`` (a client-credentials token), else None (a token
+        naming neither: nothing can be bound to it).
+        """
+        if self.subject:
+            return f"sub:{self.subject}"
+        return f"client:{self.client_id}" if self.client_id else None
 
 
 class TokenVerifier(Protocol):
@@ -280,15 +296,33 @@ class BearerAuth:
                          "bearer_methods_supported": ["header"]}
         path = parts.path.rstrip("/")
         self.metadata_paths = {WELL_KNOWN + path, WELL_KNOWN} if path else {WELL_KNOWN}
-        self.metadata_url = metadata_url or f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
+        self._origin, self._resource_path, self._metadata_url = f"{parts.scheme}://{parts.netloc}", path, metadata_url
+        self.metadata_url = metadata_url or f"{self._origin}{WELL_KNOWN}{path}"
         self.max_body_bytes = max_body_bytes
-        self._owners: dict[str, tuple[str | None, str | None]] = {}  # session id -> (sub, client_id) that began it
-        self._owners_lock = threading.Lock()
+
+    def _is_metadata(self, environ: dict[str, Any]) -> bool:
+        """True for a request of the metadata: at the host's root, or under the prefix the app is mounted at."""
+        script, info = environ.get("SCRIPT_NAME", "").rstrip("/"), environ.get("PATH_INFO", "").rstrip("/")
+        if (script + info or "/") in self.metadata_paths or info == WELL_KNOWN:
+            return True
+        return bool(info.startswith(WELL_KNOWN + "/") and script + info[len(WELL_KNOWN):] == self._resource_path)
+
+    def advertised_metadata_url(self, environ: dict[str, Any]) -> str:
+        """The ``resource_metadata`` URL of a challenge for the request ``environ``.
+
+        ``metadata_url`` when given; else the well-known URL of the resource, under ``SCRIPT_NAME`` when the
+        app is mounted at a prefix (so that it reaches this middleware:
+        ``<origin><SCRIPT_NAME>/.well-known/oauth-protected-resource<rest of the resource path>``).
+        """
+        script = environ.get("SCRIPT_NAME", "").rstrip("/")
+        if self._metadata_url is not None or not script:
+            return self.metadata_url
+        rest = self._resource_path[len(script):] if self._resource_path.startswith(script + "/") else ""
+        return f"{self._origin}{script}{WELL_KNOWN}{rest}"
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Answer the metadata, refuse with a challenge, or call ``app`` with the verified token in ``environ``."""
-        path = (environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")).rstrip("/") or "/"
-        if path in self.metadata_paths or environ.get("PATH_INFO", "").rstrip("/") in self.metadata_paths:
+        if self._is_metadata(environ):
             if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
                 return self._plain(start_response, "405 Method Not Allowed", [("Allow", "GET")])
             body = json.dumps(self.metadata).encode()
@@ -301,11 +335,11 @@ class BearerAuth:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            return self._challenge(start_response, 401, None, self.required_scopes)
+            return self._challenge(environ, start_response, 401, None, self.required_scopes)
         register_secrets([token])  # never printed, whatever happens below
         access = self.verifier.verify(token)
         if access is None:
-            return self._challenge(start_response, 401, "invalid_token", self.required_scopes,
+            return self._challenge(environ, start_response, 401, "invalid_token", self.required_scopes,
                                    "the access token is invalid, expired or not for this resource")
         needed = set(self.required_scopes)
         if self.tool_scopes and environ.get("REQUEST_METHOD") == "POST":
@@ -316,31 +350,10 @@ class BearerAuth:
         missing = needed - access.scopes
         if missing:
             wanted = [*dict.fromkeys([*access.scopes & needed, *sorted(needed)])]
-            return self._challenge(start_response, 403, "insufficient_scope", wanted,
+            return self._challenge(environ, start_response, 403, "insufficient_scope", wanted,
                                    f"this request needs the scopes {' '.join(sorted(missing))}")
-        principal = (access.subject, access.client_id)
-        session_id = environ.get("HTTP_MCP_SESSION_ID")
-        if session_id:
-            with self._owners_lock:
-                owner = self._owners.get(session_id)
-            if owner is not None and owner != principal:  # another user's session: as if it did not exist
-                logger.warning("a request used the MCP session of another token subject; answered 404")
-                body = b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Session not found"}}'
-                start_response("404 Not Found", [("Content-Type", "application/json"),
-                                                 ("Content-Length", str(len(body)))])
-                return [body]
-        environ[ENVIRON_KEY] = access
-
-        def recording(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
-            issued = next((value for name, value in headers if name.lower() == "mcp-session-id"), None)
-            if issued and not session_id:  # a session begins: it belongs to this token's subject
-                with self._owners_lock:
-                    self._owners[issued] = principal
-                    while len(self._owners) > MAX_SESSION_OWNERS:
-                        self._owners.pop(next(iter(self._owners)))
-            return start_response(status, headers, *exc_info)
-
-        return self.app(environ, recording)
+        environ[ENVIRON_KEY] = access  # the served calls' identity; sessions and states are bound to it (wsgi.py)
+        return self.app(environ, start_response)
 
     def _body(self, environ: dict[str, Any]) -> bytes | None:
         """The request body, read once and put back as ``wsgi.input``; None when longer than the cap."""
@@ -356,7 +369,7 @@ class BearerAuth:
 
     def _tool_scopes_of(self, body: bytes) -> list[str]:
         try:
-            message = json.loads(body)
+            message = loads_bounded(body, DEFAULT_MAX_JSON_DEPTH)  # a body nested 100,000 deep: no RecursionError
         except ValueError:
             return []  # the app answers the parse error
         messages = message if isinstance(message, list) else [message]
@@ -366,9 +379,9 @@ class BearerAuth:
                 needed += self.tool_scopes.get(str(item["params"].get("name")), ())
         return needed
 
-    def _challenge(self, start_response: Callable[..., Any], status: int, error: str | None,
-                   scopes: Sequence[str], description: str | None = None) -> list[bytes]:
-        fields = [f"resource_metadata={_quoted(self.metadata_url)}"]
+    def _challenge(self, environ: dict[str, Any], start_response: Callable[..., Any], status: int,
+                   error: str | None, scopes: Sequence[str], description: str | None = None) -> list[bytes]:
+        fields = [f"resource_metadata={_quoted(self.advertised_metadata_url(environ))}"]
         if error:
             fields.insert(0, f"error={_quoted(error)}")
         if scopes:

@@ -3,12 +3,13 @@
 - ``ServerSession``: what one client negotiated (``protocolVersion``, capabilities,
   ``clientInfo``), its logging level, and the ``tools/call`` requests in flight
   (request id -> abort ``threading.Event``, set by ``notifications/cancelled``).
-- ``MemorySessions``: the sessions of one process, bounded (``max_sessions``; the
-  least recently used is dropped) and expiring after ``idle_seconds``. Sessions are
+- ``MemorySessions`` (``yiemagent.mcp.server.sessions``): the sessions of one process,
+  bounded per owner and in all, expiring after ``idle_seconds``. Sessions are
   per process: under gunicorn with several workers, serve statelessly
   (``MCPServer.wsgi_app(stateless=True)``) or pin a client to one worker.
 - ``RequestContext``: what ``MCPServer.handle`` needs besides the message: the
-  session and where notifications about this request go (an SSE stream, stdout).
+  session, where notifications about this request go (an SSE stream, stdout), and
+  the verified identity of its client (``identity``: ``BearerAuth``'s ``AccessToken``).
 - ``ServedCall`` / ``current_call()``: the ``tools/call`` (or ``prompts/get``,
   ``resources/read``) running on this thread; a tool sends
   ``notifications/progress`` (``yiemagent.tools.report_progress`` or
@@ -40,11 +41,10 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .inputs import (
     CAPABILITY_OF,
@@ -57,14 +57,21 @@ from .inputs import (
     roots_request,
     sampling_request,
 )
+from .sessions import MemorySessions
 
-__all__ = ["LOG_LEVELS", "MemorySessions", "MessageHandler", "ModernRequest",
+if TYPE_CHECKING:
+    from .auth import AccessToken
+
+__all__ = ["LOG_LEVELS", "MAX_PENDING_QUESTIONS", "MemorySessions", "MessageHandler", "ModernRequest",
            "RequestContext", "ServedCall", "ServerSession", "current_call"]
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 """The syslog severities of MCP logging, least severe first (RFC 5424)."""
 
 Notify = Callable[[dict[str, Any]], None]
+
+MAX_PENDING_QUESTIONS = 32
+"""Requests one session may have waiting for the client's answer (2025-11-25); one more raises ``InputUnavailable``."""
 
 
 def _no_notify(message: dict[str, Any]) -> None:
@@ -105,10 +112,14 @@ class ServerSession:
             The response message (``{"result": ...}`` or ``{"error": ...}``).
 
         Raises:
-            InputUnavailable: no answer within ``timeout`` seconds, or ``abort_event`` was set.
+            InputUnavailable: no answer within ``timeout`` seconds, ``abort_event`` was set (the client cancelled
+                or left, the session ended), or ``MAX_PENDING_QUESTIONS`` wait already.
         """
         slot = _Asked()
         with self.lock:
+            if len(self.asked) >= MAX_PENDING_QUESTIONS:
+                raise InputUnavailable(f"{request['method']}: this session has {len(self.asked)} questions "
+                                       "waiting for the client already")
             self.asked_count += 1
             request_id = f"yiemagent-{self.asked_count}"
             self.asked[request_id] = slot
@@ -159,57 +170,6 @@ class _Asked:
     reply: dict[str, Any] = field(default_factory=dict)
 
 
-class MemorySessions:
-    """The sessions of this process, bounded and expiring (see the module docstring).
-
-    Thread-safe. Raises ``ConfigError``-free: bad bounds are ``ValueError``.
-    """
-
-    def __init__(self, max_sessions: int = 10_000, idle_seconds: float = 3600.0) -> None:
-        if max_sessions < 1 or idle_seconds <= 0:
-            raise ValueError("max_sessions must be >= 1 and idle_seconds > 0")
-        self.max_sessions = max_sessions
-        self.idle_seconds = idle_seconds
-        self._sessions: OrderedDict[str, ServerSession] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, session: ServerSession) -> None:
-        """Keep ``session``; drops the least recently used one past ``max_sessions``."""
-        with self._lock:
-            self._sessions[session.id] = session
-            while len(self._sessions) > self.max_sessions:
-                _, dropped = self._sessions.popitem(last=False)
-                dropped.cancel_all()
-
-    def get(self, session_id: str) -> ServerSession | None:
-        """The live session ``session_id`` (its ``last_seen`` updated), or None (unknown or expired)."""
-        now = time.monotonic()
-        with self._lock:
-            session = self._sessions.get(session_id)
-            if session is None:
-                return None
-            if now - session.last_seen > self.idle_seconds:
-                del self._sessions[session_id]
-                session.cancel_all()
-                return None
-            session.last_seen = now
-            self._sessions.move_to_end(session_id)
-            return session
-
-    def remove(self, session_id: str) -> bool:
-        """End the session (its calls in flight are aborted); False when it was not there."""
-        with self._lock:
-            session = self._sessions.pop(session_id, None)
-        if session is None:
-            return False
-        session.cancel_all()
-        return True
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._sessions)
-
-
 @dataclass
 class ModernRequest:
     """What a 2026-07-28 request says of its client in ``params._meta`` (there is no session)."""
@@ -234,6 +194,9 @@ class RequestContext:
     """The HTTP request's headers (lower-case names), for the 2026-07-28 header checks; None off HTTP."""
     modern_request: ModernRequest | None = None
     """Set by ``MCPServer.handle`` for a 2026-07-28 request."""
+    identity: AccessToken | None = None
+    """The request's verified bearer token (``BearerAuth``: ``subject``, ``client_id``, ``scopes``,
+    ``principal``); None when nothing verified one (stdio, an app without ``BearerAuth`` in front)."""
 
     def client_capabilities(self) -> dict[str, Any]:
         """The client's capabilities: the request's (2026-07-28) or the session's (``initialize``)."""
@@ -278,6 +241,15 @@ class ServedCall:
         """What the tool keeps across 2026-07-28 rounds (JSON values; carried in the signed ``requestState``,
         readable by the client: no secrets). In 2025-11-25 the tool runs once and this is a plain dict."""
         self._asks = 0
+
+    @property
+    def identity(self) -> AccessToken | None:
+        """The verified token of the request that runs this call (``RequestContext.identity``), or None.
+
+        ``identity.subject`` is the user (``sub``), ``identity.client_id`` the OAuth client, ``identity.scopes``
+        what it may do, ``identity.principal`` the key a served tool should bind its state to.
+        """
+        return self.context.identity
 
     def client_supports(self, capability: str) -> bool:
         """True when the client declared ``capability`` (``"elicitation"``, ``"sampling"``, ``"roots"``...)."""

@@ -25,11 +25,18 @@ completed or waits for an approval):
   model reply or tool call is never run twice), and answers the same. The key names the input: a call
   with a used key gets the first input's answer, whatever its ``input`` says (the store's rule, as for
   ``flask_durable``); use a new key for a new input. Without a key, a retry is a new input.
-- ``conversation_id`` is any string (an unknown one starts that conversation) and is not owned by
-  anyone: put authentication in front (``yiemagent.mcp.server.auth``) and derive the ids from the user
-  (e.g. ``f"{subject}:{id}"`` in ``make_agent``) so that a client cannot read another's conversation.
+- ``conversation_id`` is bound to the verified user: with ``BearerAuth`` in front
+  (``yiemagent.mcp.server.auth``), the conversation in the store is ``"<owner>/<conversation_id>"``, the
+  owner a digest of the token's principal (``AccessToken.principal``: its ``sub``, else its client id), so
+  another user who sends the same ``conversation_id`` reaches a conversation of their own, never this
+  one. The client sees its own ``conversation_id`` only. A token naming no subject and no client gets an
+  error result. Without authentication (stdio, no ``BearerAuth``) the id is used as it is: whoever knows it
+  continues it, so use long random ids or put authentication in front.
 
-Each call makes its agent with ``make_agent(conversation_id)`` and shuts it down afterwards; the call's
+Each call makes its agent with ``make_agent(store_id)``, or ``make_agent(store_id, identity=token)`` when
+``make_agent`` takes an ``identity`` parameter (or ``**kwargs``): ``store_id`` is the conversation's id in
+the store (bound to the user as above), ``token`` the verified ``AccessToken`` or None. It shuts the agent
+down afterwards; the call's
 abort (``notifications/cancelled``, a client gone) aborts the run. ``timeout_seconds`` bounds one call
 (the run is aborted then). ``make_agent`` must give an agent with a store (durable); without one the
 conversation does not outlive the call.
@@ -39,6 +46,8 @@ Spec: MCP 2025-11-25 "Tools"; yiemagent's conversation store (docs/guides/durabl
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import logging
 import threading
 import time
@@ -49,9 +58,10 @@ from typing import Any, Protocol
 
 from ...exceptions import ConfigError
 from ...tools import AgentTool
+from .calls import current_call
 from .content import ToolReply
 
-__all__ = ["conversation_tool"]
+__all__ = ["conversation_tool", "store_id"]
 
 logger = logging.getLogger("yiemagent.mcp.server.conversations")
 
@@ -78,9 +88,26 @@ class _DurableAgent(Protocol):
     def shutdown(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-def conversation_tool(make_agent: Callable[[str], Any], name: str, description: str, *,
+def _takes_identity(make_agent: Callable[..., Any]) -> bool:
+    """True when ``make_agent`` accepts ``identity=`` (a parameter of that name, or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(make_agent).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: the one-argument form
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "identity" and p.kind is not p.POSITIONAL_ONLY)
+               for p in parameters)
+
+
+def store_id(conversation_id: str, principal: str | None) -> str:
+    """The store's id of ``conversation_id`` as seen by ``principal`` (None: unauthenticated, the id itself)."""
+    if principal is None:
+        return conversation_id
+    return f"{hashlib.sha256(principal.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}/{conversation_id}"
+
+
+def conversation_tool(make_agent: Callable[..., Any], name: str, description: str, *,
                       timeout_seconds: float = 300.0) -> AgentTool:
-    """An ``AgentTool`` running ``make_agent(conversation_id)``'s agent on each call (see the module docstring).
+    """An ``AgentTool`` running ``make_agent(store_id[, identity=token])``'s agent on each call (see the module).
 
     Raises:
         ConfigError: ``make_agent`` is not callable or ``timeout_seconds`` is not a number > 0.
@@ -90,10 +117,19 @@ def conversation_tool(make_agent: Callable[[str], Any], name: str, description: 
     if not isinstance(timeout_seconds, (int, float)) or isinstance(timeout_seconds, bool) or timeout_seconds <= 0:
         raise ConfigError(f"timeout_seconds must be a number > 0, not {timeout_seconds!r}")
 
+    with_identity = _takes_identity(make_agent)
+
     def execute(call_id: str, arguments: Mapping[str, Any], abort: threading.Event) -> ToolReply:
         conversation_id = arguments.get("conversation_id") or uuid.uuid4().hex
         input_id = arguments.get("input_id") or None
-        agent: _DurableAgent = make_agent(conversation_id)
+        served = current_call()
+        identity = served.identity if served is not None else None
+        if identity is not None and identity.principal is None:
+            text = "the access token names no subject and no client: a conversation cannot be bound to it"
+            return ToolReply([{"type": "text", "text": text}], {"answer": text, "conversation_id": conversation_id,
+                                                               "input_id": input_id, "status": "error"}, is_error=True)
+        key = store_id(conversation_id, identity.principal if identity is not None else None)
+        agent: _DurableAgent = make_agent(key, identity=identity) if with_identity else make_agent(key)
         try:
             stream = agent.stream(arguments["input"], input_id=input_id)
             stream.close()  # nobody reads the events: the run goes on, its answer comes by the future

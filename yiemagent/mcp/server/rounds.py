@@ -11,8 +11,10 @@ The client retries the same request with ``inputResponses`` (``{"<key>":
 result}``) and the ``requestState``; the tool runs again and gets the answers.
 The ``requestState`` carries what the next round needs: the answers used so far
 (checked), the keys asked, what the tool keeps (``ServedCall.saved``), the round
-number, when the first round began, and a digest binding it to this request
-(method, tool / prompt name or resource URI, arguments). It is signed with
+number, when the first round began, a random nonce, and a digest binding it to
+this request (method, tool / prompt name or resource URI, arguments) and to the
+verified principal of its client (``AccessToken.principal``; none without
+``BearerAuth``): another user's state is refused. It is signed with
 HMAC-SHA256 (``RequestStateCodec``; the payload is readable by the client, not
 secret): a state that fails the check, belongs to another request, has expired
 (``InputLimits.deadline_seconds`` after the first round) or is over
@@ -20,6 +22,17 @@ secret): a state that fails the check, belongs to another request, has expired
 that are not an object of objects or name more than
 ``InputLimits.max_inputs_per_round`` inputs. A request that would need more than
 ``InputLimits.max_rounds`` rounds is refused -32602 too.
+
+A ``requestState`` is single-use: the round that carries it spends its nonce
+(``UsedStates.use``) before the tool runs, so a replayed round (the same state
+sent again, e.g. a final round whose tool did its side effect) is refused -32602
+and the tool does not run again. The default ``MemoryUsedStates`` remembers the
+nonces of this process until their state expires (at most ``max_entries``; when
+it is full of live nonces a round is refused -32603 rather than a nonce
+forgotten). Several workers sharing ``state_keys`` each have their own record: a
+state replayed to *another* worker is not caught unless they share a store
+(``MCPServer(used_states=...)``, anything with ``use(nonce, expires_at) ->
+bool``: a Redis ``SET NX EX``, a table with a unique key).
 
 Without a ``requestState`` (a client that answers at once), ``inputResponses``
 are used as they are (every key the tool asks for); with one, only the keys the
@@ -40,7 +53,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ...exceptions import ConfigError
 from ...textpolicy import scrub_secrets
@@ -50,7 +63,8 @@ from .calls import RequestContext, ServedCall, running
 from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
 from .wire import INTERNAL_ERROR, INVALID_PARAMS, Refusal
 
-__all__ = ["InvalidRequestState", "RequestStateCodec", "Rounds", "binding", "run_asking"]
+__all__ = ["InvalidRequestState", "MemoryUsedStates", "RequestStateCodec", "Rounds", "UsedStates", "binding",
+           "run_asking"]
 
 _VERSION = "y1"
 
@@ -122,9 +136,58 @@ class RequestStateCodec:
         return payload
 
 
-def binding(method: str, name: str, arguments: Any) -> str:
-    """The digest tying a ``requestState`` to one request: method, name (or URI) and arguments."""
-    text = json.dumps([method, name, arguments], separators=(",", ":"), sort_keys=True, default=str)
+class UsedStates(Protocol):
+    """Where the nonces of used ``requestState`` values are recorded (single-use rounds)."""
+
+    def use(self, nonce: str, expires_at: float) -> bool:
+        """Record ``nonce`` (kept at least until ``expires_at``, Unix seconds); True the first time, False after.
+
+        Raises:
+            StateStoreFull: nothing more can be recorded now (the round is refused, not let through).
+        """
+        ...
+
+
+class StateStoreFull(Exception):
+    """The record of used ``requestState`` nonces is full of live ones."""
+
+
+class MemoryUsedStates:
+    """The nonces used in this process, each kept until its state expires; at most ``max_entries``.
+
+    Thread-safe. Full of unexpired nonces, ``use`` raises ``StateStoreFull`` (never forgets a live one).
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        if not isinstance(max_entries, int) or max_entries < 1:
+            raise ConfigError(f"max_entries must be an int >= 1, not {max_entries!r}")
+        self.max_entries = max_entries
+        self._expiry: dict[str, float] = {}  # insertion order: about the order of expiry
+        self._lock = threading.Lock()
+
+    def use(self, nonce: str, expires_at: float) -> bool:
+        """See ``UsedStates.use``."""
+        now = time.time()
+        with self._lock:
+            if nonce in self._expiry:
+                return False
+            while self._expiry and self._expiry[next(iter(self._expiry))] <= now:
+                del self._expiry[next(iter(self._expiry))]
+            if len(self._expiry) >= self.max_entries:
+                self._expiry = {key: at for key, at in self._expiry.items() if at > now}
+                if len(self._expiry) >= self.max_entries:
+                    raise StateStoreFull(f"{self.max_entries} requestState rounds are live; try again later")
+            self._expiry[nonce] = expires_at
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._expiry)
+
+
+def binding(method: str, name: str, arguments: Any, principal: str | None = None) -> str:
+    """The digest tying a ``requestState`` to one request: method, name (or URI), arguments and the principal."""
+    text = json.dumps([method, name, arguments, principal], separators=(",", ":"), sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -139,14 +202,19 @@ class Rounds:
 
     def __init__(self, bound_to: str, codec: RequestStateCodec, limits: InputLimits) -> None:
         self.bound_to, self.codec, self.limits = bound_to, codec, limits
+        self.nonce = secrets.token_urlsafe(16)
         self.answers: dict[str, Any] = {}
         self.saved: dict[str, Any] = {}
         self.round = 0
         self.started = time.time()
 
     @classmethod
-    def begin(cls, params: dict[str, Any], bound_to: str, codec: RequestStateCodec, limits: InputLimits) -> Rounds:
+    def begin(cls, params: dict[str, Any], bound_to: str, codec: RequestStateCodec, limits: InputLimits,
+              used: UsedStates | None = None) -> Rounds:
         """Read ``inputResponses`` and ``requestState`` of ``params`` (see the module docstring).
+
+        Spends the state's nonce in ``used`` (None: a ``MemoryUsedStates`` of this call alone: replays are not
+        caught).
 
         Raises:
             Refusal: -32602 for what the module docstring lists.
@@ -177,16 +245,25 @@ class Rounds:
             raise Refusal(INVALID_PARAMS, "requestState failed its integrity check (changed, or not from this "
                                           "server)") from None
         if state.get("b") != bound_to:
-            raise Refusal(INVALID_PARAMS, "requestState belongs to another request (method, name or arguments "
-                                          "differ)")
+            raise Refusal(INVALID_PARAMS, "requestState belongs to another request (method, name, arguments or "
+                                          "the authenticated user differ)")
         if not isinstance(state.get("exp"), (int, float)) or time.time() > state["exp"]:
             raise Refusal(INVALID_PARAMS, f"requestState expired: the request's rounds must end within "
                                           f"{limits.deadline_seconds:g} s; send the request again without it")
         pending, kept = state.get("p"), state.get("a")
         saved, number, started = state.get("s"), state.get("r"), state.get("t")
+        nonce = state.get("n")
         if not (isinstance(pending, list) and isinstance(kept, dict) and isinstance(saved, dict)
-                and isinstance(number, int) and isinstance(started, (int, float))):
+                and isinstance(number, int) and isinstance(started, (int, float)) and isinstance(nonce, str)):
             raise Refusal(INVALID_PARAMS, "requestState is malformed")
+        try:
+            first_use = (used if used is not None else MemoryUsedStates()).use(nonce, float(state["exp"]))
+        except StateStoreFull as exc:
+            raise Refusal(INTERNAL_ERROR, str(exc)) from None
+        if not first_use:  # a replayed round: its tool ran (or runs) already with these answers
+            raise Refusal(INVALID_PARAMS, "requestState was used already: each round's state is single-use (a "
+                                          "replayed round does not run the tool again); send the request again "
+                                          "without it to start over")
         rounds.answers = {**{k: v for k, v in responses.items() if k in pending}, **kept}
         rounds.saved, rounds.round, rounds.started = saved, number, float(started)
         return rounds
@@ -202,7 +279,7 @@ class Rounds:
         if number > self.limits.max_rounds:
             raise Refusal(INVALID_PARAMS, f"the request still needs input after {self.limits.max_rounds} rounds "
                                           "(InputLimits.max_rounds)")
-        state = {"b": self.bound_to, "r": number, "t": self.started,
+        state = {"b": self.bound_to, "r": number, "t": self.started, "n": self.nonce,
                  "exp": self.started + self.limits.deadline_seconds, "a": call.used, "p": sorted(requests),
                  "s": call.saved}
         try:
@@ -217,10 +294,11 @@ class Rounds:
 
 def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                context: RequestContext, work: Callable[[], Any], abort: threading.Event, codec: RequestStateCodec,
-               limits: InputLimits) -> tuple[Any, dict[str, Any] | None]:
+               limits: InputLimits, used: UsedStates | None = None) -> tuple[Any, dict[str, Any] | None]:
     """Run ``work()`` as the current ``ServedCall`` of one ``tools/call``, ``prompts/get`` or ``resources/read``.
 
-    ``name``: the tool or prompt name, or the resource URI; ``arguments``: the call's (bound into the state).
+    ``name``: the tool or prompt name, or the resource URI; ``arguments``: the call's (bound into the state,
+    with ``context.identity``'s principal); ``used``: where spent state nonces are recorded.
 
     Returns:
         ``(work's value, None)``, or ``(None, the input_required result)`` when it asked for an input the
@@ -232,7 +310,8 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
             (``Rounds.begin``) or too many rounds; -32603 a state too large.
         Exception: what ``work`` raises otherwise.
     """
-    rounds = Rounds.begin(params, binding(method, name, arguments), codec, limits) \
+    principal = context.identity.principal if context.identity is not None else None
+    rounds = Rounds.begin(params, binding(method, name, arguments, principal), codec, limits, used) \
         if context.modern_request is not None else None
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None

@@ -67,7 +67,7 @@ from .catalog import Prompt, Resource, ResourceTemplate, contents_of, messages_o
 from .content import call_result
 from .inputs import InputLimits
 from .modern import REMOVED_METHODS, check_request, finish_result, request_era
-from .rounds import RequestStateCodec, run_asking
+from .rounds import MemoryUsedStates, RequestStateCodec, UsedStates, run_asking
 from .subscriptions import Subscriptions
 from .wire import (
     INTERNAL_ERROR,
@@ -118,6 +118,9 @@ class MCPServer:
             first signs). None: a random key per process; give the same keys to every worker.
         input_limits: bounds on asking the client (``inputs.InputLimits``: rounds, inputs per round,
             ``requestState`` size, deadline).
+        used_states: where the nonces of spent ``requestState`` values are recorded, so that a replayed round
+            does not run its tool again (``rounds.UsedStates``; default ``rounds.MemoryUsedStates()``, this
+            process only: workers sharing ``state_keys`` should share one, e.g. on Redis or a table).
 
     Raises:
         ConfigError: two tools, prompts or resources with one name / URI, a bad ``page_size``,
@@ -138,7 +141,7 @@ class MCPServer:
                  resources: Iterable[Resource | ResourceTemplate] = (), prompts: Iterable[Prompt] = (),
                  instructions: str | None = None, page_size: int = 100, cache_ttl_ms: int = 0,
                  cache_scope: str = "private", state_keys: Sequence[bytes | str] | None = None,
-                 input_limits: InputLimits | None = None) -> None:
+                 input_limits: InputLimits | None = None, used_states: UsedStates | None = None) -> None:
         if not isinstance(page_size, int) or page_size < 1:
             raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
         if not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0 or cache_scope not in ("private", "public"):
@@ -147,6 +150,7 @@ class MCPServer:
         self.cache_ttl_ms, self.cache_scope = cache_ttl_ms, cache_scope
         self.input_limits = input_limits or InputLimits()
         self._state_codec = RequestStateCodec(state_keys)
+        self._used_states: UsedStates = used_states if used_states is not None else MemoryUsedStates()
         self._tools: dict[str, AgentTool] = {}
         self._output_schemas: dict[str, dict[str, Any]] = {}
         self._resources: dict[str, Resource] = {}
@@ -230,7 +234,8 @@ class MCPServer:
         """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
 
         ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
-        ``stateless``, ``sessions``, ``max_body_bytes``.
+        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_buffered_messages``,
+        ``max_call_seconds``.
         """
         from .wsgi import WSGIApp
 
@@ -357,9 +362,24 @@ class MCPServer:
     def _asking(self, method: str, name: str, arguments: dict[str, Any], request_id: Any, params: dict[str, Any],
                 context: RequestContext, work: Callable[[], Any],
                 abort: threading.Event | None = None) -> tuple[Any, dict[str, Any] | None]:
-        """``rounds.run_asking`` with this server's codec and limits."""
-        return run_asking(method, name, arguments, request_id, params, context, work, abort or threading.Event(),
-                          self._state_codec, self.input_limits)
+        """``rounds.run_asking`` with this server's codec and limits.
+
+        Without ``abort``, one is registered for the request: ``notifications/cancelled`` and a client that leaves
+        reach ``prompts/get`` and ``resources/read`` as they reach ``tools/call``.
+        """
+        if abort is not None:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits, self._used_states)
+        abort, session = threading.Event(), context.session
+        with session.lock:
+            session.calls.setdefault(request_id, abort)
+        try:
+            return run_asking(method, name, arguments, request_id, params, context, work, abort,
+                              self._state_codec, self.input_limits, self._used_states)
+        finally:
+            with session.lock:
+                if session.calls.get(request_id) is abort:
+                    del session.calls[request_id]
 
     def _page(self, entries: list[dict[str, Any]], params: dict[str, Any], key: str) -> dict[str, Any]:
         cursor = params.get("cursor")

@@ -64,13 +64,13 @@ def read_message(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tupl
     try:
         messages = parse_line(raw, max_depth=max_depth)
     except ValueError as exc:
+        if "nested" in str(exc):
+            return None, error_response(None, PARSE_ERROR, f"parse error: nested deeper than {max_depth} levels")
         try:
             json.loads(raw)
         except (ValueError, RecursionError):
             return None, error_response(None, PARSE_ERROR, "parse error: not JSON")
-        deep = "nested" in str(exc)
-        return None, error_response(None, PARSE_ERROR if deep else INVALID_REQUEST,
-                                    "parse error: nested too deeply" if deep else "not a JSON-RPC message object")
+        return None, error_response(None, INVALID_REQUEST, "not a JSON-RPC message object")
     if len(messages) != 1:
         return None, error_response(None, INVALID_REQUEST, "empty message")
     return messages[0], None

@@ -1,4 +1,4 @@
-"""Streamable HTTP as a plain PEP 3333 WSGI app: mount it in Flask or Django, run it under gunicorn.
+"""Streamable HTTP as a plain PEP 3333 WSGI app: mount it in Flask or Django, run it under waitress or gunicorn.
 
 ``WSGIApp(server, path="/mcp")`` (``MCPServer.wsgi_app``) answers, at ``path``:
 
@@ -6,17 +6,39 @@
   the body at most ``max_body_bytes``, else 413; a client accepting neither
   ``application/json`` nor ``text/event-stream`` gets 406). A notification or a
   response: 202, no body. A request: 200 ``application/json`` with the response;
-  a ``tools/call`` whose tool sends progress or log notifications while the client
-  accepts ``text/event-stream``: 200 ``text/event-stream``, the notifications and
-  then the response as ``event: message`` events. A client that disconnects from
-  that stream cancels the call (its abort event is set). Unreadable JSON: 400 with
-  a JSON-RPC error.
+  a ``tools/call`` (``prompts/get``, ``resources/read``) whose tool sends progress
+  or log notifications while the client accepts ``text/event-stream``: 200
+  ``text/event-stream``, the notifications and then the response as ``event:
+  message`` events (a ``: keep-alive`` comment after 15 s of quiet). Unreadable
+  JSON, or JSON nested deeper than 128 levels: 400 with a JSON-RPC error.
+- Clients that leave: those three methods run on a thread of their own while the
+  request's thread waits for their first message, asking every ``PROBE_SECONDS``
+  (0.5 s) whether the client is still connected (``presence.ClientPresence``:
+  waitress with ``channel_request_lookahead`` >= 1, gunicorn, werkzeug; under
+  another server only a failed write shows it). A client that leaves at any
+  point (before the first event, while a tool waits for its answer, while the
+  call streams; JSON or SSE; both eras) cancels the call: its abort event is set
+  and the request's thread returns. ``max_call_seconds`` (default None) bounds how
+  long a client that stays may hold one: past it the call is cancelled and
+  answered ``-32800``. A call cancelled otherwise
+  (``notifications/cancelled``, the session's end) while its client waits is
+  answered ``-32800 "Request cancelled"`` (as the ``mcp`` SDK's server).
+- Per client: at most ``max_calls_per_session`` such calls run at once in a
+  session (one more: 429 with a JSON-RPC error); each buffers at most
+  ``max_buffered_messages`` notifications for a client that reads slowly (later
+  ones are dropped; requests to the client and the reply never are); a session
+  has one GET stream, and at most ``calls.MAX_PENDING_QUESTIONS`` questions waiting.
 - Sessions (2025-11-25, the default): ``initialize`` answers with an
   ``Mcp-Session-Id`` header (192 random bits, visible ASCII); every later request
-  must carry it: none, 400; unknown, ended or expired, 404 (the client starts a
-  new session). ``DELETE`` with it ends the session (200; calls in flight are
-  aborted). Sessions live in this process (``MemorySessions``): with several
-  gunicorn workers use ``stateless=True``, or one worker with threads.
+  must carry it: none, 400; unknown, ended, expired or another principal's, 404
+  (the client starts a new session). ``DELETE`` with it ends the session (200;
+  calls in flight are aborted). A session belongs to the verified token's
+  principal (``BearerAuth``), else the client's address; one owner's
+  ``initialize`` past its share gets 429, a full process whose sessions all
+  have calls in flight 503 (``yiemagent.mcp.server.sessions``). The verified
+  token reaches each call as ``RequestContext.identity``. Sessions live in this
+  process (``MemorySessions``): with several gunicorn workers use
+  ``stateless=True``, or one process with threads.
 - ``stateless=True``: no session ids; each request stands alone (as the SDK's
   ``stateless_http``): any worker can answer any request, a
   ``notifications/cancelled`` on another request cannot reach a call, and
@@ -38,7 +60,7 @@
 - ``GET`` with ``Accept: text/event-stream`` and the session id: the session's standalone SSE stream
   (messages tied to no request: ``notifications/resources/updated`` for its subscriptions), a
   ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409); it ends with
-  the session. Stateless: 405. Other methods 405.
+  the session, or within a second of its client leaving. Stateless: 405. Other methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
   each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
@@ -55,13 +77,30 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from .auth import ENVIRON_KEY as _IDENTITY
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
-from .wire import INVALID_REQUEST, error_response, read_message, reply_bytes
+from .presence import ClientPresence
+from .sessions import SessionRefused, session_owner
+from .streams import (
+    DONE,
+    GONE,
+    LATE,
+    LISTEN_BUFFER,
+    CallStream,
+    Outbox,
+    SessionStream,
+    cancel_call,
+    cancelled_reply,
+    late_reply,
+)
+from .wire import INTERNAL_ERROR, INVALID_REQUEST, error_response, read_message, reply_bytes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "WSGIApp"]
 
@@ -70,13 +109,17 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 StartResponse = Callable[..., Any]
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
-_DONE = object()
+DEFAULT_MAX_CALLS_PER_SESSION = 16
+"""Calls (``tools/call``, ``prompts/get``, ``resources/read``) one session may have running at once."""
+DEFAULT_MAX_BUFFERED_MESSAGES = 1000
+"""Notifications one call may have waiting for a client that reads slowly; later ones are dropped."""
 
 
 def _status(code: int) -> str:
     return {200: "200 OK", 202: "202 Accepted", 400: "400 Bad Request", 403: "403 Forbidden", 404: "404 Not Found",
             405: "405 Method Not Allowed", 406: "406 Not Acceptable", 409: "409 Conflict", 413: "413 Content Too Large",
-            415: "415 Unsupported Media Type"}[code]
+            415: "415 Unsupported Media Type", 429: "429 Too Many Requests",
+            503: "503 Service Unavailable"}[code]
 
 
 class WSGIApp:
@@ -92,23 +135,38 @@ class WSGIApp:
         stateless: serve without sessions.
         sessions: the session store (default ``MemorySessions()``).
         max_body_bytes: largest request body.
+        max_calls_per_session: calls one session may have running at once (more: 429 with a JSON-RPC error).
+        max_buffered_messages: notifications one call may have waiting for its client (more are dropped).
+        max_call_seconds: longest a call may run (seconds); then it is cancelled and its client answered -32800.
+            None: as long as its client stays.
 
     Raises:
-        ValueError: ``max_body_bytes`` below 1.
+        ValueError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` below 1, or
+            ``max_call_seconds`` not a positive finite number.
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
-                 sessions: MemorySessions | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
-        if max_body_bytes < 1:
-            raise ValueError("max_body_bytes must be at least 1")
+                 sessions: MemorySessions[ServerSession] | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
+                 max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES,
+                 max_call_seconds: float | None = None) -> None:
+        if min(max_body_bytes, max_calls_per_session, max_buffered_messages) < 1:
+            raise ValueError("max_body_bytes, max_calls_per_session and max_buffered_messages must be at least 1")
+        if max_call_seconds is not None and not 0 < max_call_seconds < float("inf"):
+            raise ValueError(f"max_call_seconds must be a positive finite number or None, not {max_call_seconds!r}")
+        self.max_call_seconds = max_call_seconds
         self.server = server
         self.path = path.rstrip("/")
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
         self.stateless = stateless
-        self.sessions = sessions if sessions is not None else MemorySessions()
+        self.sessions: MemorySessions[ServerSession] = sessions if sessions is not None else MemorySessions()
         self.max_body_bytes = max_body_bytes
+        self.max_calls_per_session = max_calls_per_session
+        self.max_buffered_messages = max_buffered_messages
+        self._lock = threading.Lock()
+        self._running: weakref.WeakKeyDictionary[ServerSession, int] = weakref.WeakKeyDictionary()
 
     # ------------------------------------------------------------------ WSGI
 
@@ -149,7 +207,7 @@ class WSGIApp:
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             return _rpc_error(start_response, 400, "Bad Request: Mcp-Session-Id header is required")
-        if not self.sessions.remove(session_id):
+        if not self.sessions.remove(session_id, _owner(environ)):
             return _rpc_error(start_response, 404, "Session not found")
         return _plain(start_response, 200, "")
 
@@ -161,7 +219,7 @@ class WSGIApp:
         if isinstance(session, int):
             return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
                               if session == 400 else "Session not found")
-        events: queue.Queue[Any] = queue.Queue(maxsize=_LISTEN_BUFFER)
+        events: queue.Queue[Any] = queue.Queue(maxsize=LISTEN_BUFFER)
 
         def listener(note: dict[str, Any]) -> None:
             try:
@@ -175,7 +233,8 @@ class WSGIApp:
             session.listener = listener
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session)
+        return SessionStream(session, listener, events, lambda: self.sessions.get(session.id) is session,
+                          ClientPresence(environ))
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
@@ -193,13 +252,13 @@ class WSGIApp:
         if error is not None:
             return _json(start_response, 400, error)
         is_request = isinstance(message, dict) and "method" in message and "id" in message
-        headers = _headers(environ)
+        headers, identity = _headers(environ), environ.get(_IDENTITY)
         if request_era(message, headers) == "modern":
             if not is_request:
                 return _plain(start_response, 202, "")
-            context = RequestContext(session=ServerSession(), headers=headers)
-            if message.get("method") in _ASKING and wants_sse:
-                return self._call_streaming(message, context, [], start_response, wants_json, modern=True)
+            context = RequestContext(session=ServerSession(), headers=headers, identity=identity)
+            if message.get("method") in _ASKING:
+                return self._call(message, context, [], environ, start_response, wants_json, wants_sse, modern=True)
             reply = self.server.handle(message, context)
             if reply is None:
                 return _plain(start_response, 202, "")
@@ -210,14 +269,19 @@ class WSGIApp:
             return _rpc_error(start_response, session, "Bad Request: Mcp-Session-Id header is required"
                               if session == 400 else "Session not found")
         if not is_request:
-            self.server.handle(message, RequestContext(session=session, headers=headers))
+            self.server.handle(message, RequestContext(session=session, headers=headers, identity=identity))
             return _plain(start_response, 202, "", answer_headers)
-        if message.get("method") in _ASKING and wants_sse:
-            context = RequestContext(session=session, back_channel=not self.stateless, headers=headers)
-            return self._call_streaming(message, context, answer_headers, start_response, wants_json, modern=False)
-        reply = self.server.handle(message, RequestContext(session=session, headers=headers))
+        if message.get("method") in _ASKING:
+            context = RequestContext(session=session, back_channel=not self.stateless, headers=headers,
+                                     identity=identity)
+            return self._call(message, context, answer_headers, environ, start_response, wants_json, wants_sse,
+                              modern=False)
+        reply = self.server.handle(message, RequestContext(session=session, headers=headers, identity=identity))
         if initializing and not self.stateless and reply is not None and "result" in reply:
-            self.sessions.add(session)
+            try:
+                self.sessions.add(session, _owner(environ))  # bounded per owner: the principal, else the address
+            except SessionRefused as refused:
+                return _rpc_error(start_response, refused.status, str(refused))
             answer_headers = [("Mcp-Session-Id", session.id)]
         if reply is None:
             return _plain(start_response, 202, "", answer_headers)
@@ -231,7 +295,7 @@ class WSGIApp:
         session_id = environ.get("HTTP_MCP_SESSION_ID")
         if not session_id:
             return 400, []
-        session = self.sessions.get(session_id)
+        session = self.sessions.get(session_id, _owner(environ))  # another principal's session: unknown
         if session is None:
             return 404, []
         return session, [("Mcp-Session-Id", session.id)]
@@ -249,96 +313,70 @@ class WSGIApp:
 
     # ------------------------------------------------------------------ a call that may stream
 
-    def _call_streaming(self, message: dict[str, Any], context: RequestContext, headers: list[tuple[str, str]],
-                        start_response: StartResponse, wants_json: bool, *, modern: bool) -> Iterable[bytes]:
-        """Run the call on a thread; answer JSON if its reply comes first, else SSE.
+    def _call(self, message: dict[str, Any], context: RequestContext, headers: list[tuple[str, str]],
+              environ: dict[str, Any], start_response: StartResponse, wants_json: bool, wants_sse: bool, *,
+              modern: bool) -> Iterable[bytes]:
+        """Run the call on a thread while this one watches the client; answer JSON if its reply comes first, else SSE.
 
         The SSE stream carries the messages the call sends (notifications, requests to the client), then the reply.
+        A client that leaves (``presence.ClientPresence``) before the reply cancels the call.
         """
-        events: queue.Queue[Any] = queue.Queue()
-        session = context.session
+        session, request_id = context.session, message.get("id")
+        with self._lock:
+            running = self._running.get(session, 0)
+            if running >= self.max_calls_per_session:
+                return _json(start_response, 429, error_response(
+                    request_id, INTERNAL_ERROR, f"too many requests in flight in this session ({running})"), headers)
+            self._running[session] = running + 1
+        limit = self.max_call_seconds
+        outbox = Outbox(self.max_buffered_messages, None if limit is None else time.monotonic() + limit)
+        context.back_channel = context.back_channel and wants_sse
+        if wants_sse:
+            context.notify = outbox.put
 
         def run() -> None:
+            reply: Any = None
             try:
-                events.put(("reply", self.server.handle(message, context)))
+                reply = self.server.handle(message, context)
             finally:
-                events.put(_DONE)
+                with self._lock:  # the session's share is back before its client hears the reply
+                    left = self._running.get(session, 1) - 1
+                    if left > 0:
+                        self._running[session] = left
+                    else:
+                        self._running.pop(session, None)
+                outbox.put_final(("reply", reply))
+                outbox.put_final(DONE)
 
-        def notify(note: dict[str, Any]) -> None:
-            events.put(("note", note))
+        thread = threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True)
+        thread.start()
+        presence = ClientPresence(environ)
 
-        context.notify = notify
-        threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True).start()
-        first = events.get()
-        if wants_json and (first is _DONE or first[0] == "reply"):
-            reply = None if first is _DONE else first[1]
-            if reply is None:
-                return _plain(start_response, 202, "", headers)
+        def cancel() -> None:
+            cancel_call(session, request_id, thread)
+
+        first = outbox.take(presence)
+        if first is GONE or first is LATE:
+            cancel()  # GONE: nobody reads the answer
+            ended = cancelled_reply(request_id) if first is GONE else late_reply(request_id, limit or 0)
+            return _json(start_response, 200, ended, headers)
+        if not wants_sse or (wants_json and (first is DONE or first[0] == "reply")):
+            reply = None if first is DONE else first[1]
+            if reply is None:  # cancelled (notifications/cancelled, the session ended): the client still gets an answer
+                reply = cancelled_reply(request_id)
             return _json(start_response, http_status(reply) if modern else 200, reply, headers)
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
-        return _Stream(first, events, lambda: session.cancel(message.get("id")))
+        return CallStream(first, outbox, presence, cancel, request_id, limit)
 
-
-class _Stream:
-    """The SSE body of one call: closes (client gone) before the reply cancel the call."""
-
-    def __init__(self, first: Any, events: queue.Queue[Any], cancel: Callable[[], Any]) -> None:
-        self._first, self._events, self._cancel, self._answered = first, events, cancel, False
-
-    def __iter__(self) -> Iterator[bytes]:
-        item = self._first
-        while item is not _DONE:
-            kind, payload = item
-            if kind == "reply":
-                self._answered = True
-            if payload is not None:
-                yield b"event: message\ndata: " + reply_bytes(payload) + b"\n\n"
-            item = self._events.get()
-        self._answered = True
-
-    def close(self) -> None:
-        if not self._answered:
-            self._cancel()
-
-
-class _Listening:
-    """The body of a session's GET stream: its notifications as SSE, a keep-alive comment every 15 s of quiet.
-
-    It ends within a second of the session's end (``DELETE``, expiry) or when the client goes away (``close``).
-    """
-
-    def __init__(self, session: ServerSession, listener: Any, events: queue.Queue[Any],
-                 alive: Callable[[], bool]) -> None:
-        self._session, self._listener, self._events, self._alive = session, listener, events, alive
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield b": stream open\n\n"  # headers and a first byte now: the client knows the stream is there
-        quiet = 0.0
-        while self._alive():
-            try:
-                note = self._events.get(timeout=1.0)
-            except queue.Empty:
-                quiet += 1.0
-                if quiet >= _KEEP_ALIVE_SECONDS:
-                    quiet = 0.0
-                    yield b": keep-alive\n\n"
-                continue
-            quiet = 0.0
-            yield b"event: message\ndata: " + reply_bytes(note) + b"\n\n"
-
-    def close(self) -> None:
-        with self._session.lock:
-            if self._session.listener is self._listener:
-                self._session.listener = None
-
-
-_KEEP_ALIVE_SECONDS = 15.0
-_LISTEN_BUFFER = 1000
-"""Notifications kept for a GET stream whose reader is behind; later ones are dropped."""
 
 _ASKING = frozenset({"tools/call", "prompts/get", "resources/read"})
 """Requests that may stream: progress and log notifications, and (2025-11-25) requests to the client."""
+
+
+def _owner(environ: dict[str, Any]) -> str:
+    """Who a session belongs to: the verified token's principal, else the client's address (``sessions``)."""
+    return session_owner(environ.get(_IDENTITY), environ.get("REMOTE_ADDR"))
 
 
 def _headers(environ: dict[str, Any]) -> dict[str, str]:
