@@ -106,6 +106,8 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
         ("store fault kind", lambda: Fault(1, "fial"), "fail"),  # type: ignore[arg-type]
         ("store fault methods", lambda: Fault(1, only=("comit",)), "commit"),
         ("postgres reply_to (the store API)", lambda: _enqueue_reply_to("output-queue"), "output_queue"),
+        ("local model name", lambda: __import__("yiemagent.models.local", fromlist=["x"]).LocalModel(
+            model="smollm2-135"), "smollm2-135m"),
     ]
 
 

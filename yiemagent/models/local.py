@@ -37,7 +37,7 @@ from typing import Any
 
 import requests
 
-from .._internal.checks import install_hint
+from .._internal.checks import check_int, install_hint, one_of
 from ..exceptions import ConfigError, LLMError
 from .constrained import ConstrainedToolCalls
 from .openai_chat import OpenAIChat
@@ -203,8 +203,9 @@ class LocalModel:
         threads: int = 1,
         chat_template: str | None = None,
     ) -> None:
-        if model not in (MODEL_NAME, SMOLLM2):
-            raise ConfigError(f"model must be {MODEL_NAME!r} or {SMOLLM2!r}, not {model!r}")
+        one_of("model", model, (MODEL_NAME, SMOLLM2))
+        check_int("n_ctx", n_ctx, minimum=1)
+        check_int("threads", threads, minimum=1)
         self.model = model
         self.path = Path(path) if path is not None else None
         self.n_ctx = n_ctx
