@@ -251,19 +251,22 @@ def test_python_sdk_3395_a_10001_session_flood_from_one_user_never_touches_anoth
     print(f"flood of 10,001 initialize: {flood_seconds:.1f} s")
 
 
-@pytest.mark.slow  # gunicorn, 10,001 requests over a socket
+@pytest.mark.slow  # a server process, 10,001 requests over a socket
 @pytest.mark.timeout(600)
-def test_under_the_guides_gunicorn_a_10001_session_flood_leaves_another_user_served() -> None:
-    """The serving guide's deployment (gunicorn gthread, one worker, 8 threads) behind ``BearerAuth``: Mallory sends
-    10,001 ``initialize`` on one keep-alive connection while Alice calls ``add`` in her session again and again.
-    Mallory gets 100 sessions and 429s; every call of Alice's is answered and her session lives. Raw HTTP for the
-    flood (no real client opens 10,001 sessions); Alice is yiemagent's ``MCPClient``.
+@pytest.mark.parametrize("kind", ["waitress", "gunicorn"])
+def test_under_the_guides_server_a_10001_session_flood_leaves_another_user_served(kind: str) -> None:
+    """The serving guide's deployments (waitress, 8 threads; gunicorn gthread, one worker, 8 threads) behind
+    ``BearerAuth``: Mallory sends 10,001 ``initialize`` on one keep-alive connection while Alice calls ``add`` in
+    her session again and again. Mallory gets 100 sessions and 429s; every call of Alice's is answered and her
+    session lives. Raw HTTP for the flood (no real client opens 10,001 sessions); Alice is yiemagent's
+    ``MCPClient``.
     """
     from tests.helpers import PYTHON, free_port, process_output, start_process, stop_process, wait_for_port
+    from tests.mcp.server.test_served_front import COMMANDS
 
     port = free_port()
-    process = start_process([PYTHON, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "-k", "gthread", "--workers",
-                             "1", "--threads", "8", "--timeout", "120", "tests.servers.served_wsgi:bearer"])
+    listen = [f"--listen=127.0.0.1:{port}"] if kind == "waitress" else ["--bind", f"127.0.0.1:{port}"]
+    process = start_process([PYTHON, *COMMANDS[kind], *listen, "tests.servers.served_wsgi:bearer"])
     url, flooding, alice = f"http://127.0.0.1:{port}/mcp", threading.Event(), {"answers": [], "seconds": []}
 
     def alice_works() -> None:
@@ -303,7 +306,7 @@ def test_under_the_guides_gunicorn_a_10001_session_flood_leaves_another_user_ser
     assert statuses == {200: 100, 429: 9_901}, statuses
     assert "error" not in alice, alice
     assert alice["answers"] == [str(n + 1) for n in range(len(alice["answers"]))] and len(alice["answers"]) >= 3
-    print(f"flood: {flood_seconds:.1f} s; Alice's {len(alice['answers'])} calls meanwhile: slowest "
+    print(f"{kind} flood: {flood_seconds:.1f} s; Alice's {len(alice['answers'])} calls meanwhile: slowest "
           f"{max(alice['seconds']):.3f} s, median {sorted(alice['seconds'])[len(alice['seconds']) // 2]:.3f} s")
 
 
