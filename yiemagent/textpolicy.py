@@ -79,25 +79,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 __all__ = [
-    "BOUNDARIES",
-    "Boundary",
-    "BoundaryKind",
-    "boundary",
-    "decode_strict",
-    "display_text",
-    "dumps_strict",
-    "install_log_policy",
-    "is_clean_text",
-    "json_safe",
-    "json_text",
-    "known_secrets",
-    "loads_strict",
-    "log_text",
-    "looks_secret",
-    "register_secrets",
-    "scrub_secrets",
-    "strict_json_text",
-    "terminal_text",
+    "BOUNDARIES", "Boundary", "BoundaryKind", "boundary", "decode_strict", "display_text", "dumps_strict",
+    "install_log_policy", "is_clean_text", "json_safe", "json_text", "known_secrets", "loads_strict", "log_text",
+    "looks_secret", "register_secrets", "scrub_secrets", "strict_json_text", "terminal_text",
 ]
 
 MAX_DEPTH = 64
@@ -210,6 +194,8 @@ MIN_SECRET_CHARS = 4
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+_TRANSIENT: dict[str, None] = {}  # register_secrets(transient=True), least recently registered first
+MAX_TRANSIENT_SECRETS = 1000
 _SECRET_PATTERN: re.Pattern[str] | None = None
 _SECRET_NAME = re.compile(r"(?i)token|secret|key|passw|pwd|pass\b|auth|credential|cookie|session|bearer|api")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-.~+=:]{16,}\Z")
@@ -235,17 +221,25 @@ def looks_secret(name: str, value: str) -> bool:
     return bool(_TOKEN_LIKE.match(value)) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-def register_secrets(values: Iterable[str]) -> None:
-    """Treat each of ``values`` (4+ characters) as a secret at every boundary, for the life of the process."""
+def register_secrets(values: Iterable[str], *, transient: bool = False) -> None:
+    """Treat each of ``values`` (4+ characters) as a secret at every boundary, for the life of the process.
+
+    ``transient``: values that come with requests (a bearer token a server verified): of those only the
+    ``MAX_TRANSIENT_SECRETS`` most recently registered are kept, so that a stream of new ones cannot grow the
+    registry (and the cost of every scrub) without bound.
+    """
     global _SECRET_PATTERN
     added = {str(v) for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_CHARS}
-    if not added:
-        return
     with _SECRETS_LOCK:
-        if added <= _SECRETS:
+        fresh = {v for v in added if v not in _SECRETS and v not in _TRANSIENT}
+        for value in added - _SECRETS if transient else ():
+            _TRANSIENT[value] = _TRANSIENT.pop(value, None)  # the most recently registered last
+        _SECRETS.update(() if transient else added)
+        if not fresh:
             return
-        _SECRETS.update(added)
-        ordered = sorted(_SECRETS, key=len, reverse=True)
+        while len(_TRANSIENT) > MAX_TRANSIENT_SECRETS:
+            del _TRANSIENT[next(iter(_TRANSIENT))]
+        ordered = sorted(_SECRETS | _TRANSIENT.keys(), key=len, reverse=True)
         _SECRET_PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
     install_log_policy()
 
@@ -253,7 +247,7 @@ def register_secrets(values: Iterable[str]) -> None:
 def known_secrets() -> frozenset[str]:
     """The registered secrets (for tests and for code that must hide them elsewhere)."""
     with _SECRETS_LOCK:
-        return frozenset(_SECRETS)
+        return frozenset(_SECRETS | _TRANSIENT.keys())
 
 
 def scrub_secrets(text: str) -> str:

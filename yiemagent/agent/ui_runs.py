@@ -43,6 +43,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from .._internal.checks import check_int, check_number
 from ..loop import events as ev
 
 __all__ = ["RunRecord", "RunRecords"]
@@ -63,6 +64,8 @@ class RunRecord:
         """True once a stream of this run was written to its client to the last line."""
         self.truncated = False
         """True when the run passed ``max_items`` items: the record stopped."""
+        check_int("max_items", max_items, minimum=1)
+        check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # below 0: a busy loop of keep-alives
         self.max_items, self.heartbeat_seconds = max_items, heartbeat_seconds
         self._items: list[Item] = []
         self._done = False
@@ -127,8 +130,8 @@ class RunRecords:
     """The last run of each key (a conversation), at most ``max_records`` kept. Thread-safe."""
 
     def __init__(self, max_records: int = 1000, *, max_items: int = 100_000) -> None:
-        if max_records < 1 or max_items < 1:
-            raise ValueError("max_records and max_items must be >= 1")
+        check_int("max_records", max_records, minimum=1)  # NaN, a float, a bool: refused, never unbounded
+        check_int("max_items", max_items, minimum=1)
         self.max_records, self.max_items = max_records, max_items
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
         self._lock = threading.Lock()

@@ -55,6 +55,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ..._internal.checks import check_int
 from ...exceptions import ConfigError
 from ...textpolicy import scrub_secrets
 from ...tools.registry import progress_reporter
@@ -159,8 +160,7 @@ class MemoryUsedStates:
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
-        if not isinstance(max_entries, int) or max_entries < 1:
-            raise ConfigError(f"max_entries must be an int >= 1, not {max_entries!r}")
+        check_int("max_entries", max_entries, minimum=1)
         self.max_entries = max_entries
         self._expiry: dict[str, float] = {}  # insertion order: about the order of expiry
         self._lock = threading.Lock()

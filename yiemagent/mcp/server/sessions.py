@@ -29,6 +29,8 @@ import time
 from collections import OrderedDict
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..._internal.checks import check_int, check_number
+
 __all__ = ["MemorySessions", "SessionRefused", "session_owner"]
 
 _ANY = object()
@@ -37,10 +39,14 @@ _SCAN_FOR_ROOM = 1000
 
 
 def session_owner(identity: Any, remote_address: str | None) -> str:
-    """The owner key of a session begun with ``identity`` (an ``AccessToken`` or None) from ``remote_address``."""
-    if identity is not None:
-        return f"principal {getattr(identity, 'principal', None) or ''}"
-    return f"address {remote_address or ''}"
+    """The owner key of a session begun with ``identity`` (an ``AccessToken`` or None) from ``remote_address``.
+
+    The token's principal; else (no token, or a token naming no subject and no client) the address.
+    """
+    principal = getattr(identity, "principal", None) if identity is not None else None
+    if principal:
+        return f"principal {principal}"
+    return f"address {remote_address or ''}"  # a token naming nobody shares no principal's share or sessions
 
 
 class ServerSession(Protocol):
@@ -76,15 +82,16 @@ class MemorySessions(Generic[S]):
         max_sessions_per_owner: live sessions one owner may hold (>= 1).
 
     Raises:
-        ValueError: a bound out of its range.
+        ConfigError: a bound that is not an int (a bool, NaN, a float) or out of its range (a ``ValueError``).
 
     Thread-safe.
     """
 
     def __init__(self, max_sessions: int = 10_000, idle_seconds: float = 3600.0,
                  max_sessions_per_owner: int = 100) -> None:
-        if max_sessions < 1 or idle_seconds <= 0 or max_sessions_per_owner < 1:
-            raise ValueError("max_sessions and max_sessions_per_owner must be >= 1 and idle_seconds > 0")
+        check_int("max_sessions", max_sessions, minimum=1)  # NaN, a float, a bool: refused, never unbounded
+        check_number("idle_seconds", idle_seconds)
+        check_int("max_sessions_per_owner", max_sessions_per_owner, minimum=1)
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
         self.max_sessions_per_owner = max_sessions_per_owner
         self._sessions: OrderedDict[str, S] = OrderedDict()

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..._internal.checks import check_int
 from .auth import ENVIRON_KEY as _IDENTITY
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
@@ -102,15 +103,14 @@ class WSGIApp:
         max_body_bytes: largest request body.
 
     Raises:
-        ValueError: ``max_body_bytes`` below 1.
+        ConfigError: ``max_body_bytes`` not an int >= 1 (a ``ValueError``).
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
                  allowed_hosts: Sequence[str] | None = None, stateless: bool = False,
                  sessions: MemorySessions[ServerSession] | None = None,
                  max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
-        if max_body_bytes < 1:
-            raise ValueError("max_body_bytes must be at least 1")
+        check_int("max_body_bytes", max_body_bytes, minimum=1)  # NaN would read any body: never unbounded
         self.server = server
         self.path = path.rstrip("/")
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)

@@ -1,0 +1,119 @@
+"""A fresh user's and an attacker's trial of issue 33 points 3 and 6 (identity, sessions, run records).
+
+Hostile shapes no real client sends (thousands of made-up bearer tokens, tokens naming nobody) go through
+werkzeug's test client on the real WSGI app, as ``test_identity.py`` does for its floods; each test says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+from tests.mcp.server.kit import build
+from tests.mcp.server.test_identity import ACCEPT, INIT, bearer, guarded
+from yiemagent import ConfigError, textpolicy
+from yiemagent.agent.ui_runs import RunRecord, RunRecords
+from yiemagent.mcp.server import MCPServer
+from yiemagent.mcp.server.auth import BearerAuth, JWTVerifier
+from yiemagent.mcp.server.inputs import InputLimits
+from yiemagent.mcp.server.rounds import MemoryUsedStates
+from yiemagent.mcp.server.sessions import MemorySessions
+from yiemagent.mcp.server.wsgi import WSGIApp
+
+
+def _initialize(app: Any, token: str | None, address: str = "127.0.0.1") -> Any:
+    headers = {**ACCEPT, **({"Authorization": f"Bearer {token}"} if token else {})}
+    return Client(app).post("/mcp", data=json.dumps(INIT), content_type="application/json", headers=headers,
+                            environ_base={"REMOTE_ADDR": address})
+
+
+def test_made_up_bearer_tokens_are_never_registered_as_secrets_and_verified_ones_are_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, ``BearerAuth`` registered every bearer token it was *sent* as a process-wide secret, before checking
+    it: an anonymous client sending made-up tokens grew the registry without bound, and each one recompiled a regex
+    of all of them under a global lock (3,000 made-up tokens: the last 500 requests took 87.6 s, 175 ms each, and
+    scrubbing 10 kB of text took 44 ms for every log line of every user). Now a refused token is registered
+    nowhere, and verified ones are kept as *transient* secrets: the most recent ``MAX_TRANSIENT_SECRETS``.
+    Made-up tokens through werkzeug's test client (no real client sends 300 of them).
+    """
+    app = guarded(build())
+    before = textpolicy.known_secrets()
+    made_up = [secrets.token_urlsafe(32) for _ in range(300)]
+    statuses = {_initialize(app, token).status_code for token in made_up}
+    assert statuses == {401}
+    assert textpolicy.known_secrets() == before  # not one of them registered
+
+    monkeypatch.setattr(textpolicy, "MAX_TRANSIENT_SECRETS", 3)
+    valid = [bearer(f"user-{n}") for n in range(5)]
+    for token in valid:
+        assert _initialize(app, token).status_code == 200
+        assert token in textpolicy.known_secrets()  # a verified token is hidden at every boundary
+    assert textpolicy.scrub_secrets(f"leak {valid[-1]}") == "leak ***"
+    known = textpolicy.known_secrets()
+    assert [t in known for t in valid] == [False, False, True, True, True]  # the most recent 3 are kept
+    assert before <= known  # never a permanent secret dropped
+    assert _initialize(app, valid[2]).status_code == 200  # used again: the most recent now
+    textpolicy.register_secrets([secrets.token_urlsafe(32)], transient=True)
+    assert valid[2] in textpolicy.known_secrets() and valid[3] not in textpolicy.known_secrets()
+
+
+def test_tokens_naming_nobody_do_not_share_one_owner_of_sessions() -> None:
+    """A verified token with neither ``sub`` nor a client id (RFC 7662 makes both optional) had the session owner
+    ``"principal "``, the same for every such token: one such user's 2 sessions (the bound here) refused every
+    other such user's ``initialize`` with 429. Such a token now counts by the client's address, as no token does.
+    Raw requests through werkzeug's test client (the addresses are set in the environ).
+    """
+    app = guarded(build(), sessions=MemorySessions(max_sessions_per_owner=2))
+    nobody = bearer(None, None)
+    assert [_initialize(app, nobody, "10.0.0.1").status_code for _ in range(3)] == [200, 200, 429]
+    assert _initialize(app, bearer(None, None), "10.0.0.2").status_code == 200  # before: 429
+    assert _initialize(app, bearer("alice"), "10.0.0.1").status_code == 200  # a principal has a share of its own
+
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.mark.parametrize(("make", "value"), [
+    (lambda v: MemorySessions(max_sessions_per_owner=v), NAN),
+    (lambda v: MemorySessions(max_sessions_per_owner=v), 2.5),
+    (lambda v: MemorySessions(max_sessions_per_owner=v), True),
+    (lambda v: MemorySessions(max_sessions_per_owner=v), -1),
+    (lambda v: MemorySessions(max_sessions=v), NAN),
+    (lambda v: MemorySessions(idle_seconds=v), NAN),
+    (lambda v: MemorySessions(idle_seconds=v), INF),
+    (lambda v: RunRecords(max_records=v), NAN),
+    (lambda v: RunRecords(max_items=v), NAN),
+    (lambda v: RunRecords(max_records=v), 0),
+    (lambda v: RunRecord(iter(()), heartbeat_seconds=v), -1.0),
+    (lambda v: RunRecord(iter(()), heartbeat_seconds=v), NAN),
+    (lambda v: RunRecord(iter(()), max_items=v), NAN),
+    (lambda v: MemoryUsedStates(max_entries=v), True),
+    (lambda v: InputLimits(max_rounds=v), NAN),
+    (lambda v: InputLimits(max_rounds=v), INF),
+    (lambda v: InputLimits(deadline_seconds=v), NAN),
+    (lambda v: InputLimits(max_state_chars=v), 1.5),
+    (lambda v: WSGIApp(build(), max_body_bytes=v), NAN),
+    (lambda v: BearerAuth(build().wsgi_app(), JWTVerifier(key="k" * 40, algorithms=["HS256"]),
+                          resource="https://x/mcp", authorization_servers=["https://as"], max_body_bytes=v), NAN),
+    (lambda v: MCPServer("x", used_states=v), object()),
+    (lambda v: MCPServer("x", cache_ttl_ms=v), True),
+])
+def test_a_bound_given_nan_a_fraction_a_bool_or_out_of_range_is_refused_never_unbounded(make: Any, value: Any) -> None:
+    """Before, ``NaN`` passed every ``< 1`` check of these options and then compared False with every count:
+    ``MemorySessions(max_sessions_per_owner=nan)`` let one owner open any number of sessions, ``RunRecords
+    (max_records=nan)`` kept every run, ``InputLimits(max_rounds=nan)`` any number of rounds, ``max_body_bytes=nan``
+    read any body; ``RunRecord(heartbeat_seconds=-1)`` made every quiet follower a busy loop of keep-alives. Each is
+    now a ``ConfigError`` (a ``ValueError``) when given.
+    """
+    with pytest.raises(ConfigError):
+        make(value)
+
+
+def test_cache_scope_names_the_nearest_valid_value() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'private'"):
+        MCPServer("x", cache_scope="privat")
