@@ -132,8 +132,8 @@ def history_version(history: Sequence[Message]) -> str:
 
 
 def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
-               max_conversations: int = 100) -> Flask:
-    """The chat app; ``make_agent()`` makes the agent of a new conversation.
+               max_conversations: int = 100, user: Callable[[], str | None] | None = None) -> Flask:
+    """The chat app; ``make_agent()`` makes the agent of a new conversation; ``user``: see flask_ui_protocols.
 
     ``app.extensions["yiemagent_conversations"]`` is the ``Conversations``
     store (call its ``close()`` when the app stops).
@@ -244,7 +244,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     app.add_url_rule("/edit", "edit", methods=["POST"], view_func=lambda: branch("edit"))
     app.add_url_rule("/regenerate", "regenerate", methods=["POST"], view_func=lambda: branch("regenerate"))
-    add_protocol_routes(app, conversations)
+    add_protocol_routes(app, conversations, user=user)
     return app
 
 
