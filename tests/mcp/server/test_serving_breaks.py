@@ -117,3 +117,33 @@ def test_a_bound_given_nan_a_fraction_a_bool_or_out_of_range_is_refused_never_un
 def test_cache_scope_names_the_nearest_valid_value() -> None:
     with pytest.raises(ConfigError, match="did you mean 'private'"):
         MCPServer("x", cache_scope="privat")
+
+
+@pytest.mark.slow  # a server on a socket
+def test_one_user_spending_rounds_fast_fills_only_her_own_share_of_the_used_states() -> None:
+    """stacklok/toolhive #3874 (limits per client identity, enforced independently of the global one), for the
+    record of spent ``requestState`` nonces: before, it was bounded only in all (100,000, each kept until its state
+    expires, 600 s), so one user spending rounds fast filled it and every other user's rounds were refused -32603
+    (here with a record of 4: Mallory's 4 spent rounds refused Alice's first). Now one principal holds at most
+    ``max_entries_per_owner``: Mallory's 4th is refused, Alice's round goes through. Raw HTTP 2026-07-28 rounds
+    (``test_identity.modern_call``): no real client spends rounds in a loop.
+    """
+    from tests.mcp.server.kit import Booking, serving
+    from tests.mcp.server.test_identity import modern_call
+
+    yes = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    kept = Booking()
+    used = MemoryUsedStates(max_entries=4, max_entries_per_owner=3)
+    with serving(guarded(kept.server(used_states=used))) as url:
+        def round_trip(user: str, room: str) -> Any:
+            first = modern_call(url, bearer(user), "book", {"room": room}).json()["result"]
+            return modern_call(url, bearer(user), "book", {"room": room}, inputResponses=yes,
+                               requestState=first["requestState"])
+
+        mallory = [round_trip("mallory", f"M{n}") for n in range(4)]
+        alice = round_trip("alice", "A")
+    assert [r.status_code for r in mallory[:3]] == [200] * 3
+    refused = mallory[3].json()["error"]
+    assert refused["code"] == -32603 and "this client has 3" in refused["message"]
+    assert alice.status_code == 200 and alice.json()["result"]["content"][0]["text"].startswith("booked A")
+    assert len(used) == 4
