@@ -42,7 +42,7 @@ def test_made_up_bearer_tokens_are_never_registered_as_secrets_and_verified_ones
     Made-up tokens through werkzeug's test client (no real client sends 300 of them).
     """
     app = guarded(build())
-    before = textpolicy.known_secrets()
+    before, permanent = textpolicy.known_secrets(), frozenset(textpolicy._SECRETS)
     made_up = [secrets.token_urlsafe(32) for _ in range(300)]
     statuses = {_initialize(app, token).status_code for token in made_up}
     assert statuses == {401}
@@ -56,7 +56,7 @@ def test_made_up_bearer_tokens_are_never_registered_as_secrets_and_verified_ones
     assert textpolicy.scrub_secrets(f"leak {valid[-1]}") == "leak ***"
     known = textpolicy.known_secrets()
     assert [t in known for t in valid] == [False, False, True, True, True]  # the most recent 3 are kept
-    assert before <= known  # never a permanent secret dropped
+    assert permanent <= known  # never a permanent secret dropped
     assert _initialize(app, valid[2]).status_code == 200  # used again: the most recent now
     textpolicy.register_secrets([secrets.token_urlsafe(32)], transient=True)
     assert valid[2] in textpolicy.known_secrets() and valid[3] not in textpolicy.known_secrets()
@@ -147,3 +147,23 @@ def test_one_user_spending_rounds_fast_fills_only_her_own_share_of_the_used_stat
     assert refused["code"] == -32603 and "this client has 3" in refused["message"]
     assert alice.status_code == 200 and alice.json()["result"]["content"][0]["text"].startswith("booked A")
     assert len(used) == 4
+
+
+def test_toolhive_3874_a_session_flood_from_many_addresses_recycles_its_own_sessions_first() -> None:
+    """stacklok/toolhive #3874 and cmer81/open-meteo-mcp PR #25 (session floods): the per-owner bound stops one
+    address, but a flood from many addresses (10 here, 10 sessions each, in a process of 30) filled the process
+    and then the least recently used idle session made room: Alice's, between two of her calls, was dropped
+    (her next request 404). Now the idle sessions of the owner holding the most make room first: the flood
+    recycles its own and Alice's session lives. Raw requests through werkzeug's test client (the addresses are set
+    in the environ; no real client opens 100 sessions).
+    """
+    app = build().wsgi_app(sessions=MemorySessions(max_sessions=30, max_sessions_per_owner=10))
+    alice = _initialize(app, None, "192.0.2.1")
+    session_id = alice.headers["Mcp-Session-Id"]
+    statuses = [_initialize(app, None, f"198.51.100.{n}").status_code for n in range(10) for _ in range(10)]
+    assert statuses == [200] * 100
+    listed = Client(app).post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+                              content_type="application/json",
+                              headers={**ACCEPT, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"},
+                              environ_base={"REMOTE_ADDR": "192.0.2.1"})
+    assert listed.status_code == 200 and "tools" in listed.json["result"]  # before: 404, her session dropped

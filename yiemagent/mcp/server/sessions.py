@@ -11,8 +11,9 @@ the key. Rules:
 - one owner holds at most ``max_sessions_per_owner`` live sessions: another ``add`` raises
   ``SessionRefused`` (HTTP 429): the owner ends one (``DELETE``) or waits for one to expire. It never
   evicts anyone's session, its own included;
-- past ``max_sessions`` in all, the least recently used session with no call in flight and no open
-  ``GET`` stream is dropped (its calls, none, are not touched); when every session is busy, ``add``
+- past ``max_sessions`` in all, an expired session is dropped, else an idle one (no call in flight, no open
+  ``GET`` stream) of the owner holding the most sessions (a flood from many addresses recycles its own), else
+  the least recently used idle one (its calls, none, are not touched); when every session is busy, ``add``
   raises ``SessionRefused`` (HTTP 503). A session with a call running is never dropped for room;
 - a session idle for ``idle_seconds`` expires (its calls in flight are aborted).
 
@@ -131,17 +132,30 @@ class MemorySessions(Generic[S]):
                 each.cancel_all()
 
     def _idle_victim(self, now: float) -> str | None:
-        """The least recently used session that is expired, or has no call in flight and no GET stream."""
+        """The session to drop for room (None: every one looked at is busy).
+
+        An expired one; else an idle one of the owner holding the most (a client flooding from many addresses
+        recycles its own sessions first); else the least recently used idle one.
+        """
+        oldest = next(iter(self._sessions.values()), None)
+        if oldest is not None and now - oldest.last_seen > self.idle_seconds:
+            return oldest.id
+        largest = max((ids for owner, ids in self._owned.items() if owner is not None), key=len, default=set())
+        if len(largest) > 1:
+            idle = [s for s in map(self._sessions.__getitem__, largest) if not self._busy(s)]
+            if idle:
+                return min(idle, key=lambda s: s.last_seen).id
         for number, (session_id, session) in enumerate(self._sessions.items()):
             if number >= _SCAN_FOR_ROOM:
                 return None
-            if now - session.last_seen > self.idle_seconds:
-                return session_id
-            with session.lock:
-                busy = bool(session.calls) or session.listener is not None
-            if not busy:
+            if now - session.last_seen > self.idle_seconds or not self._busy(session):
                 return session_id
         return None
+
+    @staticmethod
+    def _busy(session: S) -> bool:
+        with session.lock:
+            return bool(session.calls) or session.listener is not None
 
     def _pop(self, session_id: str) -> S:
         session = self._sessions.pop(session_id)
