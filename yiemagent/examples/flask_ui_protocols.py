@@ -59,6 +59,7 @@ from yiemagent.agent.ui_streams import (
     vercel_ai_events,
     vercel_approval_decisions,
 )
+from yiemagent.mcp.server.sessions import session_owner
 
 __all__ = ["Conversations", "add_protocol_routes"]
 
@@ -118,7 +119,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
         """The conversation's key, bound to the verified user when there is one, and the owner of its runs."""
         who = user() if user is not None else None
         if who is None:
-            return f"{protocol}:{given_id}", f"address {request.remote_addr}"
+            return f"{protocol}:{given_id}", session_owner(None, request.remote_addr)  # an IPv6 client: its /64
         digest = hashlib.sha256(str(who).encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return f"{protocol}:{digest}/{given_id}", f"user {digest}"
 

@@ -167,3 +167,15 @@ def test_toolhive_3874_a_session_flood_from_many_addresses_recycles_its_own_sess
                               headers={**ACCEPT, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"},
                               environ_base={"REMOTE_ADDR": "192.0.2.1"})
     assert listed.status_code == 200 and "tools" in listed.json["result"]  # before: 404, her session dropped
+
+
+def test_an_ipv6_client_counts_as_its_64_network_not_as_each_of_its_addresses() -> None:
+    """A host on IPv6 holds a whole /64: counted per address, one client opened sessions from as many addresses as
+    it liked (here 5 from one /64 past a bound of 3), so the per-owner bound bound nobody. Now the /64 is the
+    owner; another /64 and IPv4 clients are counted apart. Raw requests (addresses set in the environ).
+    """
+    app = build().wsgi_app(sessions=MemorySessions(max_sessions_per_owner=3))
+    same_64 = [_initialize(app, None, f"2001:db8:1:2::{n:x}").status_code for n in range(1, 6)]
+    assert same_64 == [200, 200, 200, 429, 429]  # before: five 200s
+    assert _initialize(app, None, "2001:db8:1:3::1").status_code == 200
+    assert _initialize(app, None, "::ffff:192.0.2.7").status_code == 200  # an IPv4 client on a dual stack

@@ -25,6 +25,7 @@ Spec: MCP 2025-11-25 "Transports" (Session Management), "Security Best Practices
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections import OrderedDict
@@ -42,12 +43,19 @@ _SCAN_FOR_ROOM = 1000
 def session_owner(identity: Any, remote_address: str | None) -> str:
     """The owner key of a session begun with ``identity`` (an ``AccessToken`` or None) from ``remote_address``.
 
-    The token's principal; else (no token, or a token naming no subject and no client) the address.
+    The token's principal; else (no token, or a token naming no subject and no client) the address, an IPv6
+    one's /64 network (a host gets a whole /64: counted per address, the per-owner bound would bind nobody).
     """
     principal = getattr(identity, "principal", None) if identity is not None else None
     if principal:
         return f"principal {principal}"
-    return f"address {remote_address or ''}"  # a token naming nobody shares no principal's share or sessions
+    try:  # an IPv6 client holds a whole /64 (2**64 addresses): one owner, as one IPv4 address is
+        address = ipaddress.ip_address(remote_address or "")
+    except ValueError:
+        return f"address {remote_address or ''}"
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is None:
+        return f"address {ipaddress.ip_network(f'{address}/64', strict=False)}"
+    return f"address {address}"  # a token naming nobody shares no principal's share or sessions
 
 
 class ServerSession(Protocol):
