@@ -130,3 +130,33 @@ def test_a_run_record_replaced_under_its_key_leaves_its_owners_share() -> None:
     while not second.done and time.monotonic() < deadline:
         threading.Event().wait(0.01)
     assert second.done
+
+
+def _echo(messages: list[dict[str, Any]], tools: Any) -> Any:
+    return text_reply("I know: " + " | ".join(str(m["content"]) for m in messages if m["role"] == "user"))
+
+
+def test_one_client_opening_many_chats_shuts_down_only_its_own_conversations() -> None:
+    """Before, the example kept its last 100 conversations of all clients together: one anonymous client posting
+    to 100 ``useChat`` chats shut down Alice's conversation (her ``/history`` afterwards: ``[]``, her PIN gone).
+    Now one client (its address; with ``user=``, the user) keeps a tenth of them: the flood pushes out its own.
+    Flask's test client (the addresses are set in the environ; no real client opens 100 chats in a loop).
+    """
+    app = create_app(lambda: Agent(_echo), secret_key="test")
+    try:
+        alice = app.test_client()
+        alice.environ_base["REMOTE_ADDR"] = "192.0.2.1"
+        alice.get("/")
+        assert b"4711" in alice.post("/chat", json={"message": "my PIN is 4711"}).data
+        mallory = app.test_client()
+        mallory.environ_base["REMOTE_ADDR"] = "203.0.113.9"
+        for n in range(100):
+            body = {"id": f"m{n}", "messages": [{"id": "u", "role": "user",
+                                                 "parts": [{"type": "text", "text": "hi"}]}]}
+            assert mallory.post("/api/chat", json=body).status_code == 200
+        history = alice.get("/history").get_json()["messages"]
+        assert [m["content"] for m in history if m["role"] == "user"] == ["my PIN is 4711"]  # before: []
+        conversations = app.extensions["yiemagent_conversations"]
+        assert len(conversations._owned["address 203.0.113.9"]) == 10
+    finally:
+        app.extensions["yiemagent_conversations"].close()

@@ -61,7 +61,7 @@ from yiemagent.agent.ui_streams import (
 )
 from yiemagent.mcp.server.sessions import session_owner
 
-__all__ = ["Conversations", "add_protocol_routes"]
+__all__ = ["Conversations", "add_protocol_routes", "request_owner", "user_digest"]
 
 
 class Conversations(Protocol):
@@ -106,6 +106,17 @@ def _latest_user(messages: Any) -> tuple[int, str | None]:
     return -1, None
 
 
+def user_digest(who: str) -> str:
+    """The key a verified user's conversations are kept under (a digest: no user name in a key or a log)."""
+    return hashlib.sha256(str(who).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def request_owner(user: Callable[[], str | None] | None) -> str:
+    """Who the current request's conversations and runs count against: the verified user, else the address."""
+    who = user() if user is not None else None
+    return f"user {user_digest(who)}" if who is not None else session_owner(None, request.remote_addr)
+
+
 def add_protocol_routes(app: Flask, conversations: Conversations, *,
                         user: Callable[[], str | None] | None = None) -> None:
     """``POST /ag-ui`` (AG-UI 1.0), ``POST /api/chat`` and ``GET /api/chat/<id>/stream`` (``useChat``) on ``app``.
@@ -118,10 +129,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
     def keyed(protocol: str, given_id: str) -> tuple[str, str]:
         """The conversation's key, bound to the verified user when there is one, and the owner of its runs."""
         who = user() if user is not None else None
-        if who is None:
-            return f"{protocol}:{given_id}", session_owner(None, request.remote_addr)  # an IPv6 client: its /64
-        digest = hashlib.sha256(str(who).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return f"{protocol}:{digest}/{given_id}", f"user {digest}"
+        key = f"{protocol}:{given_id}" if who is None else f"{protocol}:{user_digest(who)}/{given_id}"
+        return key, request_owner(user)  # an address: an IPv6 client's /64
 
     @app.post("/ag-ui")
     def ag_ui() -> Any:
