@@ -179,3 +179,62 @@ def test_an_ipv6_client_counts_as_its_64_network_not_as_each_of_its_addresses() 
     assert same_64 == [200, 200, 200, 429, 429]  # before: five 200s
     assert _initialize(app, None, "2001:db8:1:3::1").status_code == 200
     assert _initialize(app, None, "::ffff:192.0.2.7").status_code == 200  # an IPv4 client on a dual stack
+
+
+@pytest.mark.slow  # gunicorn
+@pytest.mark.timeout(300)
+def test_under_the_guides_gunicorn_one_user_cannot_hold_every_thread_with_get_streams() -> None:
+    """modelcontextprotocol/typescript-sdk and python-sdk keep one standalone ``GET`` stream per session, and each
+    holds a thread of the guide's deployment (gunicorn gthread, 8 threads). Before, Mallory opened 8 sessions (well
+    within her 100) and a ``GET`` stream on each: every thread was held and Alice got no answer at all (a 20 s
+    read timeout, and it would have been forever). Now one owner holds at most ``max_streams_per_owner`` (4) open
+    streams: Mallory's 5th and later ``GET`` get 429 at once and Alice's call is answered. Raw HTTP for Mallory
+    (no real client opens 8 GET streams); Alice is yiemagent's ``MCPClient``.
+    """
+    import requests
+
+    from tests.helpers import PYTHON, free_port, process_output, start_process, stop_process, wait_for_port
+    from yiemagent.mcp import MCPClient
+
+    port = free_port()
+    process = start_process([PYTHON, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "-k", "gthread", "--workers",
+                             "1", "--threads", "8", "--timeout", "120", "tests.servers.served_wsgi:bearer"])
+    url, streams, statuses = f"http://127.0.0.1:{port}/mcp", [], []
+    try:
+        wait_for_port(port, process=process)
+        headers = {**ACCEPT, "Content-Type": "application/json", "Authorization": f"Bearer {bearer('mallory')}"}
+        for _ in range(8):
+            began = requests.post(url, data=json.dumps(INIT), headers=headers, timeout=30)
+            session_id = began.headers["Mcp-Session-Id"]
+            stream = requests.get(url, headers={**headers, "Accept": "text/event-stream", "Mcp-Session-Id": session_id,
+                                                "MCP-Protocol-Version": "2025-11-25"}, stream=True, timeout=60)
+            streams.append(stream)
+            statuses.append(stream.status_code)
+        with MCPClient(url, headers={"Authorization": f"Bearer {bearer('alice')}"}, listen=False,
+                       protocol_version="2025-11-25", timeout_seconds=60) as alice:
+            answer = alice.call_tool("add", {"a": 2, "b": 3})
+    except Exception:
+        print(process_output(process))
+        raise
+    finally:
+        for stream in streams:
+            stream.close()
+        stop_process(process)
+    assert statuses == [200] * 4 + [429] * 4
+    assert answer["content"][0]["text"] == "5"
+
+
+def test_get_streams_are_bounded_per_owner_over_its_sessions() -> None:
+    from yiemagent.mcp.server.calls import ServerSession
+
+    sessions: MemorySessions[Any] = MemorySessions(max_streams_per_owner=2)
+    mine = [ServerSession() for _ in range(3)]
+    for each in mine:
+        sessions.add(each, "principal sub:m")
+    theirs = ServerSession()
+    sessions.add(theirs, "principal sub:a")
+    assert [sessions.listen(each, print) for each in mine] == [0, 0, 429]
+    assert sessions.listen(mine[0], print) == 409  # one per session, as before
+    assert sessions.listen(theirs, print) == 0  # another owner's share is untouched
+    mine[0].listener = None  # its stream closed
+    assert sessions.listen(mine[2], print) == 0

@@ -15,7 +15,9 @@ the key. Rules:
   ``GET`` stream) of the owner holding the most sessions (a flood from many addresses recycles its own), else
   the least recently used idle one (its calls, none, are not touched); when every session is busy, ``add``
   raises ``SessionRefused`` (HTTP 503). A session with a call running is never dropped for room;
-- a session idle for ``idle_seconds`` expires (its calls in flight are aborted).
+- a session idle for ``idle_seconds`` expires (its calls in flight are aborted);
+- one owner holds at most ``max_streams_per_owner`` standalone ``GET`` streams open over all its sessions
+  (``listen``: another is 429): each holds a server thread.
 
 Behind a proxy every unauthenticated client has the proxy's address: set ``REMOTE_ADDR`` from the
 forwarded header (werkzeug's ``ProxyFix``) or raise ``max_sessions_per_owner``.
@@ -89,6 +91,8 @@ class MemorySessions(Generic[S]):
         max_sessions: sessions kept in all (>= 1).
         idle_seconds: a session unused this long expires (> 0).
         max_sessions_per_owner: live sessions one owner may hold (>= 1).
+        max_streams_per_owner: standalone ``GET`` streams one owner may hold open at once, over all its sessions
+            (>= 1; each holds a server thread: 8 from one user stopped the guide's 8-thread deployment).
 
     Raises:
         ConfigError: a bound that is not an int (a bool, NaN, a float) or out of its range (a ``ValueError``).
@@ -97,10 +101,12 @@ class MemorySessions(Generic[S]):
     """
 
     def __init__(self, max_sessions: int = 10_000, idle_seconds: float = 3600.0,
-                 max_sessions_per_owner: int = 100) -> None:
+                 max_sessions_per_owner: int = 100, *, max_streams_per_owner: int = 4) -> None:
         check_int("max_sessions", max_sessions, minimum=1)  # NaN, a float, a bool: refused, never unbounded
         check_number("idle_seconds", idle_seconds)
         check_int("max_sessions_per_owner", max_sessions_per_owner, minimum=1)
+        check_int("max_streams_per_owner", max_streams_per_owner, minimum=1)
+        self.max_streams_per_owner = max_streams_per_owner
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
         self.max_sessions_per_owner = max_sessions_per_owner
         self._sessions: OrderedDict[str, S] = OrderedDict()
@@ -209,6 +215,27 @@ class MemorySessions(Generic[S]):
             return False
         session.cancel_all()
         return True
+
+    def listen(self, session: S, listener: Any) -> int:
+        """Make ``listener`` the session's ``GET`` stream; 0, else the HTTP status refusing it.
+
+        409: the session has one; 429: its owner holds ``max_streams_per_owner`` open streams (an unowned
+        session has no share).
+        """
+        with self._lock:
+            owner = self._owner.get(session.id)
+            mine = [self._sessions[i] for i in self._owned.get(owner, ())] if owner is not None else []
+            open_streams = 0
+            for each in mine:
+                with each.lock:
+                    open_streams += each.listener is not None
+            with session.lock:
+                if session.listener is not None:
+                    return 409
+                if open_streams >= self.max_streams_per_owner:
+                    return 429
+                session.listener = listener
+        return 0
 
     def count(self, owner: str | None) -> int:
         """Sessions ``owner`` holds now (expired ones not yet dropped included)."""

@@ -42,8 +42,9 @@
   ``text/event-stream`` (the ask raises ``InputUnavailable``).
 - ``GET`` with ``Accept: text/event-stream`` and the session id: the session's standalone SSE stream
   (messages tied to no request: ``notifications/resources/updated`` for its subscriptions), a
-  ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409); it ends with
-  the session. Stateless: 405. Other methods 405.
+  ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409) and
+  ``MemorySessions.max_streams_per_owner`` (4) per owner over its sessions (one more: 429; each holds a
+  thread); it ends with the session. Stateless: 405. Other methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
   each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
@@ -178,10 +179,10 @@ class WSGIApp:
             except queue.Full:  # a reader that stopped: the oldest are kept, the newest dropped
                 pass
 
-        with session.lock:
-            if session.listener is not None:
-                return _rpc_error(start_response, 409, "Conflict: this session has a GET stream open already")
-            session.listener = listener
+        refused = self.sessions.listen(session, listener)  # one per session, max_streams_per_owner per owner
+        if refused:
+            return _rpc_error(start_response, refused, "Conflict: this session has a GET stream open already"
+                              if refused == 409 else "Too many open GET streams for this client; close one")
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
         return _Listening(session, listener, events, lambda: self.sessions.get(session.id) is session)
