@@ -160,3 +160,24 @@ def test_one_client_opening_many_chats_shuts_down_only_its_own_conversations() -
         assert len(conversations._owned["address 203.0.113.9"]) == 10
     finally:
         app.extensions["yiemagent_conversations"].close()
+
+
+def test_one_session_posting_many_messages_pushes_out_only_its_own_cut_stream_answers() -> None:
+    """``GET /answers/<input_id>`` promised "this session's last 100", but the example kept the last
+    ``100 * max_conversations`` of all sessions together: one session posting 150 messages (``max_conversations=1``)
+    pushed out Alice's answer (404). Now a session keeps its last 100 and, past the total, the session holding the
+    most gives up its oldest. Flask's test client (no real client posts 150 messages in a loop).
+    """
+    app = create_app(lambda: Agent(_echo), secret_key="test", max_conversations=1)
+    try:
+        alice, mallory = app.test_client(), app.test_client()
+        alice.environ_base["REMOTE_ADDR"], mallory.environ_base["REMOTE_ADDR"] = "192.0.2.1", "203.0.113.9"
+        assert b"I know: mine" in alice.post("/chat", json={"message": "mine", "input_id": "alice-1"}).get_data()
+        for n in range(150):
+            assert b"event: answer" in mallory.post("/chat", json={"message": "x", "input_id": f"m-{n}"}).get_data()
+        assert alice.get("/answers/alice-1").status_code == 200  # before: 404
+        assert mallory.get("/answers/m-149").status_code == 200
+        assert mallory.get("/answers/m-0").status_code == 404  # her oldest made room
+        assert mallory.get("/answers/alice-1").status_code == 404  # never another session's
+    finally:
+        app.extensions["yiemagent_conversations"].close()

@@ -106,7 +106,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     conversations = Conversations(make_agent, max_conversations, owner=lambda: request_owner(user),
                                   max_conversations_per_owner=max(1, max_conversations // 10))
     app.extensions["yiemagent_conversations"] = conversations
-    streams: collections.OrderedDict[tuple[str, str], AgentStream] = collections.OrderedDict()
+    streams: collections.OrderedDict[str, collections.OrderedDict[str, AgentStream]] = collections.OrderedDict()
     streams_lock = threading.Lock()
 
     def conversation_id() -> str:
@@ -131,16 +131,23 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
             stream = agent.stream(message, input_id=input_id)
         except (FormatError, ConfigError) as exc:
             return jsonify(error=str(exc)), 400
-        with streams_lock:  # kept for GET /answers/<input_id> (a client whose connection was cut)
-            streams[(conversation_id(), stream.input_id)] = stream
-            while len(streams) > 100 * max_conversations:
-                streams.popitem(last=False)
+        with streams_lock:  # kept for GET /answers/<input_id> (a client whose connection was cut): the last 100
+            mine = streams.setdefault(conversation_id(), collections.OrderedDict())  # of this session
+            mine[stream.input_id] = stream
+            while len(mine) > 100:
+                mine.popitem(last=False)
+            while sum(map(len, streams.values())) > 100 * max_conversations:  # the session holding the most
+                largest = max(streams, key=lambda key: len(streams[key]))  # gives up its oldest
+                streams[largest].popitem(last=False)
+                if not streams[largest]:
+                    del streams[largest]
         return Response(sse_events(stream), headers=SSE_HEADERS)
 
     @app.get("/answers/<input_id>")
     def answer(input_id: str) -> Any:
         with streams_lock:
-            stream = streams.get((conversation_id(), input_id))
+            mine = streams.get(conversation_id())
+            stream = mine.get(input_id) if mine is not None else None
         if stream is None or stream.future is None:
             return jsonify(error=f"no input {input_id!r} in this conversation"), 404
         if not stream.future.done():
