@@ -226,21 +226,23 @@ def register_secrets(values: Iterable[str], *, transient: bool = False) -> None:
 
     ``transient``: values that come with requests (a bearer token a server verified): of those only the
     ``MAX_TRANSIENT_SECRETS`` most recently registered are kept, so that a stream of new ones cannot grow the
-    registry (and the cost of every scrub) without bound.
+    registry (and the cost of every scrub) without bound; they are found by substring search, so a new one
+    costs no recompiled pattern.
     """
     global _SECRET_PATTERN
     added = {str(v) for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_CHARS}
     with _SECRETS_LOCK:
-        fresh = {v for v in added if v not in _SECRETS and v not in _TRANSIENT}
+        fresh = added - _SECRETS if not transient else {v for v in added - _SECRETS if v not in _TRANSIENT}
         for value in added - _SECRETS if transient else ():
             _TRANSIENT[value] = _TRANSIENT.pop(value, None)  # the most recently registered last
-        _SECRETS.update(() if transient else added)
-        if not fresh:
-            return
         while len(_TRANSIENT) > MAX_TRANSIENT_SECRETS:
             del _TRANSIENT[next(iter(_TRANSIENT))]
-        ordered = sorted(_SECRETS | _TRANSIENT.keys(), key=len, reverse=True)
-        _SECRET_PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
+        if not fresh:
+            return
+        if not transient:
+            _SECRETS.update(added)
+            ordered = sorted(_SECRETS, key=len, reverse=True)
+            _SECRET_PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
     install_log_policy()
 
 
@@ -253,9 +255,13 @@ def known_secrets() -> frozenset[str]:
 def scrub_secrets(text: str) -> str:
     """``text`` with every registered secret replaced by ``***`` (one pass, longest secret first)."""
     pattern = _SECRET_PATTERN
-    if pattern is None or not text:
+    if not text or (pattern is None and not _TRANSIENT):
         return text
-    return pattern.sub("***", text)
+    text = pattern.sub("***", text) if pattern is not None else text
+    for secret in tuple(_TRANSIENT):  # the request tokens (a copy: others register meanwhile)
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -313,7 +319,7 @@ def _escape_c1(text: str) -> str:
 
 
 def _scrub_value(value: Any) -> Any:
-    if _SECRET_PATTERN is None:
+    if _SECRET_PATTERN is None and not _TRANSIENT:
         return value
     if isinstance(value, str):
         return scrub_secrets(value)
