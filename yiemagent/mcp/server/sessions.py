@@ -154,7 +154,9 @@ class MemorySessions(Generic[S]):
         oldest = next(iter(self._sessions.values()), None)
         if oldest is not None and now - oldest.last_seen > self.idle_seconds:
             return oldest.id
-        largest = max((ids for owner, ids in self._owned.items() if owner is not None), key=len, default=set())
+        crowded = len(self._sessions) >= 2 * len(self._owned)  # some owner holds several: worth finding
+        largest = max((ids for owner, ids in self._owned.items() if owner is not None), key=len, default=set()) \
+            if crowded else set()
         if len(largest) > 1:
             idle = [s for s in map(self._sessions.__getitem__, largest) if not self._busy(s)]
             if idle:
