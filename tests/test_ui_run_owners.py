@@ -181,3 +181,22 @@ def test_one_session_posting_many_messages_pushes_out_only_its_own_cut_stream_an
         assert mallory.get("/answers/alice-1").status_code == 404  # never another session's
     finally:
         app.extensions["yiemagent_conversations"].close()
+
+
+@pytest.mark.slow  # a server on a socket
+def test_an_anonymous_visitor_cannot_name_a_users_chat_by_its_key(chat_app: tuple[str, list[ScriptedLLM]]) -> None:
+    """An app that serves logged-in users and anonymous visitors (``user()`` None) kept a user's chat under
+    ``"vercel:<digest of the user>/<id>"`` and a visitor's under ``"vercel:<id>"``: a visitor who sent the id
+    ``"<digest of alice>/chat-1"`` (the digest of a known user name) reached Alice's conversation and run. The two
+    kinds of key now cannot meet. Raw HTTP (``requests``): no real client sends such an id.
+    """
+    from yiemagent.examples.flask_ui_protocols import user_digest
+
+    url, llms = chat_app
+    first = _chat(url, "alice", "chat-1", "Tell me a story.")
+    assert _texts(first.iter_lines(decode_unicode=True)) == STORY
+    body = {"id": f"{user_digest('alice')}/chat-1",
+            "messages": [{"id": "u2", "role": "user", "parts": [{"type": "text", "text": "Again?"}]}]}
+    crafted = requests.post(f"{url}/api/chat", json=body, stream=True, timeout=60)  # no X-Test-User: anonymous
+    assert crafted.status_code == 200 and _texts(crafted.iter_lines(decode_unicode=True)) == STORY
+    assert len(llms) == 2 and len(llms[0].calls) == 1  # before: Alice's agent answered it (its 2nd call)

@@ -27,9 +27,10 @@ Each route keeps one conversation per ``threadId`` / chat ``id`` (the client mak
 id: without ``user=``, whoever knows it continues that conversation and replays its last run). Behind
 authentication give ``user``, a function returning the request's verified user (e.g. ``lambda:
 request.environ.get("REMOTE_USER")`` set by your authenticating middleware, never a header the client
-writes): conversations and recorded runs are then kept per user (``"<digest of the user>/<id>"``), so
-another user who sends or resumes the same id reaches an empty conversation of their own (204 for a
-resume), never this one (vercel/chatbot PR #1486: a resume of another user's chat is refused). Records
+writes): conversations and recorded runs are then kept per user (``"user/<digest of the user>/<id>"``,
+and an anonymous visitor's under ``"anonymous/<id>"``, which no id can turn into a user's), so another
+user who sends or resumes the same id reaches an empty conversation of their own (204 for a resume),
+never this one (vercel/chatbot PR #1486: a resume of another user's chat is refused). Records
 are bounded per user (else per client address), so one client starting runs in many chats pushes out
 only its own (``RunRecords(max_records_per_owner=)``). The server holds the history, so only the last
 message of ``messages`` is read. An
@@ -128,8 +129,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
 
     def keyed(protocol: str, given_id: str) -> tuple[str, str]:
         """The conversation's key, bound to the verified user when there is one, and the owner of its runs."""
-        who = user() if user is not None else None
-        key = f"{protocol}:{given_id}" if who is None else f"{protocol}:{user_digest(who)}/{given_id}"
+        who = user() if user is not None else None  # two prefixes: a visitor's id never names a user's key
+        key = f"{protocol}:anonymous/{given_id}" if who is None else f"{protocol}:user/{user_digest(who)}/{given_id}"
         return key, request_owner(user)  # an address: an IPv6 client's /64
 
     @app.post("/ag-ui")

@@ -238,3 +238,40 @@ def test_get_streams_are_bounded_per_owner_over_its_sessions() -> None:
     assert sessions.listen(theirs, print) == 0  # another owner's share is untouched
     mine[0].listener = None  # its stream closed
     assert sessions.listen(mine[2], print) == 0
+
+
+def test_a_caller_without_authentication_cannot_name_a_users_conversation_by_its_store_id(tmp_path: Any) -> None:
+    """One ``MCPServer`` (one store) served behind ``BearerAuth`` over HTTP and without authentication beside it
+    (stdio, or an internal port): Alice's conversation ``c-1`` is ``"<digest of sub:alice>/c-1"`` in the store, and
+    before, a caller without authentication who sent that as its ``conversation_id`` went on with Alice's
+    conversation (her PIN in the answer). Now an unauthenticated id of that shape is an error result. In process:
+    werkzeug's test client for Alice, ``MCPServer.handle`` for the stdio caller.
+    """
+    import hashlib
+
+    from yiemagent import Agent
+    from yiemagent.mcp.server.conversations import conversation_tool
+    from yiemagent.store import SQLiteStore
+    from yiemagent.testing import text_reply
+
+    def echo(messages: list[dict[str, Any]], tools: Any) -> Any:
+        return text_reply("I know: " + " | ".join(str(m["content"]) for m in messages if m["role"] == "user"))
+
+    store = SQLiteStore(str(tmp_path / "c.db"))
+    server = MCPServer("helpdesk", tools=[conversation_tool(
+        lambda conversation_id: Agent(echo, store=store, conversation_id=conversation_id), "ask", "Ask.")])
+
+    def body(conversation_id: str, text: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "ask", "arguments": {"input": text, "conversation_id": conversation_id}}}
+
+    alice = Client(guarded(server, stateless=True)).post(
+        "/mcp", data=json.dumps(body("c-1", "my PIN is 4711")), content_type="application/json",
+        headers={**ACCEPT, "Authorization": f"Bearer {bearer('alice')}"}).json["result"]
+    assert alice["content"][0]["text"] == "I know: my PIN is 4711"
+    bound = hashlib.sha256(b"sub:alice").hexdigest()[:32] + "/c-1"
+    crafted = server.handle(body(bound, "what is my PIN?"))
+    assert crafted is not None and crafted["result"]["isError"] is True
+    assert "4711" not in json.dumps(crafted)  # before: "I know: my PIN is 4711 | what is my PIN?"
+    plain = server.handle(body("c-2", "hello"))
+    assert plain is not None and plain["result"]["content"][0]["text"] == "I know: hello"  # other ids as before
