@@ -275,3 +275,27 @@ def test_a_caller_without_authentication_cannot_name_a_users_conversation_by_its
     assert "4711" not in json.dumps(crafted)  # before: "I know: my PIN is 4711 | what is my PIN?"
     plain = server.handle(body("c-2", "hello"))
     assert plain is not None and plain["result"]["content"][0]["text"] == "I know: hello"  # other ids as before
+
+
+@pytest.mark.slow  # a server on a socket
+def test_a_token_naming_nobody_gets_no_request_state_another_such_token_could_use() -> None:
+    """A verified token with neither ``sub`` nor a client id has no principal, so its ``requestState`` was bound to
+    nobody: before, another such user's token completed the first user's booking with it (``book`` ran for her).
+    Now no state is minted for such a token (-32600, as ``conversation_tool`` refuses to bind a conversation to
+    it). Raw HTTP 2026-07-28 rounds (``test_identity.modern_call``): no real client sends another's state.
+    """
+    from tests.mcp.server.kit import Booking, serving
+    from tests.mcp.server.test_identity import modern_call
+
+    kept = Booking()
+    with serving(guarded(kept.server())) as url:
+        first = modern_call(url, bearer(None, None), "book", {"room": "Hall"})
+        if first.status_code == 200 and "requestState" in first.json().get("result", {}):  # before the fix
+            stolen = modern_call(url, bearer(None, None), "book", {"room": "Hall"},
+                                 inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}},
+                                 requestState=first.json()["result"]["requestState"])
+            pytest.fail(f"a state bound to nobody was minted; another such token used it: {stolen.json()}")
+        named = modern_call(url, bearer("alice"), "book", {"room": "Den"})
+    assert first.status_code == 400 and first.json()["error"]["code"] == -32600
+    assert "names no subject" in first.json()["error"]["message"]
+    assert named.json()["result"]["resultType"] == "input_required"  # a named user's rounds as before

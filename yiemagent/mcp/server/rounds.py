@@ -63,7 +63,7 @@ from ...tools.registry import progress_reporter
 from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from .calls import RequestContext, ServedCall, running
 from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
-from .wire import INTERNAL_ERROR, INVALID_PARAMS, Refusal
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Refusal
 
 __all__ = ["InvalidRequestState", "MemoryUsedStates", "RequestStateCodec", "Rounds", "UsedStates", "binding",
            "run_asking"]
@@ -334,7 +334,8 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
         client has not answered yet (2026-07-28: ``context.modern_request`` set).
 
     Raises:
-        Refusal: -32021 an input needs a capability the client did not declare
+        Refusal: -32600 the verified token names nobody (no state can be bound to it);
+            -32021 an input needs a capability the client did not declare
             (``data.requiredCapabilities``); -32602 an invalid answer, ``inputResponses`` or ``requestState``
             (``Rounds.begin``) or too many rounds; -32603 a state too large.
         Exception: what ``work`` raises otherwise.
@@ -353,6 +354,9 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
     except InputRequired as need:
         if rounds is None:  # pragma: no cover - ServedCall.ask raises it in 2026-07-28 only
             raise RuntimeError("input required outside the 2026-07-28 era") from None
+        if context.identity is not None and principal is None:  # bound to nobody, any such token could use it
+            raise Refusal(INVALID_REQUEST, "the access token names no subject and no client: a requestState "
+                                           "cannot be bound to it") from None
         return None, rounds.input_required(call, need.requests)
     except MissingClientCapability as exc:
         raise Refusal(MISSING_REQUIRED_CLIENT_CAPABILITY, str(exc),
