@@ -200,3 +200,19 @@ def test_an_anonymous_visitor_cannot_name_a_users_chat_by_its_key(chat_app: tupl
     crafted = requests.post(f"{url}/api/chat", json=body, stream=True, timeout=60)  # no X-Test-User: anonymous
     assert crafted.status_code == 200 and _texts(crafted.iter_lines(decode_unicode=True)) == STORY
     assert len(llms) == 2 and len(llms[0].calls) == 1  # before: Alice's agent answered it (its 2nd call)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: create_app(lambda: Agent(_echo), user="REMOTE_USER"),  # type: ignore[arg-type]
+    lambda: RunRecords(max_records_per_owner=float("nan")),  # type: ignore[arg-type]
+    lambda: __import__("yiemagent.examples.chat_conversations", fromlist=["x"]).Conversations(
+        lambda: Agent(_echo), max_conversations_per_owner=0),
+])
+def test_the_new_options_fail_closed_when_given(make: Any) -> None:
+    """``user`` given as a header's name (which any client writes) or a bound that is NaN or below 1: refused when
+    given, never an app that binds nobody or keeps everything.
+    """
+    from yiemagent import ConfigError
+
+    with pytest.raises(ConfigError):
+        make()

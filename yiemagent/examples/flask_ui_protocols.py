@@ -50,6 +50,7 @@ from typing import Any, Protocol
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConfigError, FormatError, YiemagentError
+from yiemagent._internal.checks import check_callable
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_runs import RunRecords
 from yiemagent.agent.ui_streams import (
@@ -123,7 +124,11 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
     """``POST /ag-ui`` (AG-UI 1.0), ``POST /api/chat`` and ``GET /api/chat/<id>/stream`` (``useChat``) on ``app``.
 
     ``user``: the verified user of the current request, or None (anonymous); see the module docstring.
+
+    Raises:
+        ConfigError: ``user`` is not callable (e.g. the name of a header: a client writes those).
     """
+    check_callable("user", user)
     records = RunRecords()
     app.extensions["yiemagent_run_records"] = records
 
