@@ -79,25 +79,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 __all__ = [
-    "BOUNDARIES",
-    "Boundary",
-    "BoundaryKind",
-    "boundary",
-    "decode_strict",
-    "display_text",
-    "dumps_strict",
-    "install_log_policy",
-    "is_clean_text",
-    "json_safe",
-    "json_text",
-    "known_secrets",
-    "loads_strict",
-    "log_text",
-    "looks_secret",
-    "register_secrets",
-    "scrub_secrets",
-    "strict_json_text",
-    "terminal_text",
+    "BOUNDARIES", "Boundary", "BoundaryKind", "boundary", "decode_strict", "display_text", "dumps_strict",
+    "install_log_policy", "is_clean_text", "json_safe", "json_text", "known_secrets", "loads_strict", "log_text",
+    "looks_secret", "register_secrets", "scrub_secrets", "strict_json_text", "terminal_text",
 ]
 
 MAX_DEPTH = 64
@@ -210,6 +194,8 @@ MIN_SECRET_CHARS = 4
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+_TRANSIENT: dict[str, None] = {}  # register_secrets(transient=True), least recently registered first
+MAX_TRANSIENT_SECRETS = 1000
 _SECRET_PATTERN: re.Pattern[str] | None = None
 _SECRET_NAME = re.compile(r"(?i)token|secret|key|passw|pwd|pass\b|auth|credential|cookie|session|bearer|api")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9_\-.~+=:]{16,}\Z")
@@ -235,33 +221,47 @@ def looks_secret(name: str, value: str) -> bool:
     return bool(_TOKEN_LIKE.match(value)) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-def register_secrets(values: Iterable[str]) -> None:
-    """Treat each of ``values`` (4+ characters) as a secret at every boundary, for the life of the process."""
+def register_secrets(values: Iterable[str], *, transient: bool = False) -> None:
+    """Treat each of ``values`` (4+ characters) as a secret at every boundary, for the life of the process.
+
+    ``transient``: values that come with requests (a bearer token a server verified): of those only the
+    ``MAX_TRANSIENT_SECRETS`` most recently registered are kept, so that a stream of new ones cannot grow the
+    registry (and the cost of every scrub) without bound; they are found by substring search, so a new one
+    costs no recompiled pattern.
+    """
     global _SECRET_PATTERN
     added = {str(v) for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_CHARS}
-    if not added:
-        return
     with _SECRETS_LOCK:
-        if added <= _SECRETS:
+        fresh = added - _SECRETS if not transient else {v for v in added - _SECRETS if v not in _TRANSIENT}
+        for value in added - _SECRETS if transient else ():
+            _TRANSIENT[value] = _TRANSIENT.pop(value, None)  # the most recently registered last
+        while len(_TRANSIENT) > MAX_TRANSIENT_SECRETS:
+            del _TRANSIENT[next(iter(_TRANSIENT))]
+        if not fresh:
             return
-        _SECRETS.update(added)
-        ordered = sorted(_SECRETS, key=len, reverse=True)
-        _SECRET_PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
+        if not transient:
+            _SECRETS.update(added)
+            ordered = sorted(_SECRETS, key=len, reverse=True)
+            _SECRET_PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
     install_log_policy()
 
 
 def known_secrets() -> frozenset[str]:
     """The registered secrets (for tests and for code that must hide them elsewhere)."""
     with _SECRETS_LOCK:
-        return frozenset(_SECRETS)
+        return frozenset(_SECRETS | _TRANSIENT.keys())
 
 
 def scrub_secrets(text: str) -> str:
     """``text`` with every registered secret replaced by ``***`` (one pass, longest secret first)."""
     pattern = _SECRET_PATTERN
-    if pattern is None or not text:
+    if not text or (pattern is None and not _TRANSIENT):
         return text
-    return pattern.sub("***", text)
+    text = pattern.sub("***", text) if pattern is not None else text
+    for secret in tuple(_TRANSIENT):  # the request tokens (a copy: others register meanwhile)
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
 
 
 # ------------------------------------------------------------------------------------------ rules
@@ -319,7 +319,7 @@ def _escape_c1(text: str) -> str:
 
 
 def _scrub_value(value: Any) -> Any:
-    if _SECRET_PATTERN is None:
+    if _SECRET_PATTERN is None and not _TRANSIENT:
         return value
     if isinstance(value, str):
         return scrub_secrets(value)

@@ -25,9 +25,12 @@ its client reads: a connection cut mid-answer closes the stream, and although th
 - ``stream(lines)`` passes a response's lines through and notes when the last one was written
   (``delivered``): a run whose stream reached a client whole is not replayed by ``replayable()`` (the AI SDK
   asks on every page load; nothing to resume is 204);
-- one record per key (a new run of a conversation replaces its last), at most ``max_records`` (least
-  recently started first out) and ``max_items`` items a run (past it the record stops: ``replayable()`` is
-  False and the client takes the answer from the conversation's history).
+- one record per key (a new run of a conversation replaces its last), at most ``max_records_per_owner`` per
+  owner (``start(owner=)``: the user, else the client's address; its own oldest makes room), ``max_records``
+  in all (least recently started first out) and ``max_items`` items a run (past it the record stops:
+  ``replayable()`` is False and the client takes the answer from the conversation's history);
+- a record is found by its key alone: whoever knows the key replays the run. Behind authentication, put the
+  verified user in the key (``flask_ui_protocols``' ``user=``), as the conversation itself is keyed.
 
 Records live in this process's memory: with several workers, send a conversation's requests to one worker
 (or keep the conversation in a store and read the answer from it, ``docs/guides/web_apps.rst``).
@@ -43,6 +46,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from .._internal.checks import check_int, check_number
 from ..loop import events as ev
 
 __all__ = ["RunRecord", "RunRecords"]
@@ -63,6 +67,8 @@ class RunRecord:
         """True once a stream of this run was written to its client to the last line."""
         self.truncated = False
         """True when the run passed ``max_items`` items: the record stopped."""
+        check_int("max_items", max_items, minimum=1)
+        check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # below 0: a busy loop of keep-alives
         self.max_items, self.heartbeat_seconds = max_items, heartbeat_seconds
         self._items: list[Item] = []
         self._done = False
@@ -124,25 +130,63 @@ class RunRecord:
 
 
 class RunRecords:
-    """The last run of each key (a conversation), at most ``max_records`` kept. Thread-safe."""
+    """The last run of each key (a conversation), bounded per owner and in all. Thread-safe.
 
-    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000) -> None:
-        if max_records < 1 or max_items < 1:
-            raise ValueError("max_records and max_items must be >= 1")
-        self.max_records, self.max_items = max_records, max_items
+    Args:
+        max_records: records kept in all (the least recently started first out).
+        max_items: items one run may record (``RunRecord``).
+        max_records_per_owner: records one owner (``start(owner=)``: the verified user, else the client's
+            address) keeps: its own least recently started record makes room for its next one, so one client
+            starting runs in many conversations pushes out only its own records, never another's (until
+            ``max_records`` owners' worth are kept).
+
+    Raises:
+        ConfigError: a bound that is not an int >= 1.
+    """
+
+    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000, max_records_per_owner: int = 100) -> None:
+        check_int("max_records", max_records, minimum=1)  # NaN, a float, a bool: refused, never unbounded
+        check_int("max_items", max_items, minimum=1)
+        check_int("max_records_per_owner", max_records_per_owner, minimum=1)
+        self.max_records, self.max_items, self.max_records_per_owner = max_records, max_items, max_records_per_owner
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
+        self._owner: dict[str, str | None] = {}
+        self._owned: dict[str | None, OrderedDict[str, None]] = {}
         self._lock = threading.Lock()
 
     def start(self, key: str, items: Iterable[Item], *, message_id: str | None = None,
-              user_message_id: str | None = None) -> RunRecord:
-        """Record ``items`` (read from now on, to the end) as the last run of ``key``; returns its record."""
+              user_message_id: str | None = None, owner: str | None = None) -> RunRecord:
+        """Record ``items`` (read from now on, to the end) as the last run of ``key``; returns its record.
+
+        ``owner``: whose run it is, for the per-owner bound (None: no owner's share). Bind ``key`` itself to the
+        verified user when there is one (``flask_ui_protocols`` does): ``get`` finds a record by its key alone.
+        """
         record = RunRecord(items, message_id=message_id, user_message_id=user_message_id, max_items=self.max_items)
         with self._lock:
-            self._records.pop(key, None)
+            self._drop(key)
             self._records[key] = record
+            self._owner[key] = owner
+            mine = self._owned.setdefault(owner, OrderedDict())
+            mine[key] = None
+            while owner is not None and len(mine) > self.max_records_per_owner:
+                self._drop(next(iter(mine)))
             while len(self._records) > self.max_records:
-                self._records.popitem(last=False)
+                self._drop(next(iter(self._records)))
         return record
+
+    def _drop(self, key: str) -> None:
+        if self._records.pop(key, None) is None:
+            return
+        owner = self._owner.pop(key, None)
+        mine = self._owned.get(owner)
+        if mine is not None:
+            mine.pop(key, None)
+            if not mine:
+                del self._owned[owner]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
 
     def get(self, key: str) -> RunRecord | None:
         """The last run recorded for ``key``, or None."""

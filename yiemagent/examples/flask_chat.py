@@ -43,10 +43,12 @@ click posts the decision, the run resumes, and its answer appears below.
 
 Each session (Flask's signed cookie) gets its own started ``Agent`` from
 ``make_agent()``; at most ``max_conversations`` are kept (the least recently
-used is shut down). A browser that goes away mid-answer does not lose it: the
-run finishes and the answer is in ``/history`` and ``/answers/<input_id>``. Conversations live in
-this process: serve it with one process (``gunicorn -k gthread -w 1 --threads 16``), or use
-``yiemagent.examples.flask_durable`` for several (``docs/guides/web_apps.rst``).
+used is shut down), a tenth of them per client (``user``, else the address:
+``chat_conversations``; its own least recently used goes first). A browser
+that goes away mid-answer does not lose it: the run finishes and the answer is
+in ``/history`` and ``/answers/<input_id>``. Conversations live in this
+process: serve it with one process (``gunicorn -k gthread -w 1 --threads 16``),
+or use ``yiemagent.examples.flask_durable`` for several (``docs/guides/web_apps.rst``).
 """
 
 from __future__ import annotations
@@ -78,51 +80,12 @@ from yiemagent import (
     openai_chat,
     sse_events,
 )
-from yiemagent.examples.flask_ui_protocols import add_protocol_routes
+from yiemagent.examples.chat_conversations import Conversations
+from yiemagent.examples.flask_ui_protocols import add_protocol_routes, request_owner
 from yiemagent.messages import Message
 from yiemagent.messages.openai import to_openai
 
 __all__ = ["PAGE", "Conversations", "create_app", "from_env", "history_version", "main"]
-
-
-class Conversations:
-    """Agents by conversation id, least recently used first out (thread-safe)."""
-
-    def __init__(self, make_agent: Callable[[], Agent], max_conversations: int = 100) -> None:
-        self.make_agent = make_agent
-        self.max_conversations = max_conversations
-        self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, conversation_id: str) -> Agent:
-        """The conversation's agent, started; made on first use."""
-        evicted: list[Agent] = []
-        with self._lock:
-            agent = self._agents.get(conversation_id)
-            if agent is None:
-                agent = self.make_agent().start()
-                self._agents[conversation_id] = agent
-                while len(self._agents) > self.max_conversations:
-                    evicted.append(self._agents.popitem(last=False)[1])
-            self._agents.move_to_end(conversation_id)
-        for old in evicted:  # after its current run; not on this request's time
-            threading.Thread(target=old.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
-        return agent
-
-    def drop(self, conversation_id: str) -> None:
-        """Forget a conversation (its agent stops after its current run)."""
-        with self._lock:
-            agent = self._agents.pop(conversation_id, None)
-        if agent is not None:
-            threading.Thread(target=agent.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
-
-    def close(self) -> None:
-        """Shut every agent down."""
-        with self._lock:
-            agents = list(self._agents.values())
-            self._agents.clear()
-        for agent in agents:
-            agent.shutdown(mode="now")
 
 
 def history_version(history: Sequence[Message]) -> str:
@@ -132,17 +95,18 @@ def history_version(history: Sequence[Message]) -> str:
 
 
 def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
-               max_conversations: int = 100) -> Flask:
-    """The chat app; ``make_agent()`` makes the agent of a new conversation.
+               max_conversations: int = 100, user: Callable[[], str | None] | None = None) -> Flask:
+    """The chat app; ``make_agent()`` makes the agent of a new conversation; ``user``: see flask_ui_protocols.
 
     ``app.extensions["yiemagent_conversations"]`` is the ``Conversations``
     store (call its ``close()`` when the app stops).
     """
     app = Flask(__name__)
     app.secret_key = secret_key or secrets.token_hex(16)
-    conversations = Conversations(make_agent, max_conversations)
+    conversations = Conversations(make_agent, max_conversations, owner=lambda: request_owner(user),
+                                  max_conversations_per_owner=max(1, max_conversations // 10))
     app.extensions["yiemagent_conversations"] = conversations
-    streams: collections.OrderedDict[tuple[str, str], AgentStream] = collections.OrderedDict()
+    streams: collections.OrderedDict[str, collections.OrderedDict[str, AgentStream]] = collections.OrderedDict()
     streams_lock = threading.Lock()
 
     def conversation_id() -> str:
@@ -167,16 +131,23 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
             stream = agent.stream(message, input_id=input_id)
         except (FormatError, ConfigError) as exc:
             return jsonify(error=str(exc)), 400
-        with streams_lock:  # kept for GET /answers/<input_id> (a client whose connection was cut)
-            streams[(conversation_id(), stream.input_id)] = stream
-            while len(streams) > 100 * max_conversations:
-                streams.popitem(last=False)
+        with streams_lock:  # kept for GET /answers/<input_id> (a client whose connection was cut): the last 100
+            mine = streams.setdefault(conversation_id(), collections.OrderedDict())  # of this session
+            mine[stream.input_id] = stream
+            while len(mine) > 100:
+                mine.popitem(last=False)
+            while sum(map(len, streams.values())) > 100 * max_conversations:  # the session holding the most
+                largest = max(streams, key=lambda key: len(streams[key]))  # gives up its oldest
+                streams[largest].popitem(last=False)
+                if not streams[largest]:
+                    del streams[largest]
         return Response(sse_events(stream), headers=SSE_HEADERS)
 
     @app.get("/answers/<input_id>")
     def answer(input_id: str) -> Any:
         with streams_lock:
-            stream = streams.get((conversation_id(), input_id))
+            mine = streams.get(conversation_id())
+            stream = mine.get(input_id) if mine is not None else None
         if stream is None or stream.future is None:
             return jsonify(error=f"no input {input_id!r} in this conversation"), 404
         if not stream.future.done():
@@ -244,7 +215,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     app.add_url_rule("/edit", "edit", methods=["POST"], view_func=lambda: branch("edit"))
     app.add_url_rule("/regenerate", "regenerate", methods=["POST"], view_func=lambda: branch("regenerate"))
-    add_protocol_routes(app, conversations)
+    add_protocol_routes(app, conversations, user=user)
     return app
 
 

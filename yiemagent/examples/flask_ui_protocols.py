@@ -24,8 +24,16 @@ began from the latest user message of ``messages`` (its ``id``), it is not run a
 is dropped), the run's events, ``RUN_FINISHED``.
 
 Each route keeps one conversation per ``threadId`` / chat ``id`` (the client makes it, a random
-id: whoever knows it continues that conversation, so put authentication in front of a real
-deployment); the server holds the history, so only the last message of ``messages`` is read. An
+id: without ``user=``, whoever knows it continues that conversation and replays its last run). Behind
+authentication give ``user``, a function returning the request's verified user (e.g. ``lambda:
+request.environ.get("REMOTE_USER")`` set by your authenticating middleware, never a header the client
+writes): conversations and recorded runs are then kept per user (``"user/<digest of the user>/<id>"``,
+and an anonymous visitor's under ``"anonymous/<id>"``, which no id can turn into a user's), so another
+user who sends or resumes the same id reaches an empty conversation of their own (204 for a resume),
+never this one (vercel/chatbot PR #1486: a resume of another user's chat is refused). Records
+are bounded per user (else per client address), so one client starting runs in many chats pushes out
+only its own (``RunRecords(max_records_per_owner=)``). The server holds the history, so only the last
+message of ``messages`` is read. An
 approval is an AG-UI interrupt (resume with ``{"interruptId": <tool call id>, "status": "resolved",
 "payload": {"approved": true}}``) or a Vercel ``tool-approval-request`` (``addToolApprovalResponse``,
 then the chat sends): the resumed run's messages reach the client whole, after it ended
@@ -34,12 +42,15 @@ then the chat sends): the resumed run's messages reach the client whole, after i
 
 from __future__ import annotations
 
+import hashlib
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConfigError, FormatError, YiemagentError
+from yiemagent._internal.checks import check_callable
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_runs import RunRecords
 from yiemagent.agent.ui_streams import (
@@ -50,8 +61,9 @@ from yiemagent.agent.ui_streams import (
     vercel_ai_events,
     vercel_approval_decisions,
 )
+from yiemagent.mcp.server.sessions import session_owner
 
-__all__ = ["Conversations", "add_protocol_routes"]
+__all__ = ["Conversations", "add_protocol_routes", "request_owner", "user_digest"]
 
 
 class Conversations(Protocol):
@@ -96,13 +108,35 @@ def _latest_user(messages: Any) -> tuple[int, str | None]:
     return -1, None
 
 
-def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
+def user_digest(who: str) -> str:
+    """The key a verified user's conversations are kept under (a digest: no user name in a key or a log)."""
+    return hashlib.sha256(str(who).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def request_owner(user: Callable[[], str | None] | None) -> str:
+    """Who the current request's conversations and runs count against: the verified user, else the address."""
+    who = user() if user is not None else None
+    return f"user {user_digest(who)}" if who is not None else session_owner(None, request.remote_addr)
+
+
+def add_protocol_routes(app: Flask, conversations: Conversations, *,
+                        user: Callable[[], str | None] | None = None) -> None:
     """``POST /ag-ui`` (AG-UI 1.0), ``POST /api/chat`` and ``GET /api/chat/<id>/stream`` (``useChat``) on ``app``.
 
-    See the module docstring.
+    ``user``: the verified user of the current request, or None (anonymous); see the module docstring.
+
+    Raises:
+        ConfigError: ``user`` is not callable (e.g. the name of a header: a client writes those).
     """
+    check_callable("user", user)
     records = RunRecords()
     app.extensions["yiemagent_run_records"] = records
+
+    def keyed(protocol: str, given_id: str) -> tuple[str, str]:
+        """The conversation's key, bound to the verified user when there is one, and the owner of its runs."""
+        who = user() if user is not None else None  # two prefixes: a visitor's id never names a user's key
+        key = f"{protocol}:anonymous/{given_id}" if who is None else f"{protocol}:user/{user_digest(who)}/{given_id}"
+        return key, request_owner(user)  # an address: an IPv6 client's /64
 
     @app.post("/ag-ui")
     def ag_ui() -> Any:
@@ -112,7 +146,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
             return jsonify(error="send an AG-UI RunAgentInput: {threadId, runId, messages}"), 400
         run_id = body.get("runId") if isinstance(body.get("runId"), str) else None
         given = body.get("messages")
-        key, messages = f"ag-ui:{thread_id}", given if isinstance(given, list) else []
+        (key, owner), messages = keyed("ag-ui", thread_id), given if isinstance(given, list) else []
         user_index, user_id = _latest_user(messages)
         last = records.get(key)
         if not body.get("resume") and last is not None and user_id is not None and last.user_message_id == user_id:
@@ -140,7 +174,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
                 items = agent.stream(text)
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
-        record = records.start(key, items, user_message_id=user_id)
+        record = records.start(key, items, user_message_id=user_id, owner=owner)
         return Response(record.stream(ag_ui_events(record.follow(), thread_id=thread_id, run_id=run_id)),
                         headers=AG_UI_HEADERS)
 
@@ -151,7 +185,8 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         messages = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(chat_id, str) or not chat_id or not isinstance(messages, list) or not messages:
             return jsonify(error='send useChat\'s body: {"id", "messages": [...]}'), 400
-        agent = conversations.get(f"vercel:{chat_id}")
+        key, owner = keyed("vercel", chat_id)
+        agent = conversations.get(key)
         last, message_id = messages[-1], None
         if isinstance(last, dict) and last.get("role") == "assistant":
             decisions = _waiting(agent, vercel_approval_decisions(last))
@@ -167,13 +202,13 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
             message_id = f"msg-{uuid.uuid4().hex}"  # a replay names it too: the client replaces its partial one
-        record = records.start(f"vercel:{chat_id}", items, message_id=message_id)
+        record = records.start(key, items, message_id=message_id, owner=owner)
         return Response(record.stream(vercel_ai_events(record.follow(), message_id=message_id)),
                         headers=VERCEL_AI_HEADERS)
 
     @app.get("/api/chat/<chat_id>/stream")
     def vercel_resume(chat_id: str) -> Any:
-        record = records.get(f"vercel:{chat_id}")
+        record = records.get(keyed("vercel", chat_id)[0])  # another user's chat of this id: not found (204)
         if record is None or not record.replayable() or record.message_id is None:
             return Response(status=204)  # nothing to resume (an approval's continuation is not replayed)
         return Response(record.stream(vercel_ai_events(record.follow(), message_id=record.message_id)),

@@ -31,8 +31,10 @@ The token that passed is ``environ["yiemagent.mcp.access_token"]`` (an ``AccessT
 ``current_call().identity``) and binds to its ``principal`` what a client holds: a 2025-11-25 session
 (``Mcp-Session-Id``: another principal's request on it is answered 404, as an unknown session; MCP security
 best practices, session hijacking), the sessions one principal may open (``MemorySessions``), a 2026-07-28
-``requestState`` and ``conversation_tool``'s conversations. Tokens never reach a log, an error or a response
-(the text policy's known secrets).
+``requestState`` and ``conversation_tool``'s conversations. Tokens never reach a log, an error or a response: a verified
+token is one of the text policy's known secrets (``register_secrets(transient=True)``: the 1,000 most recent),
+a refused one is registered nowhere (a flood of made-up tokens would grow the registry, and the cost of every
+scrub, without bound).
 
 Under a URL prefix (the app mounted at ``SCRIPT_NAME``, e.g. werkzeug's ``DispatcherMiddleware({"/tools":
 app})``), the ``resource_metadata`` URL of a challenge is one this middleware answers:
@@ -58,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..._internal.checks import install_hint
+from ..._internal.checks import check_int, install_hint
 from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
@@ -272,7 +274,8 @@ class BearerAuth:
         max_body_bytes: largest body read to find a ``tools/call``'s tool (a longer one: 413).
 
     Raises:
-        ConfigError: ``resource`` is not an absolute http(s) URL, or no authorization server is given.
+        ConfigError: ``resource`` is not an absolute http(s) URL, no authorization server is given, or
+            ``max_body_bytes`` is not an int >= 1.
     """
 
     def __init__(self, app: Callable[..., Iterable[bytes]], verifier: TokenVerifier, *, resource: str,
@@ -298,6 +301,7 @@ class BearerAuth:
         self.metadata_paths = {WELL_KNOWN + path, WELL_KNOWN} if path else {WELL_KNOWN}
         self._origin, self._resource_path, self._metadata_url = f"{parts.scheme}://{parts.netloc}", path, metadata_url
         self.metadata_url = metadata_url or f"{self._origin}{WELL_KNOWN}{path}"
+        check_int("max_body_bytes", max_body_bytes, minimum=1)  # NaN would read any body: never unbounded
         self.max_body_bytes = max_body_bytes
 
     def _is_metadata(self, environ: dict[str, Any]) -> bool:
@@ -336,11 +340,11 @@ class BearerAuth:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return self._challenge(environ, start_response, 401, None, self.required_scopes)
-        register_secrets([token])  # never printed, whatever happens below
-        access = self.verifier.verify(token)
-        if access is None:
+        access = self.verifier.verify(token)  # which never prints it
+        if access is None:  # not registered as a secret: a flood of made-up tokens must not grow the registry
             return self._challenge(environ, start_response, 401, "invalid_token", self.required_scopes,
                                    "the access token is invalid, expired or not for this resource")
+        register_secrets([token], transient=True)  # never printed below; the most recent 1,000 tokens kept
         needed = set(self.required_scopes)
         if self.tool_scopes and environ.get("REQUEST_METHOD") == "POST":
             read = self._body(environ)

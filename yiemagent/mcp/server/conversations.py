@@ -31,7 +31,9 @@ completed or waits for an approval):
   another user who sends the same ``conversation_id`` reaches a conversation of their own, never this
   one. The client sees its own ``conversation_id`` only. A token naming no subject and no client gets an
   error result. Without authentication (stdio, no ``BearerAuth``) the id is used as it is: whoever knows it
-  continues it, so use long random ids or put authentication in front.
+  continues it, so use long random ids or put authentication in front; an id of the bound shape
+  (``<32 hex digits>/...``) is then an error result, so that a server on the same store without
+  authentication (stdio beside HTTP) cannot name a user's conversation.
 
 Each call makes its agent with ``make_agent(store_id)``, or ``make_agent(store_id, identity=token)`` when
 ``make_agent`` takes an ``identity`` parameter (or ``**kwargs``): ``store_id`` is the conversation's id in
@@ -49,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import re
 import threading
 import time
 import uuid
@@ -98,9 +101,20 @@ def _takes_identity(make_agent: Callable[..., Any]) -> bool:
                for p in parameters)
 
 
+_BOUND = re.compile(r"[0-9a-f]{32}/")
+"""The shape of a conversation id bound to a principal: an unauthenticated caller may not name one."""
+
+
 def store_id(conversation_id: str, principal: str | None) -> str:
-    """The store's id of ``conversation_id`` as seen by ``principal`` (None: unauthenticated, the id itself)."""
+    """The store's id of ``conversation_id`` as seen by ``principal`` (None: unauthenticated, the id itself).
+
+    Raises:
+        ValueError: unauthenticated, an id of the bound shape (``<32 hex digits>/...``): a user's conversation.
+    """
     if principal is None:
+        if _BOUND.match(conversation_id):
+            raise ValueError("a conversation_id of the form '<32 hex digits>/...' belongs to an authenticated "
+                             "user; use another id")
         return conversation_id
     return f"{hashlib.sha256(principal.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}/{conversation_id}"
 
@@ -128,7 +142,12 @@ def conversation_tool(make_agent: Callable[..., Any], name: str, description: st
             text = "the access token names no subject and no client: a conversation cannot be bound to it"
             return ToolReply([{"type": "text", "text": text}], {"answer": text, "conversation_id": conversation_id,
                                                                "input_id": input_id, "status": "error"}, is_error=True)
-        key = store_id(conversation_id, identity.principal if identity is not None else None)
+        try:  # the same store served without authentication too (stdio): no id of a user's shape
+            key = store_id(conversation_id, identity.principal if identity is not None else None)
+        except ValueError as exc:
+            return ToolReply([{"type": "text", "text": str(exc)}], {"answer": str(exc), "conversation_id":
+                                                                  conversation_id, "input_id": input_id,
+                                                                  "status": "error"}, is_error=True)
         agent: _DurableAgent = make_agent(key, identity=identity) if with_identity else make_agent(key)
         try:
             stream = agent.stream(arguments["input"], input_id=input_id)

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..._internal.checks import check_int, check_number
 from ...tools.schema_checks import pattern_budget, safe_validator_class
 from ..mrtr import MAX_INPUT_REQUESTS, MAX_REQUEST_STATE_CHARS
 
@@ -58,7 +59,8 @@ class InputLimits:
             (the ``requestState`` then expires); in 2025-11-25 the longest wait for one answer.
 
     Raises:
-        ValueError: a bound below 1.
+        ConfigError: a bound that is not an int >= 1 (NaN, a float, a bool), or a deadline not a finite number > 0
+            (a ``ValueError``).
     """
 
     max_rounds: int = 8
@@ -67,8 +69,9 @@ class InputLimits:
     deadline_seconds: float = 600.0
 
     def __post_init__(self) -> None:
-        if min(self.max_rounds, self.max_inputs_per_round, self.max_state_chars) < 1 or self.deadline_seconds <= 0:
-            raise ValueError("InputLimits: every bound must be at least 1 (deadline_seconds > 0)")
+        for name in ("max_rounds", "max_inputs_per_round", "max_state_chars"):  # NaN or a float: never unbounded
+            check_int(f"InputLimits.{name}", getattr(self, name), minimum=1)
+        check_number("InputLimits.deadline_seconds", self.deadline_seconds)
 
 
 class InputRequired(BaseException):

@@ -29,7 +29,8 @@ sent again, e.g. a final round whose tool did its side effect) is refused -32602
 and the tool does not run again. The default ``MemoryUsedStates`` remembers the
 nonces of this process until their state expires (at most ``max_entries``; when
 it is full of live nonces a round is refused -32603 rather than a nonce
-forgotten). Several workers sharing ``state_keys`` each have their own record: a
+forgotten; at most ``max_entries_per_owner`` of one verified principal, so one
+client cannot fill it for others). Several workers sharing ``state_keys`` each have their own record: a
 state replayed to *another* worker is not caught unless they share a store
 (``MCPServer(used_states=...)``, anything with ``use(nonce, expires_at) ->
 bool``: a Redis ``SET NX EX``, a table with a unique key).
@@ -55,13 +56,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ..._internal.checks import check_int
 from ...exceptions import ConfigError
 from ...textpolicy import scrub_secrets
 from ...tools.registry import progress_reporter
 from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from .calls import RequestContext, ServedCall, running
 from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
-from .wire import INTERNAL_ERROR, INVALID_PARAMS, Refusal
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Refusal
 
 __all__ = ["InvalidRequestState", "MemoryUsedStates", "RequestStateCodec", "Rounds", "UsedStates", "binding",
            "run_asking"]
@@ -153,32 +155,57 @@ class StateStoreFull(Exception):
 
 
 class MemoryUsedStates:
-    """The nonces used in this process, each kept until its state expires; at most ``max_entries``.
+    """The nonces used in this process, each kept until its state expires, bounded in all and per owner.
 
-    Thread-safe. Full of unexpired nonces, ``use`` raises ``StateStoreFull`` (never forgets a live one).
+    At most ``max_entries``, and at most ``max_entries_per_owner`` of one owner (the verified principal whose
+    rounds spent them). Thread-safe. Full of unexpired nonces (in all, or of that owner), ``use`` raises
+    ``StateStoreFull`` (never forgets a live one): one client spending rounds fast fills only its own share,
+    never the record of others.
     """
 
-    def __init__(self, max_entries: int = 100_000) -> None:
-        if not isinstance(max_entries, int) or max_entries < 1:
-            raise ConfigError(f"max_entries must be an int >= 1, not {max_entries!r}")
-        self.max_entries = max_entries
+    def __init__(self, max_entries: int = 100_000, *, max_entries_per_owner: int = 1_000) -> None:
+        check_int("max_entries", max_entries, minimum=1)
+        check_int("max_entries_per_owner", max_entries_per_owner, minimum=1)
+        self.max_entries, self.max_entries_per_owner = max_entries, max_entries_per_owner
         self._expiry: dict[str, float] = {}  # insertion order: about the order of expiry
+        self._owner: dict[str, str] = {}  # nonce -> its owner (owned ones)
+        self._owned: dict[str, dict[str, float]] = {}  # owner -> its nonces -> expiry
         self._lock = threading.Lock()
 
-    def use(self, nonce: str, expires_at: float) -> bool:
-        """See ``UsedStates.use``."""
+    def use(self, nonce: str, expires_at: float, owner: str | None = None) -> bool:
+        """See ``UsedStates.use``; ``owner``: the principal spending it (None: no owner's share)."""
         now = time.time()
         with self._lock:
             if nonce in self._expiry:
                 return False
             while self._expiry and self._expiry[next(iter(self._expiry))] <= now:
-                del self._expiry[next(iter(self._expiry))]
+                self._forget(next(iter(self._expiry)))
+            mine = self._owned.get(owner, {}) if owner is not None else {}
+            if len(mine) >= self.max_entries_per_owner:
+                for key in [key for key, at in mine.items() if at <= now]:
+                    self._forget(key)
+                if len(self._owned.get(owner, {})) >= self.max_entries_per_owner:  # type: ignore[arg-type]
+                    raise StateStoreFull(f"this client has {self.max_entries_per_owner} requestState rounds live; "
+                                         "try again later")
             if len(self._expiry) >= self.max_entries:
-                self._expiry = {key: at for key, at in self._expiry.items() if at > now}
+                for key in [key for key, at in self._expiry.items() if at <= now]:
+                    self._forget(key)
                 if len(self._expiry) >= self.max_entries:
                     raise StateStoreFull(f"{self.max_entries} requestState rounds are live; try again later")
             self._expiry[nonce] = expires_at
+            if owner is not None:
+                self._owner[nonce] = owner
+                self._owned.setdefault(owner, {})[nonce] = expires_at
             return True
+
+    def _forget(self, nonce: str) -> None:
+        self._expiry.pop(nonce, None)
+        owner = self._owner.pop(nonce, None)
+        mine = self._owned.get(owner) if owner is not None else None
+        if mine is not None:
+            mine.pop(nonce, None)
+            if not mine:
+                del self._owned[owner]  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         with self._lock:
@@ -210,11 +237,11 @@ class Rounds:
 
     @classmethod
     def begin(cls, params: dict[str, Any], bound_to: str, codec: RequestStateCodec, limits: InputLimits,
-              used: UsedStates | None = None) -> Rounds:
+              used: UsedStates | None = None, owner: str | None = None) -> Rounds:
         """Read ``inputResponses`` and ``requestState`` of ``params`` (see the module docstring).
 
         Spends the state's nonce in ``used`` (None: a ``MemoryUsedStates`` of this call alone: replays are not
-        caught).
+        caught), in ``owner``'s share when ``used`` is a ``MemoryUsedStates``.
 
         Raises:
             Refusal: -32602 for what the module docstring lists.
@@ -257,7 +284,9 @@ class Rounds:
                 and isinstance(number, int) and isinstance(started, (int, float)) and isinstance(nonce, str)):
             raise Refusal(INVALID_PARAMS, "requestState is malformed")
         try:
-            first_use = (used if used is not None else MemoryUsedStates()).use(nonce, float(state["exp"]))
+            recorder = used if used is not None else MemoryUsedStates()
+            first_use = recorder.use(nonce, float(state["exp"]), owner) if isinstance(recorder, MemoryUsedStates) \
+                else recorder.use(nonce, float(state["exp"]))
         except StateStoreFull as exc:
             raise Refusal(INTERNAL_ERROR, str(exc)) from None
         if not first_use:  # a replayed round: its tool ran (or runs) already with these answers
@@ -305,13 +334,14 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
         client has not answered yet (2026-07-28: ``context.modern_request`` set).
 
     Raises:
-        Refusal: -32021 an input needs a capability the client did not declare
+        Refusal: -32600 the verified token names nobody (no state can be bound to it);
+            -32021 an input needs a capability the client did not declare
             (``data.requiredCapabilities``); -32602 an invalid answer, ``inputResponses`` or ``requestState``
             (``Rounds.begin``) or too many rounds; -32603 a state too large.
         Exception: what ``work`` raises otherwise.
     """
     principal = context.identity.principal if context.identity is not None else None
-    rounds = Rounds.begin(params, binding(method, name, arguments, principal), codec, limits, used) \
+    rounds = Rounds.begin(params, binding(method, name, arguments, principal), codec, limits, used, principal) \
         if context.modern_request is not None else None
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -324,6 +354,9 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
     except InputRequired as need:
         if rounds is None:  # pragma: no cover - ServedCall.ask raises it in 2026-07-28 only
             raise RuntimeError("input required outside the 2026-07-28 era") from None
+        if context.identity is not None and principal is None:  # bound to nobody, any such token could use it
+            raise Refusal(INVALID_REQUEST, "the access token names no subject and no client: a requestState "
+                                           "cannot be bound to it") from None
         return None, rounds.input_required(call, need.requests)
     except MissingClientCapability as exc:
         raise Refusal(MISSING_REQUIRED_CLIENT_CAPABILITY, str(exc),

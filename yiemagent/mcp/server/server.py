@@ -48,6 +48,7 @@ Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Resources", "Prompts",
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -124,7 +125,8 @@ class MCPServer:
 
     Raises:
         ConfigError: two tools, prompts or resources with one name / URI, a bad ``page_size``,
-            ``cache_ttl_ms``, ``cache_scope`` or key.
+            ``cache_ttl_ms``, ``cache_scope`` (the nearest valid one named) or key, a ``used_states`` without
+            ``use``.
 
     Example:
         >>> @tool
@@ -144,12 +146,18 @@ class MCPServer:
                  input_limits: InputLimits | None = None, used_states: UsedStates | None = None) -> None:
         if not isinstance(page_size, int) or page_size < 1:
             raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
-        if not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0 or cache_scope not in ("private", "public"):
-            raise ConfigError("cache_ttl_ms must be an int >= 0 and cache_scope 'private' or 'public'")
+        if not isinstance(cache_ttl_ms, int) or isinstance(cache_ttl_ms, bool) or cache_ttl_ms < 0:
+            raise ConfigError(f"cache_ttl_ms must be an int >= 0, not {cache_ttl_ms!r:.50}")
+        if cache_scope not in ("private", "public"):
+            near = difflib.get_close_matches(str(cache_scope), ("private", "public"), n=1)
+            raise ConfigError(f"cache_scope must be 'private' or 'public', not {cache_scope!r:.50}"
+                              + (f": did you mean {near[0]!r}?" if near else ""))
         self.name, self.version, self.instructions, self.page_size = name, version, instructions, page_size
         self.cache_ttl_ms, self.cache_scope = cache_ttl_ms, cache_scope
         self.input_limits = input_limits or InputLimits()
         self._state_codec = RequestStateCodec(state_keys)
+        if used_states is not None and not callable(getattr(used_states, "use", None)):
+            raise ConfigError(f"used_states needs use(nonce, expires_at) -> bool, not {type(used_states).__name__}")
         self._used_states: UsedStates = used_states if used_states is not None else MemoryUsedStates()
         self._tools: dict[str, AgentTool] = {}
         self._output_schemas: dict[str, dict[str, Any]] = {}

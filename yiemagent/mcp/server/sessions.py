@@ -11,10 +11,13 @@ the key. Rules:
 - one owner holds at most ``max_sessions_per_owner`` live sessions: another ``add`` raises
   ``SessionRefused`` (HTTP 429): the owner ends one (``DELETE``) or waits for one to expire. It never
   evicts anyone's session, its own included;
-- past ``max_sessions`` in all, the least recently used session with no call in flight and no open
-  ``GET`` stream is dropped (its calls, none, are not touched); when every session is busy, ``add``
+- past ``max_sessions`` in all, an expired session is dropped, else an idle one (no call in flight, no open
+  ``GET`` stream) of the owner holding the most sessions (a flood from many addresses recycles its own), else
+  the least recently used idle one (its calls, none, are not touched); when every session is busy, ``add``
   raises ``SessionRefused`` (HTTP 503). A session with a call running is never dropped for room;
-- a session idle for ``idle_seconds`` expires (its calls in flight are aborted).
+- a session idle for ``idle_seconds`` expires (its calls in flight are aborted);
+- one owner holds at most ``max_streams_per_owner`` standalone ``GET`` streams open over all its sessions
+  (``listen``: another is 429): each holds a server thread.
 
 Behind a proxy every unauthenticated client has the proxy's address: set ``REMOTE_ADDR`` from the
 forwarded header (werkzeug's ``ProxyFix``) or raise ``max_sessions_per_owner``.
@@ -24,10 +27,13 @@ Spec: MCP 2025-11-25 "Transports" (Session Management), "Security Best Practices
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections import OrderedDict
 from typing import Any, Generic, Protocol, TypeVar
+
+from ..._internal.checks import check_int, check_number
 
 __all__ = ["MemorySessions", "SessionRefused", "session_owner"]
 
@@ -37,10 +43,21 @@ _SCAN_FOR_ROOM = 1000
 
 
 def session_owner(identity: Any, remote_address: str | None) -> str:
-    """The owner key of a session begun with ``identity`` (an ``AccessToken`` or None) from ``remote_address``."""
-    if identity is not None:
-        return f"principal {getattr(identity, 'principal', None) or ''}"
-    return f"address {remote_address or ''}"
+    """The owner key of a session begun with ``identity`` (an ``AccessToken`` or None) from ``remote_address``.
+
+    The token's principal; else (no token, or a token naming no subject and no client) the address, an IPv6
+    one's /64 network (a host gets a whole /64: counted per address, the per-owner bound would bind nobody).
+    """
+    principal = getattr(identity, "principal", None) if identity is not None else None
+    if principal:
+        return f"principal {principal}"
+    try:  # an IPv6 client holds a whole /64 (2**64 addresses): one owner, as one IPv4 address is
+        address = ipaddress.ip_address(remote_address or "")
+    except ValueError:
+        return f"address {remote_address or ''}"
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is None:
+        return f"address {ipaddress.ip_network(f'{address}/64', strict=False)}"
+    return f"address {address}"  # a token naming nobody shares no principal's share or sessions
 
 
 class ServerSession(Protocol):
@@ -74,17 +91,22 @@ class MemorySessions(Generic[S]):
         max_sessions: sessions kept in all (>= 1).
         idle_seconds: a session unused this long expires (> 0).
         max_sessions_per_owner: live sessions one owner may hold (>= 1).
+        max_streams_per_owner: standalone ``GET`` streams one owner may hold open at once, over all its sessions
+            (>= 1; each holds a server thread: 8 from one user stopped the guide's 8-thread deployment).
 
     Raises:
-        ValueError: a bound out of its range.
+        ConfigError: a bound that is not an int (a bool, NaN, a float) or out of its range (a ``ValueError``).
 
     Thread-safe.
     """
 
     def __init__(self, max_sessions: int = 10_000, idle_seconds: float = 3600.0,
-                 max_sessions_per_owner: int = 100) -> None:
-        if max_sessions < 1 or idle_seconds <= 0 or max_sessions_per_owner < 1:
-            raise ValueError("max_sessions and max_sessions_per_owner must be >= 1 and idle_seconds > 0")
+                 max_sessions_per_owner: int = 100, *, max_streams_per_owner: int = 4) -> None:
+        check_int("max_sessions", max_sessions, minimum=1)  # NaN, a float, a bool: refused, never unbounded
+        check_number("idle_seconds", idle_seconds)
+        check_int("max_sessions_per_owner", max_sessions_per_owner, minimum=1)
+        check_int("max_streams_per_owner", max_streams_per_owner, minimum=1)
+        self.max_streams_per_owner = max_streams_per_owner
         self.max_sessions, self.idle_seconds = max_sessions, idle_seconds
         self.max_sessions_per_owner = max_sessions_per_owner
         self._sessions: OrderedDict[str, S] = OrderedDict()
@@ -124,17 +146,32 @@ class MemorySessions(Generic[S]):
                 each.cancel_all()
 
     def _idle_victim(self, now: float) -> str | None:
-        """The least recently used session that is expired, or has no call in flight and no GET stream."""
+        """The session to drop for room (None: every one looked at is busy).
+
+        An expired one; else an idle one of the owner holding the most (a client flooding from many addresses
+        recycles its own sessions first); else the least recently used idle one.
+        """
+        oldest = next(iter(self._sessions.values()), None)
+        if oldest is not None and now - oldest.last_seen > self.idle_seconds:
+            return oldest.id
+        crowded = len(self._sessions) >= 2 * len(self._owned)  # some owner holds several: worth finding
+        largest = max((ids for owner, ids in self._owned.items() if owner is not None), key=len, default=set()) \
+            if crowded else set()
+        if len(largest) > 1:
+            idle = [s for s in map(self._sessions.__getitem__, largest) if not self._busy(s)]
+            if idle:
+                return min(idle, key=lambda s: s.last_seen).id
         for number, (session_id, session) in enumerate(self._sessions.items()):
             if number >= _SCAN_FOR_ROOM:
                 return None
-            if now - session.last_seen > self.idle_seconds:
-                return session_id
-            with session.lock:
-                busy = bool(session.calls) or session.listener is not None
-            if not busy:
+            if now - session.last_seen > self.idle_seconds or not self._busy(session):
                 return session_id
         return None
+
+    @staticmethod
+    def _busy(session: S) -> bool:
+        with session.lock:
+            return bool(session.calls) or session.listener is not None
 
     def _pop(self, session_id: str) -> S:
         session = self._sessions.pop(session_id)
@@ -180,6 +217,27 @@ class MemorySessions(Generic[S]):
             return False
         session.cancel_all()
         return True
+
+    def listen(self, session: S, listener: Any) -> int:
+        """Make ``listener`` the session's ``GET`` stream; 0, else the HTTP status refusing it.
+
+        409: the session has one; 429: its owner holds ``max_streams_per_owner`` open streams (an unowned
+        session has no share).
+        """
+        with self._lock:
+            owner = self._owner.get(session.id)
+            mine = [self._sessions[i] for i in self._owned.get(owner, ())] if owner is not None else []
+            open_streams = 0
+            for each in mine:
+                with each.lock:
+                    open_streams += each.listener is not None
+            with session.lock:
+                if session.listener is not None:
+                    return 409
+                if open_streams >= self.max_streams_per_owner:
+                    return 429
+                session.listener = listener
+        return 0
 
     def count(self, owner: str | None) -> int:
         """Sessions ``owner`` holds now (expired ones not yet dropped included)."""

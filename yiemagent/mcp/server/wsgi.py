@@ -59,8 +59,10 @@
   ``text/event-stream`` (the ask raises ``InputUnavailable``).
 - ``GET`` with ``Accept: text/event-stream`` and the session id: the session's standalone SSE stream
   (messages tied to no request: ``notifications/resources/updated`` for its subscriptions), a
-  ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409); it ends with
-  the session, or within a second of its client leaving. Stateless: 405. Other methods 405.
+  ``: keep-alive`` comment after 15 s of quiet, one stream per session (a second: 409) and
+  ``MemorySessions.max_streams_per_owner`` (4) per owner over its sessions (one more: 429; each holds a
+  thread); it ends with the session, or within a second of its client leaving. Stateless: 405. Other
+  methods 405.
 - DNS rebinding: a request whose ``Origin`` header is not allowed gets 403.
   Allowed: ``http(s)://localhost``, ``127.0.0.1`` and ``[::1]`` on any port, and
   each entry of ``allowed_origins`` (``"https://app.example.com"``). Requests
@@ -83,6 +85,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..._internal.checks import check_int, check_number
 from .auth import ENVIRON_KEY as _IDENTITY
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
@@ -141,8 +144,8 @@ class WSGIApp:
             None: as long as its client stays.
 
     Raises:
-        ValueError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` below 1, or
-            ``max_call_seconds`` not a positive finite number.
+        ConfigError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` not an int >= 1,
+            or ``max_call_seconds`` not a positive finite number (a ``ValueError``).
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
@@ -151,10 +154,10 @@ class WSGIApp:
                  max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
                  max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES,
                  max_call_seconds: float | None = None) -> None:
-        if min(max_body_bytes, max_calls_per_session, max_buffered_messages) < 1:
-            raise ValueError("max_body_bytes, max_calls_per_session and max_buffered_messages must be at least 1")
-        if max_call_seconds is not None and not 0 < max_call_seconds < float("inf"):
-            raise ValueError(f"max_call_seconds must be a positive finite number or None, not {max_call_seconds!r}")
+        for name, value in (("max_body_bytes", max_body_bytes), ("max_calls_per_session", max_calls_per_session),
+                            ("max_buffered_messages", max_buffered_messages)):
+            check_int(name, value, minimum=1)  # NaN would pass a "< 1" test: never unbounded
+        check_number("max_call_seconds", max_call_seconds, optional=True)
         self.max_call_seconds = max_call_seconds
         self.server = server
         self.path = path.rstrip("/")
@@ -227,10 +230,10 @@ class WSGIApp:
             except queue.Full:  # a reader that stopped: the oldest are kept, the newest dropped
                 pass
 
-        with session.lock:
-            if session.listener is not None:
-                return _rpc_error(start_response, 409, "Conflict: this session has a GET stream open already")
-            session.listener = listener
+        refused = self.sessions.listen(session, listener)  # one per session, max_streams_per_owner per owner
+        if refused:
+            return _rpc_error(start_response, refused, "Conflict: this session has a GET stream open already"
+                              if refused == 409 else "Too many open GET streams for this client; close one")
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
         return SessionStream(session, listener, events, lambda: self.sessions.get(session.id) is session,
