@@ -106,8 +106,8 @@ def test_the_verified_identity_reaches_every_served_call_in_both_eras() -> None:
     with serving(guarded(server)) as url:
         (legacy,) = sdk_calls(url, bearer("alice"), [("whoami", {})])
         modern = modern_call(url, bearer("bob", None), "whoami", {})
-    assert legacy.content[0].text == "alice/app/sub:alice"
-    assert modern.status_code == 200 and modern.json()["result"]["content"][0]["text"] == "bob/None/sub:bob"
+    assert legacy.content[0].text == f"alice/app/iss:{ISSUER} sub:alice"
+    assert modern.status_code == 200 and modern.json()["result"]["content"][0]["text"] == f"bob/None/iss:{ISSUER} sub:bob"
     reply = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}})
     assert reply is not None and reply["result"]["content"][0]["text"] == "nobody"  # stdio: no identity
 
@@ -247,7 +247,7 @@ def test_python_sdk_3395_a_10001_session_flood_from_one_user_never_touches_anoth
     assert "error" not in alice, alice
     long_job, who = alice["results"]
     assert long_job["content"][0]["text"] == "finished normally" and not long_job["isError"]
-    assert who["content"][0]["text"] == "alice/app/sub:alice"  # her session still there after the flood
+    assert who["content"][0]["text"] == f"alice/app/iss:{ISSUER} sub:alice"  # her session still there after the flood
     print(f"flood of 10,001 initialize: {flood_seconds:.1f} s")
 
 

@@ -15,7 +15,7 @@ import pytest
 from werkzeug.test import Client
 
 from tests.mcp.server.kit import build
-from tests.mcp.server.test_identity import ACCEPT, INIT, bearer, guarded
+from tests.mcp.server.test_identity import ACCEPT, INIT, ISSUER, bearer, guarded
 from yiemagent import ConfigError, textpolicy
 from yiemagent.agent.ui_runs import RunRecord, RunRecords
 from yiemagent.mcp.server import MCPServer
@@ -242,7 +242,7 @@ def test_get_streams_are_bounded_per_owner_over_its_sessions() -> None:
 
 def test_a_caller_without_authentication_cannot_name_a_users_conversation_by_its_store_id(tmp_path: Any) -> None:
     """One ``MCPServer`` (one store) served behind ``BearerAuth`` over HTTP and without authentication beside it
-    (stdio, or an internal port): Alice's conversation ``c-1`` is ``"<digest of sub:alice>/c-1"`` in the store, and
+    (stdio, or an internal port): Alice's conversation ``c-1`` is ``"<digest of her principal>/c-1"`` in the store, and
     before, a caller without authentication who sent that as its ``conversation_id`` went on with Alice's
     conversation (her PIN in the answer). Now an unauthenticated id of that shape is an error result. In process:
     werkzeug's test client for Alice, ``MCPServer.handle`` for the stdio caller.
@@ -269,7 +269,7 @@ def test_a_caller_without_authentication_cannot_name_a_users_conversation_by_its
         "/mcp", data=json.dumps(body("c-1", "my PIN is 4711")), content_type="application/json",
         headers={**ACCEPT, "Authorization": f"Bearer {bearer('alice')}"}).json["result"]
     assert alice["content"][0]["text"] == "I know: my PIN is 4711"
-    bound = hashlib.sha256(b"sub:alice").hexdigest()[:32] + "/c-1"
+    bound = hashlib.sha256(f"iss:{ISSUER} sub:alice".encode()).hexdigest()[:32] + "/c-1"
     crafted = server.handle(body(bound, "what is my PIN?"))
     assert crafted is not None and crafted["result"]["isError"] is True
     assert "4711" not in json.dumps(crafted)  # before: "I know: my PIN is 4711 | what is my PIN?"
@@ -299,3 +299,24 @@ def test_a_token_naming_nobody_gets_no_request_state_another_such_token_could_us
     assert first.status_code == 400 and first.json()["error"]["code"] == -32600
     assert "names no subject" in first.json()["error"]["message"]
     assert named.json()["result"]["resultType"] == "input_required"  # a named user's rounds as before
+
+
+def test_the_same_subject_from_two_issuers_is_two_principals() -> None:
+    """A subject is unique only within its issuer (OpenID Connect Core 1.0 section 2): behind a verifier that trusts
+    two authorization servers, ``sub: alice`` of one and ``sub: alice`` of the other are two users, so neither
+    reaches the other's sessions, conversations or ``requestState`` (before, both were ``"sub:alice"``). An
+    issuer with a space cannot end inside another issuer's key. Without ``iss`` the principal is as before.
+    """
+    from yiemagent.mcp.server.auth import AccessToken
+
+    one = AccessToken(subject="alice", claims={"iss": "https://one.example"})
+    other = AccessToken(subject="alice", claims={"iss": "https://two.example"})
+    assert one.principal == "iss:https://one.example sub:alice"
+    assert one.principal != other.principal
+    crafted = AccessToken(subject="b sub:c", claims={"iss": "a"})
+    spaced = AccessToken(subject="c", claims={"iss": "a sub:b"})
+    assert crafted.principal != spaced.principal
+    assert AccessToken(subject="alice").principal == "sub:alice"
+    assert AccessToken(client_id="app", claims={"iss": "https://one.example"}).principal == \
+        "iss:https://one.example client:app"
+    assert AccessToken(claims={"iss": "https://one.example"}).principal is None

@@ -102,11 +102,21 @@ class AccessToken:
         """Whom the token speaks for: the key a client's state is bound to.
 
         ``"sub:<subject>"``, else ``"client:<client_id>"`` (a client-credentials token), else None (a token
-        naming neither: nothing can be bound to it).
+        naming neither: nothing can be bound to it). A token whose claims carry an issuer (``iss``) is prefixed
+        with it, ``"iss:<issuer> sub:<subject>"``: a subject is unique only within its issuer (OpenID Connect
+        Core 1.0, section 2), so the same ``sub`` from two trusted authorization servers is two principals
+        (spaces and ``%`` in the issuer are percent-encoded, so no issuer can end inside another's key).
         """
         if self.subject:
-            return f"sub:{self.subject}"
-        return f"client:{self.client_id}" if self.client_id else None
+            name = f"sub:{self.subject}"
+        elif self.client_id:
+            name = f"client:{self.client_id}"
+        else:
+            return None
+        issuer = self.claims.get("iss") if isinstance(self.claims, Mapping) else None
+        if isinstance(issuer, str) and issuer:
+            return f"iss:{issuer.replace('%', '%25').replace(' ', '%20')} {name}"
+        return name
 
 
 class TokenVerifier(Protocol):
