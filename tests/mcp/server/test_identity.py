@@ -107,7 +107,8 @@ def test_the_verified_identity_reaches_every_served_call_in_both_eras() -> None:
         (legacy,) = sdk_calls(url, bearer("alice"), [("whoami", {})])
         modern = modern_call(url, bearer("bob", None), "whoami", {})
     assert legacy.content[0].text == f"alice/app/iss:{ISSUER} sub:alice"
-    assert modern.status_code == 200 and modern.json()["result"]["content"][0]["text"] == f"bob/None/iss:{ISSUER} sub:bob"
+    assert modern.status_code == 200
+    assert modern.json()["result"]["content"][0]["text"] == f"bob/None/iss:{ISSUER} sub:bob"
     reply = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}})
     assert reply is not None and reply["result"]["content"][0]["text"] == "nobody"  # stdio: no identity
 
