@@ -188,6 +188,52 @@ def test_rs256_tokens_from_a_jwks_document() -> None:
         assert verifier.verify(forged) is None  # alg confusion: HS256 is not among the accepted algorithms
 
 
+def test_pyjwt_914_made_up_key_ids_do_not_fetch_the_jwks_per_request() -> None:
+    """PyJWT #914 / #1207 (and the cooldown of panva/jose's remote JWKS): the ``kid`` of a token's header is the
+    client's to choose and is read before any signature is checked; ``PyJWKClient`` fetched the JWKS again for
+    every unknown one, so a client sending made-up ``kid`` values made the server send one request each to the
+    authorization server. Recent PyJWT bounds this itself, older releases that the ``jwt`` extra allows (>= 2.8)
+    do not; the verifier's own bound holds with both: one forced fetch per ``jwks_refresh_seconds``, 50 made-up
+    key ids, 2 fetches in all (the first, and one refresh); a key rotated in after the cooldown is still found. A real HTTP server serves
+    the JWKS and counts its requests; the tokens are signed with a key it does not publish (made up, as an
+    attacker's).
+    """
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    def key_pair(kid: str) -> tuple[Any, dict[str, Any]]:
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
+        jwk.update(kid=kid, use="sig", alg="RS256")
+        return private, jwk
+
+    first, first_jwk = key_pair("k1")
+    rotated, rotated_jwk = key_pair("k2")
+    published, fetches = [first_jwk], []
+
+    def jwks(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        fetches.append(1)
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps({"keys": published}).encode()]
+
+    def token(private: Any, kid: str) -> str:
+        return jwt.encode({"iss": ISSUER, "aud": RESOURCE, "scope": "mcp", "exp": int(time.time()) + 60},
+                          private, algorithm="RS256", headers={"kid": kid})
+
+    with serving(jwks, "/jwks") as jwks_url:
+        verifier = JWTVerifier(jwks_url=jwks_url, issuer=ISSUER, audience=RESOURCE, jwks_refresh_seconds=0.5)
+        assert verifier.verify(token(first, "k1")) is not None
+        for n in range(50):
+            assert verifier.verify(token(rotated, f"made-up-{n}")) is None
+        assert len(fetches) == 2, fetches  # before: 51
+        published.append(rotated_jwk)  # the authorization server rotates its keys
+        time.sleep(0.6)  # past the cooldown
+        assert verifier.verify(token(rotated, "k2")) is not None
+        assert verifier.verify(token(first, "k1")) is not None
+    with pytest.raises(ConfigError):
+        JWTVerifier(key=KEY, algorithms=["HS256"], jwks_refresh_seconds=float("nan"))
+
+
 def test_nonsense_settings_are_config_errors() -> None:
     app = build().wsgi_app()
     verifier = JWTVerifier(key=KEY, algorithms=["HS256"])

@@ -54,13 +54,14 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..._internal.checks import check_int, install_hint
+from ..._internal.checks import check_int, check_number, install_hint
 from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
@@ -228,15 +229,23 @@ class JWTVerifier:
         issuer: the required ``iss``. audience: the required ``aud`` (default: ``resource``, set by
             ``BearerAuth``). algorithms: the accepted ``alg`` values (never ``none``).
         leeway_seconds: clock skew allowed on ``exp``/``nbf``.
+        jwks_refresh_seconds: a token naming a key id (``kid``) the cached JWKS lacks fetches the JWKS again
+            (the authorization server rotated its keys) at most once in this many seconds (default 30); other
+            such tokens are refused without a fetch. The ``kid`` is the client's to choose, before any signature
+            is checked: without the bound, made-up ``kid`` values made one JWKS request each (PyJWT #914, #1207;
+            the cooldown of panva/jose's remote JWKS).
 
     Raises:
         ConfigError: PyJWT is not installed (the ``jwt`` extra), neither or both of
-            ``jwks_url`` and ``key``, or ``none`` among the algorithms.
+            ``jwks_url`` and ``key``, ``none`` among the algorithms, or ``jwks_refresh_seconds`` or
+            ``leeway_seconds`` not a finite number >= 0.
     """
 
     def __init__(self, *, jwks_url: str | None = None, key: Any = None, issuer: str | None = None,
                  audience: str | None = None, algorithms: Sequence[str] = ("RS256", "ES256"),
-                 leeway_seconds: float = 30.0) -> None:
+                 leeway_seconds: float = 30.0, jwks_refresh_seconds: float = 30.0) -> None:
+        check_number("leeway_seconds", leeway_seconds, positive=False)
+        check_number("jwks_refresh_seconds", jwks_refresh_seconds, positive=False)
         try:
             import jwt
         except ImportError as exc:
@@ -249,12 +258,32 @@ class JWTVerifier:
         self._jwks = jwt.PyJWKClient(jwks_url) if jwks_url is not None else None
         self._key, self.issuer, self.resource = key, issuer, audience
         self.algorithms, self.leeway_seconds = list(algorithms), leeway_seconds
+        self.jwks_refresh_seconds = jwks_refresh_seconds
+        self._refresh_lock = threading.Lock()
+        self._refreshed_at: float | None = None
+
+    def _signing_key(self, token: str) -> Any:
+        """The JWKS key the token's header names; one forced JWKS fetch per ``jwks_refresh_seconds`` at most."""
+        jwks, jwt = self._jwks, self._jwt
+        assert jwks is not None
+        kid = jwt.get_unverified_header(token).get("kid")
+        for refresh in (False, True):
+            if refresh:
+                with self._refresh_lock:
+                    now = time.monotonic()
+                    if self._refreshed_at is not None and now - self._refreshed_at < self.jwks_refresh_seconds:
+                        raise jwt.PyJWKClientError("the token's key id is not in the JWKS (not fetched again yet)")
+                    self._refreshed_at = now
+            for signing in jwks.get_signing_keys(refresh=refresh):
+                if signing.key_id == kid:
+                    return signing.key
+        raise jwt.PyJWKClientError("the token's key id is not in the JWKS")
 
     def verify(self, token: str) -> AccessToken | None:
         """Check ``token``'s signature, ``exp``, ``iss`` and ``aud`` (see the class docstring)."""
         jwt = self._jwt
         try:
-            key = self._jwks.get_signing_key_from_jwt(token).key if self._jwks is not None else self._key
+            key = self._signing_key(token) if self._jwks is not None else self._key
             claims = jwt.decode(token, key, algorithms=self.algorithms, issuer=self.issuer,
                                 audience=self.resource, leeway=self.leeway_seconds,
                                 options={"require": ["exp"], "verify_aud": self.resource is not None})
