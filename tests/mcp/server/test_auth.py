@@ -194,9 +194,9 @@ def test_pyjwt_914_made_up_key_ids_do_not_fetch_the_jwks_per_request() -> None:
     every unknown one, so a client sending made-up ``kid`` values made the server send one request each to the
     authorization server. Recent PyJWT bounds this itself, older releases that the ``jwt`` extra allows (>= 2.8)
     do not; the verifier's own bound holds with both: one forced fetch per ``jwks_refresh_seconds``, 50 made-up
-    key ids, 2 fetches in all (the first, and one refresh); a key rotated in after the cooldown is still found. A real HTTP server serves
-    the JWKS and counts its requests; the tokens are signed with a key it does not publish (made up, as an
-    attacker's).
+    key ids, 2 fetches in all (the first, and one refresh); a key rotated in after the cooldown is still found.
+    A real HTTP server serves the JWKS and counts its requests; the tokens are signed with a key it does not
+    publish (made up, as an attacker's).
     """
     from cryptography.hazmat.primitives.asymmetric import rsa
     from jwt.algorithms import RSAAlgorithm
