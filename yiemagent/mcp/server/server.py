@@ -234,7 +234,8 @@ class MCPServer:
         """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
 
         ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
-        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_buffered_messages``,
+        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner``,
+        ``max_buffered_messages``,
         ``max_call_seconds``.
         """
         from .wsgi import WSGIApp
