@@ -73,11 +73,15 @@ from .wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    MAX_CURSOR_CHARS,
+    MAX_URI_CHARS,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
     Refusal,
+    bounded_text,
     error_response,
+    named,
 )
 
 if TYPE_CHECKING:
@@ -386,7 +390,8 @@ class MCPServer:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isdigit() or int(cursor) > len(entries):
+            if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS or not cursor.isdigit() \
+                    or int(cursor) > len(entries):
                 raise Refusal(INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
         end = start + self.page_size
@@ -471,6 +476,7 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise Refusal(INVALID_PARAMS, "resources/read needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         with self._lock:
             resource, templates = self._resources.get(uri), list(self._templates)
 
@@ -542,6 +548,7 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise Refusal(INVALID_PARAMS, "resources/subscribe needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         if not self._subscriptions.subscribe(context.session, uri):
             raise Refusal(INVALID_PARAMS, "too many subscriptions in this session")
         return {}
@@ -550,17 +557,21 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise Refusal(INVALID_PARAMS, "resources/unsubscribe needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         self._subscriptions.unsubscribe(context.session, uri)
         return {}
 
     def _set_level(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        level = params.get("level")
-        if level not in LOG_LEVELS:
-            raise Refusal(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
-        context.session.log_level = level
+        context.session.log_level = named(params.get("level"), "level", tuple(LOG_LEVELS))
         return {}
 
     def _complete(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise Refusal(INVALID_PARAMS, "completion/complete needs params.ref and params.argument (objects)")
+        named(ref.get("type"), "ref.type", ("ref/prompt", "ref/resource"))
+        bounded_text(argument.get("name"), "argument.name", MAX_URI_CHARS)
+        bounded_text(argument.get("value"), "argument.value", MAX_URI_CHARS)
         return {"completion": {"values": [], "hasMore": False}}
 
     _METHODS: ClassVar[dict[str, _Handler]] = {
