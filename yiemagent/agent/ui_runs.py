@@ -26,8 +26,12 @@ its client reads: a connection cut mid-answer closes the stream, and although th
   (``delivered``): a run whose stream reached a client whole is not replayed by ``replayable()`` (the AI SDK
   asks on every page load; nothing to resume is 204);
 - one record per key (a new run of a conversation replaces its last), at most ``max_records`` (least
-  recently started first out) and ``max_items`` items a run (past it the record stops: ``replayable()`` is
-  False and the client takes the answer from the conversation's history).
+  recently started first out), ``max_items`` items and about ``max_bytes`` (the items' ``repr``) a run (past
+  either the record stops: ``replayable()`` is False and the client takes the answer from the
+  conversation's history);
+- per owner: ``start(..., owner=...)`` (the verified user, else the client's address) keeps at most
+  ``max_records_per_owner`` records of that owner: its next run drops its own least recently started
+  record, never another owner's, so one client making up thread ids cannot push out others' runs.
 
 Records live in this process's memory: with several workers, send a conversation's requests to one worker
 (or keep the conversation in a store and read the answer from it, ``docs/guides/web_apps.rst``).
@@ -54,7 +58,8 @@ class RunRecord:
     """One run's items, read to the end by a thread of its own (see the module docstring). Thread-safe."""
 
     def __init__(self, items: Iterable[Item], *, message_id: str | None = None, user_message_id: str | None = None,
-                 max_items: int = 100_000, heartbeat_seconds: float | None = 15.0) -> None:
+                 max_items: int = 100_000, heartbeat_seconds: float | None = 15.0,
+                 max_bytes: int = 16 * 1024 * 1024) -> None:
         self.message_id = message_id
         """The assistant message's id the streams of this run announce (Vercel ``start.messageId``), or None."""
         self.user_message_id = user_message_id
@@ -62,8 +67,9 @@ class RunRecord:
         self.delivered = False
         """True once a stream of this run was written to its client to the last line."""
         self.truncated = False
-        """True when the run passed ``max_items`` items: the record stopped."""
-        self.max_items, self.heartbeat_seconds = max_items, heartbeat_seconds
+        """True when the run passed ``max_items`` items or ``max_bytes``: the record stopped."""
+        self.max_items, self.heartbeat_seconds, self.max_bytes = max_items, heartbeat_seconds, max_bytes
+        self._bytes = 0
         self._items: list[Item] = []
         self._done = False
         self._changed = threading.Condition()
@@ -79,10 +85,12 @@ class RunRecord:
     def _read(self, items: Iterable[Item]) -> None:
         try:
             for item in items:
+                size = 0 if self.truncated else len(repr(item))  # an estimate of what the record holds
                 with self._changed:
-                    if len(self._items) >= self.max_items:
+                    if self.truncated or len(self._items) >= self.max_items or self._bytes + size > self.max_bytes:
                         self.truncated = True
                     else:
+                        self._bytes += size
                         self._items.append(item)
                     self._changed.notify_all()
         except Exception as exc:  # the run's own failure: its error answer, as the stream would have said it
@@ -126,22 +134,41 @@ class RunRecord:
 class RunRecords:
     """The last run of each key (a conversation), at most ``max_records`` kept. Thread-safe."""
 
-    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000) -> None:
-        if max_records < 1 or max_items < 1:
-            raise ValueError("max_records and max_items must be >= 1")
-        self.max_records, self.max_items = max_records, max_items
+    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000, max_bytes: int = 16 * 1024 * 1024,
+                 max_records_per_owner: int = 100) -> None:
+        for name, value in (("max_records", max_records), ("max_items", max_items), ("max_bytes", max_bytes),
+                            ("max_records_per_owner", max_records_per_owner)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, not {value!r}")
+        self.max_records, self.max_items, self.max_bytes = max_records, max_items, max_bytes
+        self.max_records_per_owner = max_records_per_owner
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
+        self._owners: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     def start(self, key: str, items: Iterable[Item], *, message_id: str | None = None,
-              user_message_id: str | None = None) -> RunRecord:
-        """Record ``items`` (read from now on, to the end) as the last run of ``key``; returns its record."""
-        record = RunRecord(items, message_id=message_id, user_message_id=user_message_id, max_items=self.max_items)
+              user_message_id: str | None = None, owner: str | None = None) -> RunRecord:
+        """Record ``items`` (read from now on, to the end) as the last run of ``key``; returns its record.
+
+        ``owner``: who started it (a user id, else the client's address); None: no owner's share applies.
+        """
+        with self._lock:
+            self._records.pop(key, None)
+            self._owners.pop(key, None)
+            if owner is not None:
+                mine = [k for k, o in self._owners.items() if o == owner]
+                for old in mine[:max(0, len(mine) - self.max_records_per_owner + 1)]:  # its own oldest go
+                    self._records.pop(old, None)
+                    self._owners.pop(old, None)
+        record = RunRecord(items, message_id=message_id, user_message_id=user_message_id, max_items=self.max_items,
+                           max_bytes=self.max_bytes)
         with self._lock:
             self._records.pop(key, None)
             self._records[key] = record
+            self._owners[key] = owner
             while len(self._records) > self.max_records:
-                self._records.popitem(last=False)
+                dropped, _ = self._records.popitem(last=False)
+                self._owners.pop(dropped, None)
         return record
 
     def get(self, key: str) -> RunRecord | None:

@@ -78,11 +78,21 @@ from yiemagent import (
     openai_chat,
     sse_events,
 )
+from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
 from yiemagent.examples.flask_ui_protocols import add_protocol_routes
 from yiemagent.messages import Message
 from yiemagent.messages.openai import to_openai
 
 __all__ = ["PAGE", "Conversations", "create_app", "from_env", "history_version", "main"]
+
+def _body(*, allow_empty: bool = False) -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
+    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+
+def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
+    return jsonify(error=str(refused)), refused.status
+
 
 
 class Conversations:
@@ -139,6 +149,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     store (call its ``close()`` when the app stops).
     """
     app = Flask(__name__)
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
     app.secret_key = secret_key or secrets.token_hex(16)
     conversations = Conversations(make_agent, max_conversations)
     app.extensions["yiemagent_conversations"] = conversations
@@ -157,7 +168,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     @app.post("/chat")
     def chat() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             return jsonify(error='send JSON {"message": "<text>"}'), 400
@@ -196,7 +207,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     @app.post("/approvals")
     def approvals() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         decisions = body.get("decisions") if isinstance(body, dict) else None
         if not isinstance(decisions, dict) or not decisions:
             return jsonify(error='send JSON {"decisions": {"<tool_call_id>": true | "<reason>"}}'), 400
@@ -218,7 +229,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
                                 for i, m in enumerate(history)])
 
     def branch(op: str) -> Any:
-        body = request.get_json(silent=True)
+        body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
         agent = conversations.get(conversation_id())
         history = agent.history

@@ -73,6 +73,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import SSE_HEADERS, Agent, ConversationStore, sse_events
+from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
 from yiemagent.exceptions import ApprovalError, BranchConflictError, BranchError, ConfigError, FormatError
 from yiemagent.store.approvals import pending_approvals, waiting_answer
 from yiemagent.store.base import find_input
@@ -83,6 +84,15 @@ __all__ = ["create_app", "from_env", "open_store"]
 
 StoreFactory = Callable[[], ConversationStore]
 AgentMaker = Callable[[ConversationStore, str], Agent]
+
+def _body(*, allow_empty: bool = False) -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
+    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+
+def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
+    return jsonify(error=str(refused)), refused.status
+
 
 
 def create_app(
@@ -98,6 +108,7 @@ def create_app(
         answer_timeout_seconds: how long a waiting request waits for its answer.
     """
     app = Flask(__name__)
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
     lock = threading.Lock()
     opened: list[ConversationStore] = []
     agents = AgentPool(lambda conversation_id: make_agent(store(), conversation_id))
@@ -124,7 +135,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/messages")
     def post_message(conversation_id: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
@@ -157,7 +168,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/stream")
     def post_stream(conversation_id: str) -> Response | tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
@@ -198,7 +209,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/approvals")
     def post_approvals(conversation_id: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         decisions = body.get("decisions") if isinstance(body, dict) else None
         if not isinstance(decisions, dict) or not decisions:
             return reply({"error": 'the body must be {"decisions": {tool_call_id: true | false | "reason"}}'}, 400)
@@ -217,7 +228,7 @@ def create_app(
                                                       for i, m in enumerate(history)]}, 200)
 
     def branch(conversation_id: str, op: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
         index, version = body.get("index"), body.get("version")
         at = index if isinstance(index, int) else -1

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConfigError, FormatError, YiemagentError
+from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_runs import RunRecords
 from yiemagent.agent.ui_streams import (
@@ -52,6 +53,15 @@ from yiemagent.agent.ui_streams import (
 )
 
 __all__ = ["Conversations", "add_protocol_routes"]
+
+def _body(*, allow_empty: bool = False) -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
+    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+
+def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
+    return jsonify(error=str(refused)), refused.status
+
 
 
 class Conversations(Protocol):
@@ -103,10 +113,11 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
     """
     records = RunRecords()
     app.extensions["yiemagent_run_records"] = records
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
 
     @app.post("/ag-ui")
     def ag_ui() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         thread_id = body.get("threadId") if isinstance(body, dict) else None
         if not isinstance(body, dict) or not isinstance(thread_id, str) or not thread_id:
             return jsonify(error="send an AG-UI RunAgentInput: {threadId, runId, messages}"), 400
@@ -140,13 +151,13 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
                 items = agent.stream(text)
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
-        record = records.start(key, items, user_message_id=user_id)
+        record = records.start(key, items, user_message_id=user_id, owner=request.remote_addr)
         return Response(record.stream(ag_ui_events(record.follow(), thread_id=thread_id, run_id=run_id)),
                         headers=AG_UI_HEADERS)
 
     @app.post("/api/chat")
     def vercel_chat() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         chat_id = body.get("id") if isinstance(body, dict) else None
         messages = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(chat_id, str) or not chat_id or not isinstance(messages, list) or not messages:
@@ -167,7 +178,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
             except (FormatError, ConfigError) as exc:
                 return jsonify(error=str(exc)), 400
             message_id = f"msg-{uuid.uuid4().hex}"  # a replay names it too: the client replaces its partial one
-        record = records.start(f"vercel:{chat_id}", items, message_id=message_id)
+        record = records.start(f"vercel:{chat_id}", items, message_id=message_id, owner=request.remote_addr)
         return Response(record.stream(vercel_ai_events(record.follow(), message_id=message_id)),
                         headers=VERCEL_AI_HEADERS)
 

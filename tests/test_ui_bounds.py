@@ -1,0 +1,128 @@
+"""Bodies web frontends send are bounded per request, and run records per owner (issue 33 point 2, hidden rule).
+
+The Flask examples (``flask_chat`` with its AG-UI and ``useChat`` routes, ``flask_durable``) read bodies with
+``yiemagent.agent.ui_bodies.read_ui_body``: before, ``request.get_json`` read any size, a body nested 100,000
+deep raised ``RecursionError`` (a 500 and a traceback), and a ``messages`` list of 50,000 entries or a part
+of 2 MB reached the agent. The shapes are hostile ones no real frontend sends (ag-ui-protocol/ag-ui and
+vercel/ai users' reports of large payloads); they go over raw HTTP (``requests``) to the app on werkzeug's
+threaded server, and another client is served after each.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from tests.mcp.server.kit import serving
+from yiemagent import Agent
+from yiemagent.agent.ui_bodies import UIBodyLimits, UIBodyRefused, check_ui_value, read_ui_body
+from yiemagent.agent.ui_runs import RunRecord, RunRecords
+from yiemagent.examples.flask_chat import create_app
+from yiemagent.testing import ScriptedLLM, text_reply
+
+pytest.importorskip("flask", reason="the flask extra is not installed")
+
+
+@pytest.fixture(scope="module")
+def chat_url() -> Iterator[str]:
+    app = create_app(lambda: Agent(ScriptedLLM([text_reply("hello")] * 50)), secret_key="test")
+    try:
+        with serving(app, path="") as url:
+            yield url
+    finally:
+        app.extensions["yiemagent_conversations"].close()
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _ag_ui(messages: Any, **extra: Any) -> dict[str, Any]:
+    return {"threadId": "t-hostile", "runId": "r1", "messages": messages, **extra}
+
+
+def _user(text: str, n: int = 0) -> dict[str, Any]:
+    return {"id": f"u{n}", "role": "user", "content": text}
+
+
+HOSTILE = [
+    ("/ag-ui", '{"threadId": "t", "runId": "r", "messages": ' + _deep(100_000) + "}", 400, "nested"),
+    ("/api/chat", '{"id": "c", "messages": ' + _deep(5_000) + "}", 400, "nested"),
+    ("/chat", '{"message": ' + _deep(100_000) + "}", 400, "nested"),
+    ("/ag-ui", json.dumps(_ag_ui([_user("x" * (2 * 1024 * 1024))])), 413, "larger than"),
+    ("/ag-ui", json.dumps(_ag_ui([_user("hi", n) for n in range(5_000)])), 413, "more than 1000 items"),
+    ("/ag-ui", json.dumps(_ag_ui([_user("hi")], resume=[{"interruptId": str(n)} for n in range(5_000)])), 413,
+     "more than 1000 items"),
+    ("/api/chat", json.dumps({"id": "c", "messages": [{"id": "m", "role": "user",
+                                                       "parts": [{"type": "text", "text": "y" * 300_000}]}]}),
+     413, "longer than"),
+    ("/api/chat", json.dumps({"id": "c", "messages": [{"id": "m", "role": "user",
+                                                       "parts": [{"type": "text", "text": "a"}] * 5_000}]}),
+     413, "more than 1000 items"),
+    ("/chat", json.dumps({"message": "z" * 300_000}), 413, "longer than"),
+    ("/approvals", "not json", 400, "not JSON"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "status", "says"), HOSTILE,
+                         ids=[f"{p}-{s}-{w.split()[0]}-{i}" for i, (p, _, s, w) in enumerate(HOSTILE)])
+def test_ag_ui_and_vercel_ai_large_payloads_are_refused_cleanly(chat_url: str, path: str, body: str, status: int,
+                                                                says: str) -> None:
+    answer = requests.post(chat_url + path, data=body, headers={"Content-Type": "application/json"}, timeout=60)
+    assert answer.status_code == status, answer.text[:300]
+    assert says in answer.json()["error"]
+    served = requests.post(chat_url + "/api/chat", timeout=60, json={"id": "other", "messages": [
+        {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})
+    assert served.status_code == 200 and '"text-delta"' in served.text  # another client is still served
+
+
+def test_a_durable_apps_body_is_bounded_too() -> None:
+    from werkzeug.test import Client
+
+    from yiemagent.examples.flask_durable import create_app as durable_app
+
+    app = durable_app(lambda: None, lambda store, conversation_id: None)  # type: ignore[arg-type,return-value]
+    client = Client(app)
+    for body, status in ((_deep(100_000), 400), (json.dumps({"message": "m" * (2 * 1024 * 1024)}), 413)):
+        answer = client.post("/conversations/c1/messages", data=body, content_type="application/json")
+        assert answer.status_code == status and "error" in answer.json
+
+
+def test_read_ui_body_reads_no_more_than_its_bound() -> None:
+    stream = io.BytesIO(b'{"a": "' + b"x" * 5_000_000 + b'"}')
+    with pytest.raises(UIBodyRefused) as refused:
+        read_ui_body(stream, None, UIBodyLimits(max_body_bytes=1000))
+    assert refused.value.status == 413 and stream.tell() == 1001  # read one byte past the bound, no more
+    with pytest.raises(UIBodyRefused, match="larger than"):
+        read_ui_body(io.BytesIO(b"{}"), 10**12)  # an announced length past the bound: refused unread
+    assert read_ui_body(io.BytesIO(b"  "), None, allow_empty=True) == {}
+    with pytest.raises(UIBodyRefused, match="must be a JSON object"):
+        read_ui_body(io.BytesIO(b"[1]"), None)
+    with pytest.raises(UIBodyRefused, match="members"):
+        check_ui_value({str(n): n for n in range(1001)})
+    with pytest.raises(ValueError, match="max_depth"):
+        UIBodyLimits(max_depth=0)
+
+
+def test_one_owners_runs_never_push_out_another_owners_record() -> None:
+    records = RunRecords(max_records=1000, max_records_per_owner=3)
+    kept = records.start("vercel:bob", iter([{"role": "assistant", "content": "bob's"}]), owner="198.51.100.2")
+    for n in range(50):  # one client making up chat ids
+        records.start(f"vercel:flood-{n}", iter([{"role": "assistant", "content": "x"}]), owner="198.51.100.1")
+    assert records.get("vercel:bob") is kept
+    assert [records.get(f"vercel:flood-{n}") is not None for n in range(47, 50)] == [True, True, True]
+    assert records.get("vercel:flood-46") is None  # its own oldest went
+    with pytest.raises(ValueError, match="max_records_per_owner"):
+        RunRecords(max_records_per_owner=0)
+
+
+def test_a_run_record_is_bounded_in_bytes() -> None:
+    record = RunRecord(iter([{"delta": "x" * 1000}] * 50 + [{"role": "assistant", "content": "done"}]),
+                       max_bytes=10_000)
+    assert all(item is not None for item in record.follow())  # read to the end
+    assert record.truncated and not record.replayable()
