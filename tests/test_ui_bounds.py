@@ -126,3 +126,18 @@ def test_a_run_record_is_bounded_in_bytes() -> None:
                        max_bytes=10_000)
     assert all(item is not None for item in record.follow())  # read to the end
     assert record.truncated and not record.replayable()
+
+
+def test_numbers_a_frontend_sends_fail_closed(chat_url: str) -> None:
+    for body in ('{"threadId": "t", "runId": NaN, "messages": []}', '{"id": "c", "messages": [], "n": 1e999}',
+                 '{"message": "hi", "input_id": Infinity}'):
+        path = "/ag-ui" if "threadId" in body else "/api/chat" if '"id"' in body else "/chat"
+        answer = requests.post(chat_url + path, data=body, headers={"Content-Type": "application/json"}, timeout=60)
+        assert answer.status_code == 400 and "not JSON" in answer.json()["error"], (path, answer.text[:200])
+    tab = requests.Session()
+    for text in ("first", "second"):
+        assert "answer" in tab.post(chat_url + "/chat", json={"message": text}, timeout=60).text
+    edited = tab.post(chat_url + "/edit", json={"turn": True, "message": "changed"}, timeout=60)
+    assert edited.status_code == 400  # `true` is not the 2nd turn
+    history = tab.get(chat_url + "/conversation", timeout=60).json()["history"]
+    assert [m["text"] for m in history if m["role"] == "user"] == ["first", "second"]

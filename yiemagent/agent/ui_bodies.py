@@ -19,7 +19,8 @@ Bounds (``UIBodyLimits``, each >= 1):
   ``content``, ``resume``) is 413;
 - ``max_text_chars`` (256 Ki characters): any string longer than that (a part's ``text``, a tool result) is 413.
 
-Not JSON, or JSON that is not an object: 400.
+Not JSON (``NaN``, ``Infinity`` and a number past a float's range, ``1e999``, included), or JSON that is not
+an object: 400.
 
 Spec: RFC 9110 section 15.5.14 (413 Content Too Large); RFC 8259 section 9 (limits on depth and sizes);
 AG-UI 1.0 ``RunAgentInput``; Vercel AI SDK ``useChat`` request body.
@@ -86,7 +87,7 @@ def read_ui_body(stream: _Readable, content_length: int | None, limits: UIBodyLi
     if allow_empty and not raw.strip():
         return {}
     try:
-        body = loads_bounded(raw, max_depth=limits.max_depth)
+        body = loads_bounded(raw, max_depth=limits.max_depth, parse_constant=_not_json, parse_float=_finite)
     except ValueError as exc:
         nested = "nested" in str(exc)
         raise UIBodyRefused(f"JSON nested deeper than {limits.max_depth} levels" if nested
@@ -95,6 +96,17 @@ def read_ui_body(stream: _Readable, content_length: int | None, limits: UIBodyLi
         raise UIBodyRefused("the request body must be a JSON object", 400)
     check_ui_value(body, limits)
     return body
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
 
 
 def check_ui_value(value: Any, limits: UIBodyLimits | None = None) -> None:

@@ -242,6 +242,9 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
                                           timeout_seconds=300)
             else:
                 index: Any = body.get("index")
+                index = None if isinstance(index, bool) else index  # true is not an index (fail closed)
+                if isinstance(body.get("turn"), bool):
+                    return jsonify(error='"turn" must be an integer'), 400
                 if isinstance(body.get("turn"), int):  # the k-th user message, as the page counts them
                     users = [i for i, m in enumerate(history) if m.role == "user" and
                              getattr(m, "compaction", None) is None]

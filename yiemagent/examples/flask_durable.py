@@ -231,6 +231,8 @@ def create_app(
         body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
         index, version = body.get("index"), body.get("version")
+        index = None if isinstance(index, bool) else index  # true is not an index (fail closed)
+        version = "" if isinstance(version, bool) else version
         at = index if isinstance(index, int) else -1
         if (version is not None and not isinstance(version, int)) or (op != "regenerate" and not isinstance(
                 index, int)):
