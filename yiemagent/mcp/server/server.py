@@ -431,8 +431,10 @@ class MCPServer:
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name}"[:300])
         try:
             found.validate(arguments, str(request_id))
-        except ToolArgumentsError as exc:
-            return {"content": [{"type": "text", "text": scrub_secrets(str(exc))}], "isError": True}
+        except ToolArgumentsError as exc:  # each error clipped: a 4 MiB argument is not echoed back (nor logged)
+            errors = [e if len(e) <= 300 else f"{e[:150]}...{e[-100:]}" for e in (exc.errors or [str(exc)])[:20]]
+            text = f"invalid arguments for tool {name!r}: " + "; ".join(errors)
+            return {"content": [{"type": "text", "text": scrub_secrets(text)}], "isError": True}
         abort = threading.Event()
         session = context.session
         with session.lock:
