@@ -104,3 +104,32 @@ def test_an_elicitation_answer_is_read_fail_closed() -> None:
         check_answer("confirm", asked, {"action": ["accept"]})
     with pytest.raises(InvalidInputResponse, match="more than 1000 roots"):
         check_answer("roots", roots_request(), {"roots": [{"uri": f"file:///{n}"} for n in range(1001)]})
+
+
+def test_progress_a_served_tool_reports_is_read_by_the_one_number_reader() -> None:
+    """NaN progress was sent as ``null`` (not a number: the client's progress reader fails); inf total too."""
+    from yiemagent.mcp.server import MCPServer, current_call
+    from yiemagent.mcp.server.calls import RequestContext
+    from yiemagent.tools import tool
+
+    @tool
+    def work() -> str:
+        """Report odd progress."""
+        call = current_call()
+        assert call is not None
+        call.progress(float("nan"))
+        call.progress("abc")  # type: ignore[arg-type]
+        call.progress(1, total=float("inf"))
+        call.progress(2, total=-5)
+        call.progress(3, total=4)
+        return "done"
+
+    sent: list[dict[str, Any]] = []
+    reply = MCPServer("p", tools=[work]).handle(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "work", "arguments": {}, "_meta": {"progressToken": "t"}}},
+        RequestContext(notify=sent.append))
+    assert reply is not None and reply["result"]["content"][0]["text"] == "done"
+    assert [n["params"] for n in sent if n["method"] == "notifications/progress"] == [
+        {"progressToken": "t", "progress": 1}, {"progressToken": "t", "progress": 2},
+        {"progressToken": "t", "progress": 3, "total": 4}]
