@@ -133,3 +133,30 @@ def test_progress_a_served_tool_reports_is_read_by_the_one_number_reader() -> No
     assert [n["params"] for n in sent if n["method"] == "notifications/progress"] == [
         {"progressToken": "t", "progress": 1}, {"progressToken": "t", "progress": 2},
         {"progressToken": "t", "progress": 3, "total": 4}]
+
+
+def test_serving_options_fail_closed() -> None:
+    """Options of the served app that were accepted and then meant something else (or nothing)."""
+    from yiemagent.exceptions import ConfigError
+    from yiemagent.mcp.server import MCPServer
+    from yiemagent.mcp.server.inputs import InputLimits
+
+    server = MCPServer("o", "1")
+    for options in ({"stateless": "no"}, {"allowed_hosts": "localhost"}, {"allowed_origins": "https://a.example"},
+                    {"max_calls_per_owner": 0}, {"max_calls_per_owner": True}, {"max_call_seconds": True},
+                    {"max_call_seconds": float("nan")}, {"max_body_bytes": 1.5}):
+        with pytest.raises(ValueError):
+            server.wsgi_app(**options)
+    with pytest.raises(ConfigError, match="did you mean 'public'"):
+        MCPServer("o", cache_scope="publc")
+    for bad in ({"page_size": True}, {"cache_ttl_ms": True}):
+        with pytest.raises(ConfigError):
+            MCPServer("o", **bad)
+    for limits in ({"deadline_seconds": float("nan")}, {"deadline_seconds": float("inf")}, {"max_rounds": True},
+                   {"max_state_chars": 2.5}):
+        with pytest.raises(ValueError, match="finite"):
+            InputLimits(**limits)
+    sampled = {"method": "sampling/createMessage", "params": {}}
+    with pytest.raises(InvalidInputResponse, match="more than 1000 blocks"):
+        check_answer("s", sampled, {"role": "assistant", "model": "m",
+                                    "content": [{"type": "text", "text": "a"}] * 1001})

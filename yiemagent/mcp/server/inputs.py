@@ -33,6 +33,7 @@ Spec: MCP 2026-07-28, "Multi Round-Trip Requests", "Elicitation", "Sampling",
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,7 @@ class InputLimits:
             (the ``requestState`` then expires); in 2025-11-25 the longest wait for one answer.
 
     Raises:
-        ValueError: a bound below 1.
+        ValueError: a bound below 1 or not an int; ``deadline_seconds`` not a finite number > 0.
     """
 
     max_rounds: int = 8
@@ -68,8 +69,11 @@ class InputLimits:
     deadline_seconds: float = 600.0
 
     def __post_init__(self) -> None:
-        if min(self.max_rounds, self.max_inputs_per_round, self.max_state_chars) < 1 or self.deadline_seconds <= 0:
-            raise ValueError("InputLimits: every bound must be at least 1 (deadline_seconds > 0)")
+        counts = (self.max_rounds, self.max_inputs_per_round, self.max_state_chars)
+        if any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in counts) \
+                or isinstance(self.deadline_seconds, bool) or not isinstance(self.deadline_seconds, (int, float)) \
+                or not 0 < self.deadline_seconds < math.inf:  # NaN or inf: a question would be waited for forever
+            raise ValueError("InputLimits: every bound must be an int >= 1 (deadline_seconds a finite number > 0)")
 
 
 class InputRequired(BaseException):
@@ -147,7 +151,8 @@ def roots_request() -> dict[str, Any]:
 
 _ACTIONS = ("accept", "decline", "cancel")
 MAX_ROOTS = 1000
-"""Most roots a ``ListRootsResult`` may list (the answer is kept while the tool runs)."""
+"""Most roots a ``ListRootsResult`` may list, and content blocks a ``CreateMessageResult`` (kept while the tool
+runs)."""
 
 
 def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -184,6 +189,8 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
         if not isinstance(answer.get("role"), str) or not isinstance(answer.get("model"), str) \
                 or not isinstance(answer.get("content"), (dict, list)):
             raise flaw("a CreateMessageResult needs role (string), content (object or array) and model (string)")
+        if isinstance(answer["content"], list) and len(answer["content"]) > MAX_ROOTS:
+            raise flaw(f"content lists more than {MAX_ROOTS} blocks")
     elif method == "roots/list":
         roots = answer.get("roots")
         if isinstance(roots, list) and len(roots) > MAX_ROOTS:

@@ -48,6 +48,7 @@ Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Resources", "Prompts",
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -146,10 +147,14 @@ class MCPServer:
                  instructions: str | None = None, page_size: int = 100, cache_ttl_ms: int = 0,
                  cache_scope: str = "private", state_keys: Sequence[bytes | str] | None = None,
                  input_limits: InputLimits | None = None, used_states: UsedStates | None = None) -> None:
-        if not isinstance(page_size, int) or page_size < 1:
+        if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
             raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
-        if not isinstance(cache_ttl_ms, int) or cache_ttl_ms < 0 or cache_scope not in ("private", "public"):
-            raise ConfigError("cache_ttl_ms must be an int >= 0 and cache_scope 'private' or 'public'")
+        if not isinstance(cache_ttl_ms, int) or isinstance(cache_ttl_ms, bool) or cache_ttl_ms < 0:
+            raise ConfigError(f"cache_ttl_ms must be an int >= 0, not {cache_ttl_ms!r}")
+        if cache_scope not in ("private", "public"):
+            near = difflib.get_close_matches(str(cache_scope)[:100], ("private", "public"), n=1)
+            raise ConfigError(f"cache_scope must be 'private' or 'public', not {cache_scope!r}"
+                              + (f" (did you mean {near[0]!r}?)" if near else ""))
         self.name, self.version, self.instructions, self.page_size = name, version, instructions, page_size
         self.cache_ttl_ms, self.cache_scope = cache_ttl_ms, cache_scope
         self.input_limits = input_limits or InputLimits()

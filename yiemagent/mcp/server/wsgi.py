@@ -151,8 +151,9 @@ class WSGIApp:
             None: as long as its client stays.
 
     Raises:
-        ValueError: ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner`` or
-            ``max_buffered_messages`` below 1, or
+        ValueError: ``stateless`` not a bool, ``path`` not a string, ``allowed_origins`` / ``allowed_hosts`` a
+            single string, ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner`` or
+            ``max_buffered_messages`` not an int >= 1, or
             ``max_call_seconds`` not a positive finite number.
     """
 
@@ -163,11 +164,19 @@ class WSGIApp:
                  max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES,
                  max_call_seconds: float | None = None,
                  max_calls_per_owner: int = DEFAULT_MAX_CALLS_PER_OWNER) -> None:
+        if not isinstance(stateless, bool):  # "no" is truthy: it would serve without sessions
+            raise ValueError(f"stateless must be True or False, not {stateless!r}")
+        if not isinstance(path, str):
+            raise ValueError(f"path must be a string, not {path!r}")
+        for name, names in (("allowed_origins", allowed_origins), ("allowed_hosts", allowed_hosts)):
+            if isinstance(names, (str, bytes)):  # "localhost" would be read as its letters
+                raise ValueError(f"{name} must be a list of names, not the string {names!r}")
         bounds = (max_body_bytes, max_calls_per_session, max_buffered_messages, max_calls_per_owner)
         if any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in bounds):
             raise ValueError("max_body_bytes, max_calls_per_session, max_calls_per_owner and max_buffered_messages "
                              "must be integers of at least 1")
-        if max_call_seconds is not None and not 0 < max_call_seconds < float("inf"):
+        if max_call_seconds is not None and (isinstance(max_call_seconds, bool)
+                                             or not 0 < max_call_seconds < float("inf")):
             raise ValueError(f"max_call_seconds must be a positive finite number or None, not {max_call_seconds!r}")
         self.max_call_seconds = max_call_seconds
         self.server = server
