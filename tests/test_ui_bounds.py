@@ -3,9 +3,9 @@
 The Flask examples (``flask_chat`` with its AG-UI and ``useChat`` routes, ``flask_durable``) read bodies with
 ``yiemagent.agent.ui_bodies.read_ui_body``: before, ``request.get_json`` read any size, a body nested 100,000
 deep raised ``RecursionError`` (a 500 and a traceback), and a ``messages`` list of 50,000 entries or a part
-of 2 MB reached the agent. The shapes are hostile ones no real frontend sends (ag-ui-protocol/ag-ui and
-vercel/ai users' reports of large payloads); they go over raw HTTP (``requests``) to the app on werkzeug's
-threaded server, and another client is served after each.
+of 2 MB reached the agent. The shapes are hostile ones no real frontend sends (flop-labs/technocore-chat
+#130: a body nested 20,000 deep answered 500, a ``RecursionError``, under the size cap); they go over raw
+HTTP (``requests``) to the app on werkzeug's threaded server, and another client is served after each.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ HOSTILE = [
 
 @pytest.mark.parametrize(("path", "body", "status", "says"), HOSTILE,
                          ids=[f"{p}-{s}-{w.split()[0]}-{i}" for i, (p, _, s, w) in enumerate(HOSTILE)])
-def test_ag_ui_and_vercel_ai_large_payloads_are_refused_cleanly(chat_url: str, path: str, body: str, status: int,
-                                                                says: str) -> None:
+def test_technocore_chat_130_deep_and_large_ag_ui_and_vercel_bodies_are_refused_cleanly(
+        chat_url: str, path: str, body: str, status: int, says: str) -> None:
     answer = requests.post(chat_url + path, data=body, headers={"Content-Type": "application/json"}, timeout=60)
     assert answer.status_code == status, answer.text[:300]
     assert says in answer.json()["error"]

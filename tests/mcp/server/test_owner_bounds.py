@@ -2,7 +2,8 @@
 
 A 2026-07-28 request and a ``stateless=True`` request have no session: before this bound one client could
 start any number of concurrent ``tools/call`` (each takes a thread of the server's pool) and starve the others
-(modelcontextprotocol/python-sdk and fastmcp DoS reports: a server must bound what one client holds).
+(modelcontextprotocol/python-sdk #1698: a client issuing many tool calls in parallel exhausts the server; a
+bound per client, refused with a 429-like error).
 
 Real concurrent HTTP clients (``requests``) on werkzeug's threaded server (``kit.serving``). Two owners from
 one loopback address: werkzeug's ``ProxyFix`` sets ``REMOTE_ADDR`` from ``X-Forwarded-For``, as the guide says
@@ -63,7 +64,8 @@ def call(url: str, owner: str, name: str, arguments: dict[str, Any], era: str, r
 
 
 @pytest.mark.parametrize("era", ["modern", "stateless"])
-def test_python_sdk_dos_one_owner_without_a_session_gets_only_its_share_of_calls_in_flight(era: str) -> None:
+def test_python_sdk_1698_one_owner_without_a_session_gets_only_its_share_of_calls_in_flight(
+        era: str) -> None:
     gate, started = threading.Event(), threading.Semaphore(0)
     app = gated_server(gate, started).wsgi_app(stateless=era == "stateless", max_calls_per_owner=3)
     answers: list[Any] = []

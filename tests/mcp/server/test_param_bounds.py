@@ -7,7 +7,7 @@ of 1 MB (echoed in every progress notification of the call: 1,000 buffered notif
 ``logging/setLevel`` level or 2026-07-28 ``_meta`` logLevel that is not a level (the modern one was silently
 dropped: fail closed, with the nearest name), ``completion/complete`` with no ``ref`` (answered as valid),
 and an elicitation answer whose action is a typo. Each: a clean JSON-RPC error, and another client still
-served. Named after modelcontextprotocol/python-sdk's reports of unvalidated params reaching handlers.
+served. Named after MongLong0214/logic-pro-mcp #218 (an invalid cursor must be -32602, not ignored or a 500).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def served_still(url: str) -> None:
     ("tools/call", {"name": "steps", "arguments": {"count": 2}, "_meta": {"progressToken": "t" * 1_000_000}},
      "progressToken is longer than"),
 ])
-def test_python_sdk_unvalidated_params_are_refused_cleanly(url: str, method: str, params: dict[str, Any],
-                                                           says: str) -> None:
+def test_logic_pro_mcp_218_params_past_their_bounds_are_refused_cleanly(
+        url: str, method: str, params: dict[str, Any], says: str) -> None:
     answer = rpc(url, session(url), method, params)
     assert answer.status_code == 200, answer.text[:300]
     error = answer.json()["error"]
