@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, jsonify, request, session
+from flask import Flask, Response, jsonify, session
 
 from yiemagent import (
     SSE_HEADERS,
@@ -78,21 +78,12 @@ from yiemagent import (
     openai_chat,
     sse_events,
 )
-from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
-from yiemagent.examples.flask_ui_protocols import add_protocol_routes
+from yiemagent.agent.ui_bodies import UIBodyRefused
+from yiemagent.examples.flask_ui_protocols import _body, _refused, add_protocol_routes
 from yiemagent.messages import Message
 from yiemagent.messages.openai import to_openai
 
 __all__ = ["PAGE", "Conversations", "create_app", "from_env", "history_version", "main"]
-
-def _body(*, allow_empty: bool = False) -> dict[str, Any]:
-    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
-    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
-
-
-def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
-    return jsonify(error=str(refused)), refused.status
-
 
 
 class Conversations:
@@ -241,11 +232,8 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
                 answer = agent.regenerate(keep_tool_results=body.get("keep_tool_results") is True,
                                           timeout_seconds=300)
             else:
-                index: Any = body.get("index")
-                index = None if isinstance(index, bool) else index  # true is not an index (fail closed)
-                if isinstance(body.get("turn"), bool):
-                    return jsonify(error='"turn" must be an integer'), 400
-                if isinstance(body.get("turn"), int):  # the k-th user message, as the page counts them
+                index: Any = None if isinstance(body.get("index"), bool) else body.get("index")  # true: no index
+                if isinstance(body.get("turn"), int) and not isinstance(body.get("turn"), bool):  # k-th user message
                     users = [i for i, m in enumerate(history) if m.role == "user" and
                              getattr(m, "compaction", None) is None]
                     index = users[body["turn"]] if 0 <= body["turn"] < len(users) else len(history)
