@@ -125,3 +125,43 @@ def _leave_after_start(url: str, started: threading.Semaphore) -> None:
     with socket.create_connection((parts.hostname, parts.port), timeout=BOUND_SECONDS) as sock:
         sock.sendall(head + body)
         assert started.acquire(timeout=BOUND_SECONDS)
+
+
+def _session(url: str, owner: str) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "X-Forwarded-For": owner}
+    answer = requests.post(url, headers=headers, timeout=BOUND_SECONDS, data=json.dumps({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+    assert answer.status_code == 200
+    return {**headers, "Mcp-Session-Id": answer.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25",
+            "Accept": "text/event-stream"}
+
+
+def test_one_owners_get_streams_are_bounded_and_given_back_when_closed() -> None:
+    """Each GET stream holds a thread: one owner with 100 sessions held 100 of them (the sessions' share)."""
+    gate, started = threading.Event(), threading.Semaphore(0)
+    app = gated_server(gate, started).wsgi_app(max_calls_per_owner=2)
+    with serving(ProxyFix(app, x_for=1)) as url:
+        held = [requests.get(url, headers=_session(url, "203.0.113.1"), stream=True, timeout=BOUND_SECONDS)
+                for _ in range(2)]
+        try:
+            assert [h.status_code for h in held] == [200, 200]
+            third = _session(url, "203.0.113.1")
+            refused = requests.get(url, headers=third, stream=True, timeout=BOUND_SECONDS)
+            assert refused.status_code == 429 and "GET streams" in refused.json()["error"]["message"]
+            other = requests.get(url, headers=_session(url, "203.0.113.2"), stream=True, timeout=BOUND_SECONDS)
+            assert other.status_code == 200  # another owner is served
+            other.close()
+            held.pop().close()  # the client leaves: within a probe its share is back (bounded poll)
+            for _ in range(int(BOUND_SECONDS / 0.1)):
+                again = requests.get(url, headers=third, stream=True, timeout=BOUND_SECONDS)
+                if again.status_code == 200:
+                    break
+                assert again.status_code == 429
+                gate.wait(0.1)
+            assert again.status_code == 200
+            again.close()
+        finally:
+            for stream in held:
+                stream.close()

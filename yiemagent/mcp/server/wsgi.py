@@ -29,7 +29,8 @@
   ``sessions.session_owner``) across its sessions, 2026-07-28 requests and
   ``stateless`` requests, which have no session (one more: 429 with a JSON-RPC
   error; the share is back when the call ends, is cancelled or its client
-  leaves); each buffers at most
+  leaves), and as many open ``GET`` streams (each holds a thread too; one more:
+  429); each buffers at most
   ``max_buffered_messages`` notifications for a client that reads slowly (later
   ones are dropped; requests to the client and the reply never are); a session
   has one GET stream, and at most ``calls.MAX_PENDING_QUESTIONS`` questions waiting.
@@ -145,7 +146,8 @@ class WSGIApp:
         max_calls_per_session: calls one session may have running at once (more: 429 with a JSON-RPC error).
         max_calls_per_owner: calls one owner (``sessions.session_owner``: the verified principal, else
             ``REMOTE_ADDR``) may have running at once across its sessions and its sessionless (2026-07-28,
-            ``stateless``) requests; more: 429 with a JSON-RPC error. Each takes a thread while it runs.
+            ``stateless``) requests; more: 429 with a JSON-RPC error. Each takes a thread while it runs. The
+            owner's open ``GET`` streams are bounded by the same number (one more: 429).
         max_buffered_messages: notifications one call may have waiting for its client (more are dropped).
         max_call_seconds: longest a call may run (seconds); then it is cancelled and its client answered -32800.
             None: as long as its client stays.
@@ -189,6 +191,7 @@ class WSGIApp:
         self.max_calls_per_session = max_calls_per_session
         self.max_calls_per_owner = max_calls_per_owner
         self._owner_running: dict[str, int] = {}
+        self._owner_streams: dict[str, int] = {}
         self.max_buffered_messages = max_buffered_messages
         self._lock = threading.Lock()
         self._running: weakref.WeakKeyDictionary[ServerSession, int] = weakref.WeakKeyDictionary()
@@ -252,14 +255,30 @@ class WSGIApp:
             except queue.Full:  # a reader that stopped: the oldest are kept, the newest dropped
                 pass
 
+        owner = _owner(environ)
+        with self._lock:  # a GET stream holds a thread as a call does: an owner has as many of them
+            streams = self._owner_streams.get(owner, 0)
+            if streams >= self.max_calls_per_owner:
+                return _rpc_error(start_response, 429, f"too many GET streams open for this client ({streams})")
+            self._owner_streams[owner] = streams + 1
+
+        def release() -> None:
+            with self._lock:
+                left = self._owner_streams.get(owner, 1) - 1
+                if left > 0:
+                    self._owner_streams[owner] = left
+                else:
+                    self._owner_streams.pop(owner, None)
+
         with session.lock:
             if session.listener is not None:
+                release()
                 return _rpc_error(start_response, 409, "Conflict: this session has a GET stream open already")
             session.listener = listener
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
         return SessionStream(session, listener, events, lambda: self.sessions.get(session.id) is session,
-                          ClientPresence(environ))
+                             ClientPresence(environ), release)
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
