@@ -141,3 +141,34 @@ def test_numbers_a_frontend_sends_fail_closed(chat_url: str) -> None:
     assert edited.status_code == 400  # `true` is not the 2nd turn
     history = tab.get(chat_url + "/conversation", timeout=60).json()["history"]
     assert [m["text"] for m in history if m["role"] == "user"] == ["first", "second"]
+
+
+def test_one_client_making_up_thread_ids_never_evicts_another_clients_conversation() -> None:
+    """Raw HTTP from two addresses (``X-Forwarded-For`` through werkzeug's ``ProxyFix``, as behind a proxy)."""
+    from werkzeug.middleware.proxy_fix import ProxyFix
+
+    made: list[int] = []
+
+    def make_agent() -> Agent:
+        made.append(1)
+        return Agent(ScriptedLLM([text_reply("hello")] * 5))
+
+    app = create_app(make_agent, secret_key="test", max_conversations=10, max_conversations_per_owner=3)
+    conversations = app.extensions["yiemagent_conversations"]
+    app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)  # type: ignore[method-assign]
+
+    def send(chat_id: str, owner: str) -> Any:
+        return requests.post(url + "/api/chat", headers={"X-Forwarded-For": owner}, timeout=60, json={
+            "id": chat_id, "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]})
+
+    try:
+        with serving(app, path="") as url:
+            assert send("bob", "198.51.100.2").status_code == 200
+            bobs = conversations.get("vercel:bob")
+            for n in range(20):  # the flood: each a new conversation
+                assert send(f"flood-{n}", "198.51.100.1").status_code == 200
+            assert conversations.get("vercel:bob") is bobs  # bob's agent (and its history) is still there
+            assert len(made) == 21
+            assert "hello" in send("bob", "198.51.100.2").text and len(made) == 21  # no new agent for bob
+    finally:
+        conversations.close()

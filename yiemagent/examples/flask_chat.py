@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, jsonify, session
+from flask import Flask, Response, jsonify, request, session
 
 from yiemagent import (
     SSE_HEADERS,
@@ -79,51 +79,11 @@ from yiemagent import (
     sse_events,
 )
 from yiemagent.agent.ui_bodies import UIBodyRefused
-from yiemagent.examples.flask_ui_protocols import _body, _refused, add_protocol_routes
+from yiemagent.examples.flask_ui_protocols import Conversations, _body, _refused, add_protocol_routes
 from yiemagent.messages import Message
 from yiemagent.messages.openai import to_openai
 
 __all__ = ["PAGE", "Conversations", "create_app", "from_env", "history_version", "main"]
-
-
-class Conversations:
-    """Agents by conversation id, least recently used first out (thread-safe)."""
-
-    def __init__(self, make_agent: Callable[[], Agent], max_conversations: int = 100) -> None:
-        self.make_agent = make_agent
-        self.max_conversations = max_conversations
-        self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, conversation_id: str) -> Agent:
-        """The conversation's agent, started; made on first use."""
-        evicted: list[Agent] = []
-        with self._lock:
-            agent = self._agents.get(conversation_id)
-            if agent is None:
-                agent = self.make_agent().start()
-                self._agents[conversation_id] = agent
-                while len(self._agents) > self.max_conversations:
-                    evicted.append(self._agents.popitem(last=False)[1])
-            self._agents.move_to_end(conversation_id)
-        for old in evicted:  # after its current run; not on this request's time
-            threading.Thread(target=old.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
-        return agent
-
-    def drop(self, conversation_id: str) -> None:
-        """Forget a conversation (its agent stops after its current run)."""
-        with self._lock:
-            agent = self._agents.pop(conversation_id, None)
-        if agent is not None:
-            threading.Thread(target=agent.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
-
-    def close(self) -> None:
-        """Shut every agent down."""
-        with self._lock:
-            agents = list(self._agents.values())
-            self._agents.clear()
-        for agent in agents:
-            agent.shutdown(mode="now")
 
 
 def history_version(history: Sequence[Message]) -> str:
@@ -133,16 +93,17 @@ def history_version(history: Sequence[Message]) -> str:
 
 
 def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
-               max_conversations: int = 100) -> Flask:
+               max_conversations: int = 100, max_conversations_per_owner: int = 10) -> Flask:
     """The chat app; ``make_agent()`` makes the agent of a new conversation.
 
     ``app.extensions["yiemagent_conversations"]`` is the ``Conversations``
-    store (call its ``close()`` when the app stops).
+    store (call its ``close()`` when the app stops): at most ``max_conversations``, and
+    ``max_conversations_per_owner`` per client address (``REMOTE_ADDR``: behind a proxy, ``ProxyFix``).
     """
     app = Flask(__name__)
     app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
     app.secret_key = secret_key or secrets.token_hex(16)
-    conversations = Conversations(make_agent, max_conversations)
+    conversations = Conversations(make_agent, max_conversations, max_conversations_per_owner)
     app.extensions["yiemagent_conversations"] = conversations
     streams: collections.OrderedDict[tuple[str, str], AgentStream] = collections.OrderedDict()
     streams_lock = threading.Lock()
@@ -164,7 +125,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
         if not isinstance(message, str) or not message.strip():
             return jsonify(error='send JSON {"message": "<text>"}'), 400
         input_id = body.get("input_id") if isinstance(body, dict) else None
-        agent = conversations.get(conversation_id())
+        agent = conversations.get(conversation_id(), request.remote_addr)
         try:
             stream = agent.stream(message, input_id=input_id)
         except (FormatError, ConfigError) as exc:
@@ -203,18 +164,18 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
         if not isinstance(decisions, dict) or not decisions:
             return jsonify(error='send JSON {"decisions": {"<tool_call_id>": true | "<reason>"}}'), 400
         try:
-            answer = conversations.get(conversation_id()).decide(decisions, timeout_seconds=300)
+            answer = conversations.get(conversation_id(), request.remote_addr).decide(decisions, timeout_seconds=300)
         except ApprovalError as exc:
             return jsonify(error=str(exc), tool_call_id=exc.tool_call_id), 409
         return jsonify(answer=answer)
 
     @app.get("/history")
     def history() -> Any:
-        return jsonify(messages=conversations.get(conversation_id()).openai_messages())
+        return jsonify(messages=conversations.get(conversation_id(), request.remote_addr).openai_messages())
 
     @app.get("/conversation")
     def conversation() -> Any:
-        history = conversations.get(conversation_id()).history
+        history = conversations.get(conversation_id(), request.remote_addr).history
         return jsonify(version=history_version(history),
                        history=[{"index": i, "role": m.role, "text": getattr(m, "text", "")}
                                 for i, m in enumerate(history)])
@@ -222,7 +183,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
     def branch(op: str) -> Any:
         body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
-        agent = conversations.get(conversation_id())
+        agent = conversations.get(conversation_id(), request.remote_addr)
         history = agent.history
         if body.get("version") is not None and body.get("version") != history_version(history):
             return jsonify(error="the conversation changed since you read it (another tab or client edited, "

@@ -34,8 +34,11 @@ then the chat sends): the resumed run's messages reach the client whole, after i
 
 from __future__ import annotations
 
+import collections
+import threading
 import uuid
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 from flask import Flask, Response, jsonify, request
 
@@ -64,10 +67,61 @@ def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
 
 
 
-class Conversations(Protocol):
-    """What the routes use of ``flask_chat.Conversations``: a conversation's started agent, made on first use."""
+class Conversations:
+    """Agents by conversation id, least recently used first out, bounded per owner (thread-safe).
 
-    def get(self, conversation_id: str) -> Agent: ...  # noqa: D102
+    At most ``max_conversations`` in all and ``max_conversations_per_owner`` per owner (``get(..., owner=)``:
+    the client's address or user): an owner's new conversation past its share ends its own least recently
+    used one, never another owner's (a client making up thread ids no longer evicts others' conversations).
+    """
+
+    def __init__(self, make_agent: Callable[[], Agent], max_conversations: int = 100,
+                 max_conversations_per_owner: int = 10) -> None:
+        if min(max_conversations, max_conversations_per_owner) < 1:
+            raise ValueError("max_conversations and max_conversations_per_owner must be >= 1")
+        self.make_agent, self.max_conversations = make_agent, max_conversations
+        self.max_conversations_per_owner = max_conversations_per_owner
+        self._agents: collections.OrderedDict[str, Agent] = collections.OrderedDict()
+        self._owners: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conversation_id: str, owner: str | None = None) -> Agent:
+        """The conversation's agent, started; made on first use (for ``owner``, counted in its share)."""
+        evicted: list[Agent] = []
+        with self._lock:
+            agent = self._agents.get(conversation_id)
+            if agent is None:
+                mine = [c for c in self._agents if owner is not None and self._owners.get(c) == owner]
+                for old in mine[:max(0, len(mine) - self.max_conversations_per_owner + 1)]:  # its own LRU first
+                    evicted.append(self._agents.pop(old))
+                    self._owners.pop(old, None)
+                agent = self.make_agent().start()
+                self._agents[conversation_id], self._owners[conversation_id] = agent, owner
+                while len(self._agents) > self.max_conversations:
+                    dropped, old_agent = self._agents.popitem(last=False)
+                    self._owners.pop(dropped, None)
+                    evicted.append(old_agent)
+            self._agents.move_to_end(conversation_id)
+        for old_agent in evicted:  # after its current run; not on this request's time
+            threading.Thread(target=old_agent.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
+        return agent
+
+    def drop(self, conversation_id: str) -> None:
+        """Forget a conversation (its agent stops after its current run)."""
+        with self._lock:
+            agent = self._agents.pop(conversation_id, None)
+            self._owners.pop(conversation_id, None)
+        if agent is not None:
+            threading.Thread(target=agent.shutdown, kwargs={"mode": "after_turn"}, daemon=True).start()
+
+    def close(self) -> None:
+        """Shut every agent down."""
+        with self._lock:
+            agents = list(self._agents.values())
+            self._agents.clear()
+            self._owners.clear()
+        for agent in agents:
+            agent.shutdown(mode="now")
 
 
 def _text_of(message: Any, parts_key: str) -> str:
@@ -133,7 +187,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
             lines = ag_ui_events(last.follow(), thread_id=thread_id, run_id=run_id,
                                  snapshot=[m for m in messages[:user_index + 1] if isinstance(m, dict)])
             return Response(last.stream(lines), headers=AG_UI_HEADERS)
-        agent = conversations.get(key)
+        agent = conversations.get(key, request.remote_addr)
         if body.get("resume"):
             try:
                 decisions = approval_decisions(body["resume"] if isinstance(body["resume"], list) else [])
@@ -162,7 +216,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations) -> None:
         messages = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(chat_id, str) or not chat_id or not isinstance(messages, list) or not messages:
             return jsonify(error='send useChat\'s body: {"id", "messages": [...]}'), 400
-        agent = conversations.get(f"vercel:{chat_id}")
+        agent = conversations.get(f"vercel:{chat_id}", request.remote_addr)
         last, message_id = messages[-1], None
         if isinstance(last, dict) and last.get("role") == "assistant":
             decisions = _waiting(agent, vercel_approval_decisions(last))
