@@ -172,3 +172,42 @@ def test_one_client_making_up_thread_ids_never_evicts_another_clients_conversati
             assert "hello" in send("bob", "198.51.100.2").text and len(made) == 21  # no new agent for bob
     finally:
         conversations.close()
+
+
+def test_a_durable_apps_background_inputs_are_bounded_per_client(tmp_path: Any) -> None:
+    """Each ``"wait": false`` input started a thread: a client's flood of them held any number."""
+    import threading
+    import time
+
+    from werkzeug.test import Client
+
+    from yiemagent.examples.flask_durable import create_app as durable_app
+    from yiemagent.store import SQLiteStore
+
+    gate = threading.Event()
+
+    def slow_model(messages: Any, tools: Any) -> Any:
+        gate.wait(30)
+        return text_reply("done")
+
+    store = SQLiteStore(str(tmp_path / "d.db"))
+    app = durable_app(lambda: store, lambda s, cid: Agent(slow_model, store=s, conversation_id=cid),
+                      max_background_per_client=2)
+    client = Client(app)
+
+    def post(cid: str, address: str) -> Any:
+        return client.post(f"/conversations/{cid}/messages", json={"message": "hi", "wait": False},
+                           environ_base={"REMOTE_ADDR": address})
+
+    try:
+        assert [post(f"a{n}", "198.51.100.1").status_code for n in range(2)] == [202, 202]
+        refused = post("a2", "198.51.100.1")
+        assert refused.status_code == 429 and "background" in refused.json["error"]
+        assert store.get_input("a2", 1) is None  # nothing stored
+        assert post("b0", "198.51.100.2").status_code == 202  # another client is served
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and post("a3", "198.51.100.1").status_code == 429:
+        time.sleep(0.1)
+    assert post("a4", "198.51.100.1").status_code == 202  # its share is back once its inputs ran

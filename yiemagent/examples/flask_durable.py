@@ -10,7 +10,8 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
 * ``POST /conversations/<id>/messages`` ``{"message": str | user-message dict, "input_id": str
   (optional: a retried request with the same id is stored once), "wait": bool (default true)}``
   -> 200 ``{"seq": n, "answer": {...}}``, or 202 ``{"seq": n}`` when not waiting or when the
-  answer took longer than ``answer_timeout_seconds`` (it is served later all the same).
+  answer took longer than ``answer_timeout_seconds`` (it is served later all the same); 429 (nothing
+  stored) for a ``"wait": false`` input past the client's ``max_background_per_client`` running ones.
 * ``GET /conversations/<id>/messages/<seq>`` -> 200 ``{"seq": n, "answer": {...}}``, 202
   ``{"seq": n}`` while pending (plus ``"pending_approvals"`` while its run waits for a person),
   404 for an unknown seq.
@@ -96,7 +97,8 @@ def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
 
 
 def create_app(
-    store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0
+    store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0,
+    max_background_per_client: int = 8,
 ) -> Flask:
     """The Flask app (routes in the module docstring).
 
@@ -106,6 +108,8 @@ def create_app(
         make_agent: ``make_agent(store, conversation_id) -> Agent`` with ``store=store`` and
             ``conversation_id=conversation_id``.
         answer_timeout_seconds: how long a waiting request waits for its answer.
+        max_background_per_client: ``"wait": false`` inputs one client address may have running on threads of
+            their own (one more: 429, nothing stored).
     """
     app = Flask(__name__)
     app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
@@ -124,13 +128,24 @@ def create_app(
         response.headers["X-Served-By"] = str(os.getpid())
         return response, status
 
+    background: dict[str | None, int] = {}  # drains running on threads of their own, per client address
+
     def drain_in_background(conversation_id: str, seq: int) -> None:
+        owner = request.remote_addr
+
         def run() -> None:
             try:
                 serve_input(agents, store(), conversation_id, seq, timeout_seconds=None)
             except Exception:
                 app.logger.exception("background drain of %s failed; the input stays in the inbox", conversation_id)
+            finally:
+                with lock:
+                    background[owner] -= 1
+                    if not background[owner]:
+                        del background[owner]
 
+        with lock:
+            background[owner] = background.get(owner, 0) + 1
         threading.Thread(target=run, name=f"drain-{conversation_id}", daemon=True).start()
 
     @app.post("/conversations/<conversation_id>/messages")
@@ -141,6 +156,11 @@ def create_app(
         input_id = body.get("input_id")
         if input_id is not None and not isinstance(input_id, str):
             return reply({"error": '"input_id" must be a string'}, 400)
+        with lock:  # each "wait": false input takes a thread: a client has max_background_per_client of them
+            busy = body.get("wait", True) is False and background.get(request.remote_addr, 0) >= \
+                max_background_per_client
+        if busy:
+            return reply({"error": "too many inputs of this client run in the background: wait for one"}, 429)
         try:
             seq = store().enqueue(conversation_id, body["message"], input_id=input_id)
         except FormatError as exc:
