@@ -98,7 +98,7 @@ def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
 
 def create_app(
     store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0,
-    max_background_per_client: int = 8,
+    max_background_per_client: int = 64,
 ) -> Flask:
     """The Flask app (routes in the module docstring).
 
