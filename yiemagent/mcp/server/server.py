@@ -244,8 +244,7 @@ class MCPServer:
 
         ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
         ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner``,
-        ``max_buffered_messages``,
-        ``max_call_seconds``.
+        ``max_buffered_messages``, ``max_call_seconds``.
         """
         from .wsgi import WSGIApp
 
