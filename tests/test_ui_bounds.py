@@ -211,3 +211,20 @@ def test_a_durable_apps_background_inputs_are_bounded_per_client(tmp_path: Any) 
     while time.monotonic() < deadline and post("a3", "198.51.100.1").status_code == 429:
         time.sleep(0.1)
     assert post("a4", "198.51.100.1").status_code == 202  # its share is back once its inputs ran
+
+
+@pytest.mark.parametrize("heartbeat", [0, -1.0, float("nan"), float("inf"), True, "15"])
+def test_stream_heartbeats_fail_closed(heartbeat: Any) -> None:
+    """0 / negative / NaN heartbeats sent ``: keep-alive`` without end (an AgentStream's next(0) never waits)."""
+    from yiemagent.agent.streaming import sse_events
+    from yiemagent.agent.ui_streams import ag_ui_events, vercel_ai_events
+
+    answer = [{"role": "assistant", "content": "hi", "status": "completed"}]
+    for writer in (lambda: sse_events(answer, heartbeat_seconds=heartbeat),
+                   lambda: ag_ui_events(answer, thread_id="t", heartbeat_seconds=heartbeat),
+                   lambda: vercel_ai_events(answer, heartbeat_seconds=heartbeat)):
+        with pytest.raises(ValueError, match="heartbeat_seconds"):
+            list(writer())
+    with pytest.raises(ValueError, match="heartbeat_seconds"):
+        RunRecord(iter(answer), heartbeat_seconds=heartbeat)
+    assert list(sse_events(answer, heartbeat_seconds=None))  # None: no heartbeats, still fine

@@ -29,6 +29,7 @@ Spec: server-sent events as in the WHATWG HTML standard (``event:`` and
 from __future__ import annotations
 
 import dataclasses
+import math
 import queue
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
@@ -217,10 +218,21 @@ def event_to_dict(event: ev.Event) -> dict[str, Any]:
     return {f.name: _jsonable(getattr(event, f.name)) for f in dataclasses.fields(event)}
 
 
+def check_heartbeat(heartbeat_seconds: Any) -> None:
+    """Refuse a ``heartbeat_seconds`` that is not None nor a finite number > 0 (``ValueError``).
+
+    0, a negative number or NaN sent keep-alive comments without end, as fast as the client read them.
+    """
+    if heartbeat_seconds is not None and (isinstance(heartbeat_seconds, bool) or not isinstance(
+            heartbeat_seconds, (int, float)) or not 0 < heartbeat_seconds < math.inf):
+        raise ValueError(f"heartbeat_seconds must be None or a finite number > 0, not {heartbeat_seconds!r}")
+
+
 def _with_heartbeats(
     items: Iterable[ev.Event | Mapping[str, Any] | None], heartbeat_seconds: float | None
 ) -> Iterator[ev.Event | Mapping[str, Any] | None]:
     """``items``, with None after each ``heartbeat_seconds`` of quiet (only an ``AgentStream`` can wait so)."""
+    check_heartbeat(heartbeat_seconds)
     if heartbeat_seconds is None or not isinstance(items, AgentStream):
         yield from items
         return

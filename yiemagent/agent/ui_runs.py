@@ -48,6 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..loop import events as ev
+from .streaming import check_heartbeat
 
 __all__ = ["RunRecord", "RunRecords"]
 
@@ -60,6 +61,9 @@ class RunRecord:
     def __init__(self, items: Iterable[Item], *, message_id: str | None = None, user_message_id: str | None = None,
                  max_items: int = 100_000, heartbeat_seconds: float | None = 15.0,
                  max_bytes: int = 16 * 1024 * 1024) -> None:
+        check_heartbeat(heartbeat_seconds)
+        if not isinstance(max_items, int) or isinstance(max_items, bool) or min(max_items, max_bytes) < 1:
+            raise ValueError("max_items and max_bytes must be ints >= 1")
         self.message_id = message_id
         """The assistant message's id the streams of this run announce (Vercel ``start.messageId``), or None."""
         self.user_message_id = user_message_id
