@@ -27,7 +27,8 @@ its client reads: a connection cut mid-answer closes the stream, and although th
   asks on every page load; nothing to resume is 204);
 - one record per key (a new run of a conversation replaces its last), at most ``max_records_per_owner`` per
   owner (``start(owner=)``: the user, else the client's address; its own oldest makes room), ``max_records``
-  in all (least recently started first out) and ``max_items`` items a run (past it the record stops:
+  in all (least recently started first out), ``max_items`` items and about ``max_bytes`` (the items'
+  ``repr``) a run (past either the record stops:
   ``replayable()`` is False and the client takes the answer from the conversation's history);
 - a record is found by its key alone: whoever knows the key replays the run. Behind authentication, put the
   verified user in the key (``flask_ui_protocols``' ``user=``), as the conversation itself is keyed.
@@ -58,7 +59,8 @@ class RunRecord:
     """One run's items, read to the end by a thread of its own (see the module docstring). Thread-safe."""
 
     def __init__(self, items: Iterable[Item], *, message_id: str | None = None, user_message_id: str | None = None,
-                 max_items: int = 100_000, heartbeat_seconds: float | None = 15.0) -> None:
+                 max_items: int = 100_000, heartbeat_seconds: float | None = 15.0,
+                 max_bytes: int = 16 * 1024 * 1024) -> None:
         self.message_id = message_id
         """The assistant message's id the streams of this run announce (Vercel ``start.messageId``), or None."""
         self.user_message_id = user_message_id
@@ -66,10 +68,12 @@ class RunRecord:
         self.delivered = False
         """True once a stream of this run was written to its client to the last line."""
         self.truncated = False
-        """True when the run passed ``max_items`` items: the record stopped."""
+        """True when the run passed ``max_items`` items or ``max_bytes``: the record stopped."""
         check_int("max_items", max_items, minimum=1)
+        check_int("max_bytes", max_bytes, minimum=1)
         check_number("heartbeat_seconds", heartbeat_seconds, optional=True)  # below 0: a busy loop of keep-alives
-        self.max_items, self.heartbeat_seconds = max_items, heartbeat_seconds
+        self.max_items, self.heartbeat_seconds, self.max_bytes = max_items, heartbeat_seconds, max_bytes
+        self._bytes = 0
         self._items: list[Item] = []
         self._done = False
         self._changed = threading.Condition()
@@ -85,10 +89,12 @@ class RunRecord:
     def _read(self, items: Iterable[Item]) -> None:
         try:
             for item in items:
+                size = 0 if self.truncated else len(repr(item))  # an estimate of what the record holds
                 with self._changed:
-                    if len(self._items) >= self.max_items:
+                    if self.truncated or len(self._items) >= self.max_items or self._bytes + size > self.max_bytes:
                         self.truncated = True
                     else:
+                        self._bytes += size
                         self._items.append(item)
                     self._changed.notify_all()
         except Exception as exc:  # the run's own failure: its error answer, as the stream would have said it
@@ -134,7 +140,8 @@ class RunRecords:
 
     Args:
         max_records: records kept in all (the least recently started first out).
-        max_items: items one run may record (``RunRecord``).
+        max_items: items one run may record (``RunRecord``). max_bytes: about how many bytes (the items'
+            ``repr``) one run may record.
         max_records_per_owner: records one owner (``start(owner=)``: the verified user, else the client's
             address) keeps: its own least recently started record makes room for its next one, so one client
             starting runs in many conversations pushes out only its own records, never another's (until
@@ -144,11 +151,14 @@ class RunRecords:
         ConfigError: a bound that is not an int >= 1.
     """
 
-    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000, max_records_per_owner: int = 100) -> None:
+    def __init__(self, max_records: int = 1000, *, max_items: int = 100_000, max_bytes: int = 16 * 1024 * 1024,
+                 max_records_per_owner: int = 100) -> None:
         check_int("max_records", max_records, minimum=1)  # NaN, a float, a bool: refused, never unbounded
         check_int("max_items", max_items, minimum=1)
+        check_int("max_bytes", max_bytes, minimum=1)
         check_int("max_records_per_owner", max_records_per_owner, minimum=1)
         self.max_records, self.max_items, self.max_records_per_owner = max_records, max_items, max_records_per_owner
+        self.max_bytes = max_bytes
         self._records: OrderedDict[str, RunRecord] = OrderedDict()
         self._owner: dict[str, str | None] = {}
         self._owned: dict[str | None, OrderedDict[str, None]] = {}
@@ -161,7 +171,8 @@ class RunRecords:
         ``owner``: whose run it is, for the per-owner bound (None: no owner's share). Bind ``key`` itself to the
         verified user when there is one (``flask_ui_protocols`` does): ``get`` finds a record by its key alone.
         """
-        record = RunRecord(items, message_id=message_id, user_message_id=user_message_id, max_items=self.max_items)
+        record = RunRecord(items, message_id=message_id, user_message_id=user_message_id, max_items=self.max_items,
+                           max_bytes=self.max_bytes)
         with self._lock:
             self._drop(key)
             self._records[key] = record

@@ -65,7 +65,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, jsonify, request, session
+from flask import Flask, Response, jsonify, session
 
 from yiemagent import (
     SSE_HEADERS,
@@ -80,8 +80,9 @@ from yiemagent import (
     openai_chat,
     sse_events,
 )
+from yiemagent.agent.ui_bodies import UIBodyRefused
 from yiemagent.examples.chat_conversations import Conversations
-from yiemagent.examples.flask_ui_protocols import add_protocol_routes, request_owner
+from yiemagent.examples.flask_ui_protocols import _body, _refused, add_protocol_routes, request_owner
 from yiemagent.messages import Message
 from yiemagent.messages.openai import to_openai
 
@@ -95,16 +96,20 @@ def history_version(history: Sequence[Message]) -> str:
 
 
 def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None,
-               max_conversations: int = 100, user: Callable[[], str | None] | None = None) -> Flask:
+               max_conversations: int = 100, max_conversations_per_owner: int = 10,
+               user: Callable[[], str | None] | None = None) -> Flask:
     """The chat app; ``make_agent()`` makes the agent of a new conversation; ``user``: see flask_ui_protocols.
 
     ``app.extensions["yiemagent_conversations"]`` is the ``Conversations``
-    store (call its ``close()`` when the app stops).
+    store (call its ``close()`` when the app stops): at most ``max_conversations``, and
+    ``max_conversations_per_owner`` per owner (the verified ``user``, else the client's address, ``REMOTE_ADDR``:
+    behind a proxy, ``ProxyFix``).
     """
     app = Flask(__name__)
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
     app.secret_key = secret_key or secrets.token_hex(16)
     conversations = Conversations(make_agent, max_conversations, owner=lambda: request_owner(user),
-                                  max_conversations_per_owner=max(1, max_conversations // 10))
+                                  max_conversations_per_owner=max_conversations_per_owner)
     app.extensions["yiemagent_conversations"] = conversations
     streams: collections.OrderedDict[str, collections.OrderedDict[str, AgentStream]] = collections.OrderedDict()
     streams_lock = threading.Lock()
@@ -121,7 +126,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     @app.post("/chat")
     def chat() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         message = body.get("message") if isinstance(body, dict) else None
         if not isinstance(message, str) or not message.strip():
             return jsonify(error='send JSON {"message": "<text>"}'), 400
@@ -167,7 +172,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
 
     @app.post("/approvals")
     def approvals() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         decisions = body.get("decisions") if isinstance(body, dict) else None
         if not isinstance(decisions, dict) or not decisions:
             return jsonify(error='send JSON {"decisions": {"<tool_call_id>": true | "<reason>"}}'), 400
@@ -189,7 +194,7 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
                                 for i, m in enumerate(history)])
 
     def branch(op: str) -> Any:
-        body = request.get_json(silent=True)
+        body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
         agent = conversations.get(conversation_id())
         history = agent.history
@@ -201,8 +206,8 @@ def create_app(make_agent: Callable[[], Agent], *, secret_key: str | None = None
                 answer = agent.regenerate(keep_tool_results=body.get("keep_tool_results") is True,
                                           timeout_seconds=300)
             else:
-                index: Any = body.get("index")
-                if isinstance(body.get("turn"), int):  # the k-th user message, as the page counts them
+                index: Any = None if isinstance(body.get("index"), bool) else body.get("index")  # true: no index
+                if isinstance(body.get("turn"), int) and not isinstance(body.get("turn"), bool):  # k-th user message
                     users = [i for i, m in enumerate(history) if m.role == "user" and
                              getattr(m, "compaction", None) is None]
                     index = users[body["turn"]] if 0 <= body["turn"] < len(users) else len(history)

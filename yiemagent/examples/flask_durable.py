@@ -10,7 +10,8 @@ Routes (JSON in and out; every reply carries ``X-Served-By: <pid>``):
 * ``POST /conversations/<id>/messages`` ``{"message": str | user-message dict, "input_id": str
   (optional: a retried request with the same id is stored once), "wait": bool (default true)}``
   -> 200 ``{"seq": n, "answer": {...}}``, or 202 ``{"seq": n}`` when not waiting or when the
-  answer took longer than ``answer_timeout_seconds`` (it is served later all the same).
+  answer took longer than ``answer_timeout_seconds`` (it is served later all the same); 429 (nothing
+  stored) for a ``"wait": false`` input past the client's ``max_background_per_client`` running ones.
 * ``GET /conversations/<id>/messages/<seq>`` -> 200 ``{"seq": n, "answer": {...}}``, 202
   ``{"seq": n}`` while pending (plus ``"pending_approvals"`` while its run waits for a person),
   404 for an unknown seq.
@@ -73,6 +74,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 
 from yiemagent import SSE_HEADERS, Agent, ConversationStore, sse_events
+from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
 from yiemagent.exceptions import ApprovalError, BranchConflictError, BranchError, ConfigError, FormatError
 from yiemagent.store.approvals import pending_approvals, waiting_answer
 from yiemagent.store.base import find_input
@@ -84,9 +86,19 @@ __all__ = ["create_app", "from_env", "open_store"]
 StoreFactory = Callable[[], ConversationStore]
 AgentMaker = Callable[[ConversationStore, str], Agent]
 
+def _body(*, allow_empty: bool = False) -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
+    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+
+def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
+    return jsonify(error=str(refused)), refused.status
+
+
 
 def create_app(
-    store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0
+    store_factory: StoreFactory, make_agent: AgentMaker, *, answer_timeout_seconds: float = 60.0,
+    max_background_per_client: int = 64,
 ) -> Flask:
     """The Flask app (routes in the module docstring).
 
@@ -96,8 +108,11 @@ def create_app(
         make_agent: ``make_agent(store, conversation_id) -> Agent`` with ``store=store`` and
             ``conversation_id=conversation_id``.
         answer_timeout_seconds: how long a waiting request waits for its answer.
+        max_background_per_client: ``"wait": false`` inputs one client address may have running on threads of
+            their own (one more: 429, nothing stored).
     """
     app = Flask(__name__)
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
     lock = threading.Lock()
     opened: list[ConversationStore] = []
     agents = AgentPool(lambda conversation_id: make_agent(store(), conversation_id))
@@ -113,23 +128,39 @@ def create_app(
         response.headers["X-Served-By"] = str(os.getpid())
         return response, status
 
+    background: dict[str | None, int] = {}  # drains running on threads of their own, per client address
+
     def drain_in_background(conversation_id: str, seq: int) -> None:
+        owner = request.remote_addr
+
         def run() -> None:
             try:
                 serve_input(agents, store(), conversation_id, seq, timeout_seconds=None)
             except Exception:
                 app.logger.exception("background drain of %s failed; the input stays in the inbox", conversation_id)
+            finally:
+                with lock:
+                    background[owner] -= 1
+                    if not background[owner]:
+                        del background[owner]
 
+        with lock:
+            background[owner] = background.get(owner, 0) + 1
         threading.Thread(target=run, name=f"drain-{conversation_id}", daemon=True).start()
 
     @app.post("/conversations/<conversation_id>/messages")
     def post_message(conversation_id: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
         if input_id is not None and not isinstance(input_id, str):
             return reply({"error": '"input_id" must be a string'}, 400)
+        with lock:  # each "wait": false input takes a thread: a client has max_background_per_client of them
+            busy = body.get("wait", True) is False and background.get(request.remote_addr, 0) >= \
+                max_background_per_client
+        if busy:
+            return reply({"error": "too many inputs of this client run in the background: wait for one"}, 429)
         try:
             seq = store().enqueue(conversation_id, body["message"], input_id=input_id)
         except FormatError as exc:
@@ -157,7 +188,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/stream")
     def post_stream(conversation_id: str) -> Response | tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
@@ -198,7 +229,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/approvals")
     def post_approvals(conversation_id: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body()
         decisions = body.get("decisions") if isinstance(body, dict) else None
         if not isinstance(decisions, dict) or not decisions:
             return reply({"error": 'the body must be {"decisions": {tool_call_id: true | false | "reason"}}'}, 400)
@@ -217,9 +248,11 @@ def create_app(
                                                       for i, m in enumerate(history)]}, 200)
 
     def branch(conversation_id: str, op: str) -> tuple[Response, int]:
-        body = request.get_json(silent=True)
+        body = _body(allow_empty=True)
         body = body if isinstance(body, dict) else {}
         index, version = body.get("index"), body.get("version")
+        index = None if isinstance(index, bool) else index  # true is not an index (fail closed)
+        version = "" if isinstance(version, bool) else version
         at = index if isinstance(index, int) else -1
         if (version is not None and not isinstance(version, int)) or (op != "regenerate" and not isinstance(
                 index, int)):

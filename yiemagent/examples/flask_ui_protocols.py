@@ -51,6 +51,7 @@ from flask import Flask, Response, jsonify, request
 
 from yiemagent import Agent, ConfigError, FormatError, YiemagentError
 from yiemagent._internal.checks import check_callable
+from yiemagent.agent.ui_bodies import UIBodyRefused, read_ui_body
 from yiemagent.agent.ui_parts import decided_items
 from yiemagent.agent.ui_runs import RunRecords
 from yiemagent.agent.ui_streams import (
@@ -64,6 +65,14 @@ from yiemagent.agent.ui_streams import (
 from yiemagent.mcp.server.sessions import session_owner
 
 __all__ = ["Conversations", "add_protocol_routes", "request_owner", "user_digest"]
+
+def _body(*, allow_empty: bool = False) -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
+    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+
+def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
+    return jsonify(error=str(refused)), refused.status
 
 
 class Conversations(Protocol):
@@ -131,6 +140,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
     check_callable("user", user)
     records = RunRecords()
     app.extensions["yiemagent_run_records"] = records
+    app.register_error_handler(UIBodyRefused, _refused)  # a body past its bounds: 400 / 413 {"error"}
 
     def keyed(protocol: str, given_id: str) -> tuple[str, str]:
         """The conversation's key, bound to the verified user when there is one, and the owner of its runs."""
@@ -140,7 +150,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
 
     @app.post("/ag-ui")
     def ag_ui() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         thread_id = body.get("threadId") if isinstance(body, dict) else None
         if not isinstance(body, dict) or not isinstance(thread_id, str) or not thread_id:
             return jsonify(error="send an AG-UI RunAgentInput: {threadId, runId, messages}"), 400
@@ -180,7 +190,7 @@ def add_protocol_routes(app: Flask, conversations: Conversations, *,
 
     @app.post("/api/chat")
     def vercel_chat() -> Any:
-        body = request.get_json(silent=True)
+        body = _body()
         chat_id = body.get("id") if isinstance(body, dict) else None
         messages = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(chat_id, str) or not chat_id or not isinstance(messages, list) or not messages:

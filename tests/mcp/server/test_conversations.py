@@ -94,3 +94,23 @@ def test_a_worker_killed_mid_call_and_the_retry_on_another_runs_the_tool_once(tm
         for process in started:
             print(process_output(process)[-3000:])
             stop_process(process)
+
+
+def test_conversation_tool_inputs_are_bounded_and_its_timeout_fails_closed(tmp_path: Path) -> None:
+    """A 1 MB ``input`` (the body bound is 4 MiB) was handed to the model; NaN / inf timeouts never cut a call."""
+    made: list[str] = []
+
+    def make(cid: str) -> Agent:
+        made.append(cid)
+        return Agent(ScriptedLLM([text_reply("ok")]), store=SQLiteStore(str(tmp_path / "c.db")), conversation_id=cid)
+
+    server = MCPServer("s", tools=[conversation_tool(make, "ask_agent", "Ask the agent.")])
+    reply = server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "ask_agent", "arguments": {"input": "x" * 1_000_000}}})
+    assert reply is not None
+    refused = reply.get("error") or reply["result"]
+    assert made == [] and ("isError" not in refused or refused["isError"] is True), str(reply)[:300]
+    assert len(json.dumps(reply)) < 5000  # the input is not echoed back whole
+    for bad in (float("nan"), float("inf"), -1.0):
+        with pytest.raises(ConfigError, match="finite"):
+            conversation_tool(make, "x", "y", timeout_seconds=bad)

@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..._internal.numbers import peer_number
 from .inputs import (
     CAPABILITY_OF,
     InputLimits,
@@ -342,12 +343,17 @@ class ServedCall:
         return roots
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send ``notifications/progress`` (only when the request gave a ``progressToken``)."""
-        if self.progress_token is None:
+        """Send ``notifications/progress`` (only when the request gave a ``progressToken``).
+
+        Read by ``_internal.numbers.peer_number``: a ``progress`` that is not a finite number (NaN, inf, a
+        non-numeric string) is not sent; a ``total`` that is not a finite number >= 0 is left out.
+        """
+        value, of = peer_number(progress), peer_number(total)
+        if self.progress_token is None or value is None:
             return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": value}
+        if of is not None and of >= 0:
+            params["total"] = of
         if message is not None:
             params["message"] = message
         self.context.notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})

@@ -51,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import math
 import re
 import threading
 import time
@@ -64,15 +65,17 @@ from ...tools import AgentTool
 from .calls import current_call
 from .content import ToolReply
 
-__all__ = ["conversation_tool", "store_id"]
+__all__ = ["MAX_INPUT_CHARS", "conversation_tool", "store_id"]
 
 logger = logging.getLogger("yiemagent.mcp.server.conversations")
 
 _MAX_ID = 200
+MAX_INPUT_CHARS = 100_000
+"""Longest ``input`` a client may send (the schema's ``maxLength``: a longer one is an invalid-arguments error)."""
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "input": {"type": "string", "description": "What to ask the agent."},
+        "input": {"type": "string", "maxLength": MAX_INPUT_CHARS, "description": "What to ask the agent."},
         "conversation_id": {"type": "string", "maxLength": _MAX_ID,
                             "description": "The conversation to go on with (from a result); absent: a new one."},
         "input_id": {"type": "string", "maxLength": _MAX_ID,
@@ -124,12 +127,13 @@ def conversation_tool(make_agent: Callable[..., Any], name: str, description: st
     """An ``AgentTool`` running ``make_agent(store_id[, identity=token])``'s agent on each call (see the module).
 
     Raises:
-        ConfigError: ``make_agent`` is not callable or ``timeout_seconds`` is not a number > 0.
+        ConfigError: ``make_agent`` is not callable or ``timeout_seconds`` is not a finite number > 0.
     """
     if not callable(make_agent):
         raise ConfigError("conversation_tool needs make_agent(conversation_id) -> Agent")
-    if not isinstance(timeout_seconds, (int, float)) or isinstance(timeout_seconds, bool) or timeout_seconds <= 0:
-        raise ConfigError(f"timeout_seconds must be a number > 0, not {timeout_seconds!r}")
+    if not isinstance(timeout_seconds, (int, float)) or isinstance(timeout_seconds, bool) \
+            or not 0 < timeout_seconds < math.inf:  # NaN or inf: the call would never be cut
+        raise ConfigError(f"timeout_seconds must be a finite number > 0, not {timeout_seconds!r}")
 
     with_identity = _takes_identity(make_agent)
 

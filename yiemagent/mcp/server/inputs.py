@@ -32,6 +32,7 @@ Spec: MCP 2026-07-28, "Multi Round-Trip Requests", "Elicitation", "Sampling",
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,6 +149,9 @@ def roots_request() -> dict[str, Any]:
 
 
 _ACTIONS = ("accept", "decline", "cancel")
+MAX_ROOTS = 1000
+"""Most roots a ``ListRootsResult`` may list, and content blocks a ``CreateMessageResult`` (kept while the tool
+runs)."""
 
 
 def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, Any]:
@@ -164,8 +168,11 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
     if not isinstance(answer, dict):
         raise flaw(f"the answer must be an object, not {type(answer).__name__}")
     if method == "elicitation/create":
-        if answer.get("action") not in _ACTIONS:
-            raise flaw(f"action must be one of {', '.join(_ACTIONS)}")
+        action = answer.get("action")
+        if not isinstance(action, str) or action not in _ACTIONS:
+            near = difflib.get_close_matches(action[:100], _ACTIONS, n=1) if isinstance(action, str) else []
+            raise flaw(f"action must be one of {', '.join(_ACTIONS)}" + (f" (did you mean {near[0]!r}?)" if near
+                                                                          else ""))
         content = answer.get("content")
         if answer["action"] == "accept" and content is not None:
             if not isinstance(content, dict):
@@ -181,8 +188,12 @@ def check_answer(key: str, request: dict[str, Any], answer: Any) -> dict[str, An
         if not isinstance(answer.get("role"), str) or not isinstance(answer.get("model"), str) \
                 or not isinstance(answer.get("content"), (dict, list)):
             raise flaw("a CreateMessageResult needs role (string), content (object or array) and model (string)")
+        if isinstance(answer["content"], list) and len(answer["content"]) > MAX_ROOTS:
+            raise flaw(f"content lists more than {MAX_ROOTS} blocks")
     elif method == "roots/list":
         roots = answer.get("roots")
+        if isinstance(roots, list) and len(roots) > MAX_ROOTS:
+            raise flaw(f"more than {MAX_ROOTS} roots")
         if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str)
                                                   for r in roots):
             raise flaw("a ListRootsResult needs roots: an array of objects with a uri (string)")

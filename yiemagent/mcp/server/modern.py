@@ -55,7 +55,7 @@ from ..era import (
 from ..http_headers import decode_header_value, header_paths, param_headers
 from ..jsonrpc import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION
 from .calls import LOG_LEVELS, ModernRequest
-from .wire import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Refusal
+from .wire import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Refusal, named
 
 __all__ = ["CACHEABLE_METHODS", "META_LOG_LEVEL", "REMOVED_METHODS", "check_request", "finish_result", "http_status",
            "request_era"]
@@ -168,8 +168,9 @@ def check_request(message: dict[str, Any], headers: Mapping[str, str] | None,
         raise Refusal(UNSUPPORTED_PROTOCOL_VERSION, f"Unsupported protocol version: {version!r:.60}",
                       {"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": version[:200]})
     info, level = meta.get(META_CLIENT_INFO), meta.get(META_LOG_LEVEL)
-    return ModernRequest(version, capabilities, info if isinstance(info, dict) else {},
-                         level if level in LOG_LEVELS else None)
+    if level is not None:  # given: one of the levels, else refused with the nearest (fail closed)
+        level = named(level, f"params._meta {META_LOG_LEVEL}", tuple(LOG_LEVELS))
+    return ModernRequest(version, capabilities, info if isinstance(info, dict) else {}, level)
 
 
 def finish_result(method: str, result: dict[str, Any], server_info: dict[str, str], ttl_ms: int,

@@ -63,7 +63,7 @@ from ...tools.registry import progress_reporter
 from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from .calls import RequestContext, ServedCall, running
 from .inputs import InputLimits, InputRequired, InvalidInputResponse, MissingClientCapability
-from .wire import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, Refusal
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MAX_PROGRESS_TOKEN_CHARS, Refusal, bounded_text
 
 __all__ = ["InvalidRequestState", "MemoryUsedStates", "RequestStateCodec", "Rounds", "UsedStates", "binding",
            "run_asking"]
@@ -345,6 +345,8 @@ def run_asking(method: str, name: str, arguments: dict[str, Any], request_id: An
         if context.modern_request is not None else None
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if isinstance(token, str):
+        bounded_text(token, "params._meta.progressToken", MAX_PROGRESS_TOKEN_CHARS)  # echoed in every notification
     call = ServedCall(request_id, arguments, context, token if isinstance(token, (str, int)) else None, abort,
                       limits=limits, answers=rounds.answers if rounds else None,
                       saved=rounds.saved if rounds else None)

@@ -48,7 +48,6 @@ Spec: MCP 2025-11-25, "Lifecycle", "Tools", "Resources", "Prompts",
 
 from __future__ import annotations
 
-import difflib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -56,6 +55,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...__version__ import __version__
+from ..._internal.checks import one_of
 from ...exceptions import ConfigError, ToolArgumentsError
 from ...textpolicy import display_text, scrub_secrets
 from ...tools import AgentTool, tool
@@ -74,11 +74,15 @@ from .wire import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    MAX_CURSOR_CHARS,
+    MAX_URI_CHARS,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
     Refusal,
+    bounded_text,
     error_response,
+    named,
 )
 
 if TYPE_CHECKING:
@@ -144,14 +148,11 @@ class MCPServer:
                  instructions: str | None = None, page_size: int = 100, cache_ttl_ms: int = 0,
                  cache_scope: str = "private", state_keys: Sequence[bytes | str] | None = None,
                  input_limits: InputLimits | None = None, used_states: UsedStates | None = None) -> None:
-        if not isinstance(page_size, int) or page_size < 1:
+        if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
             raise ConfigError(f"page_size must be an int >= 1, not {page_size!r}")
         if not isinstance(cache_ttl_ms, int) or isinstance(cache_ttl_ms, bool) or cache_ttl_ms < 0:
             raise ConfigError(f"cache_ttl_ms must be an int >= 0, not {cache_ttl_ms!r:.50}")
-        if cache_scope not in ("private", "public"):
-            near = difflib.get_close_matches(str(cache_scope), ("private", "public"), n=1)
-            raise ConfigError(f"cache_scope must be 'private' or 'public', not {cache_scope!r:.50}"
-                              + (f": did you mean {near[0]!r}?" if near else ""))
+        one_of("cache_scope", cache_scope, ("private", "public"))
         self.name, self.version, self.instructions, self.page_size = name, version, instructions, page_size
         self.cache_ttl_ms, self.cache_scope = cache_ttl_ms, cache_scope
         self.input_limits = input_limits or InputLimits()
@@ -242,8 +243,8 @@ class MCPServer:
         """A PEP 3333 WSGI app serving Streamable HTTP at ``path``.
 
         ``yiemagent.mcp.server.wsgi.WSGIApp`` has the options: ``allowed_origins``, ``allowed_hosts``,
-        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_buffered_messages``,
-        ``max_call_seconds``.
+        ``stateless``, ``sessions``, ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner``,
+        ``max_buffered_messages``, ``max_call_seconds``.
         """
         from .wsgi import WSGIApp
 
@@ -393,7 +394,8 @@ class MCPServer:
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isdigit() or int(cursor) > len(entries):
+            if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS or not cursor.isdigit() \
+                    or int(cursor) > len(entries):
                 raise Refusal(INVALID_PARAMS, "invalid cursor")
             start = int(cursor)
         end = start + self.page_size
@@ -433,8 +435,10 @@ class MCPServer:
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name}"[:300])
         try:
             found.validate(arguments, str(request_id))
-        except ToolArgumentsError as exc:
-            return {"content": [{"type": "text", "text": scrub_secrets(str(exc))}], "isError": True}
+        except ToolArgumentsError as exc:  # each error clipped: a 4 MiB argument is not echoed back (nor logged)
+            errors = [e if len(e) <= 300 else f"{e[:150]}...{e[-100:]}" for e in (exc.errors or [str(exc)])[:20]]
+            text = f"invalid arguments for tool {name!r}: " + "; ".join(errors)
+            return {"content": [{"type": "text", "text": scrub_secrets(text)}], "isError": True}
         abort = threading.Event()
         session = context.session
         with session.lock:
@@ -478,6 +482,7 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise Refusal(INVALID_PARAMS, "resources/read needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         with self._lock:
             resource, templates = self._resources.get(uri), list(self._templates)
 
@@ -549,6 +554,7 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise Refusal(INVALID_PARAMS, "resources/subscribe needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         if not self._subscriptions.subscribe(context.session, uri):
             raise Refusal(INVALID_PARAMS, "too many subscriptions in this session")
         return {}
@@ -557,17 +563,21 @@ class MCPServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise Refusal(INVALID_PARAMS, "resources/unsubscribe needs params.uri (a string)")
+        bounded_text(uri, "params.uri", MAX_URI_CHARS)
         self._subscriptions.unsubscribe(context.session, uri)
         return {}
 
     def _set_level(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        level = params.get("level")
-        if level not in LOG_LEVELS:
-            raise Refusal(INVALID_PARAMS, f"level must be one of {', '.join(LOG_LEVELS)}")
-        context.session.log_level = level
+        context.session.log_level = named(params.get("level"), "level", tuple(LOG_LEVELS))
         return {}
 
     def _complete(self, request_id: Any, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise Refusal(INVALID_PARAMS, "completion/complete needs params.ref and params.argument (objects)")
+        named(ref.get("type"), "ref.type", ("ref/prompt", "ref/resource"))
+        bounded_text(argument.get("name"), "argument.name", MAX_URI_CHARS)
+        bounded_text(argument.get("value"), "argument.value", MAX_URI_CHARS)
         return {"completion": {"values": [], "hasMore": False}}
 
     _METHODS: ClassVar[dict[str, _Handler]] = {

@@ -16,6 +16,7 @@ Spec: JSON-RPC 2.0 ("Error object"); MCP 2025-11-25 "Transports"; RFC 8259.
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -23,13 +24,20 @@ from ...textpolicy import boundary, json_text, scrub_secrets
 from ..limits import DEFAULT_MAX_JSON_DEPTH
 from ..lines import parse_line
 
-__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "METHOD_NOT_FOUND", "PARSE_ERROR",
-           "RESOURCE_NOT_FOUND", "Refusal", "error_response", "read_message", "reply_bytes"]
+__all__ = ["INTERNAL_ERROR", "INVALID_PARAMS", "INVALID_REQUEST", "MAX_CURSOR_CHARS", "MAX_PROGRESS_TOKEN_CHARS",
+           "MAX_URI_CHARS", "METHOD_NOT_FOUND", "PARSE_ERROR", "RESOURCE_NOT_FOUND", "Refusal", "bounded_text",
+           "error_response", "named", "read_message", "reply_bytes"]
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 """The JSON-RPC 2.0 error codes."""
 RESOURCE_NOT_FOUND = -32002
 """MCP 2025-11-25 "Resources", Error Handling."""
+MAX_URI_CHARS = 8192
+"""Longest resource URI a client may name (``resources/read``, ``resources/subscribe``, ``unsubscribe``)."""
+MAX_CURSOR_CHARS = 64
+"""Longest pagination cursor accepted (the server's own are decimal offsets)."""
+MAX_PROGRESS_TOKEN_CHARS = 1024
+"""Longest string ``params._meta.progressToken``: it is echoed in every progress notification of the call."""
 
 
 class Refusal(Exception):
@@ -55,6 +63,24 @@ def error_response(request_id: Any, code: int, message: str, data: dict[str, Any
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def bounded_text(value: Any, field: str, max_chars: int) -> str:
+    """``value`` when it is a string of at most ``max_chars`` characters; else ``Refusal`` -32602 naming ``field``."""
+    if not isinstance(value, str):
+        raise Refusal(INVALID_PARAMS, f"{field} must be a string")
+    if len(value) > max_chars:
+        raise Refusal(INVALID_PARAMS, f"{field} is longer than {max_chars} characters")
+    return value
+
+
+def named(value: Any, field: str, choices: tuple[str, ...]) -> str:
+    """``value`` when it is one of ``choices``; else ``Refusal`` -32602 listing them, with the nearest one."""
+    if isinstance(value, str) and value in choices:
+        return value
+    near = difflib.get_close_matches(value[:100], choices, n=1) if isinstance(value, str) else []
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    raise Refusal(INVALID_PARAMS, f"{field} must be one of {', '.join(choices)}{hint}")
 
 
 def read_message(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> tuple[Any, dict[str, Any] | None]:

@@ -24,7 +24,13 @@
   (``notifications/cancelled``, the session's end) while its client waits is
   answered ``-32800 "Request cancelled"`` (as the ``mcp`` SDK's server).
 - Per client: at most ``max_calls_per_session`` such calls run at once in a
-  session (one more: 429 with a JSON-RPC error); each buffers at most
+  session, and at most ``max_calls_per_owner`` for one owner (the verified
+  token's principal, else the client's address, as sessions are owned:
+  ``sessions.session_owner``) across its sessions, 2026-07-28 requests and
+  ``stateless`` requests, which have no session (one more: 429 with a JSON-RPC
+  error; the share is back when the call ends, is cancelled or its client
+  leaves), and as many open ``GET`` streams (each holds a thread too; one more:
+  429); each buffers at most
   ``max_buffered_messages`` notifications for a client that reads slowly (later
   ones are dropped; requests to the client and the reply never are); a session
   has one GET stream, and at most ``calls.MAX_PENDING_QUESTIONS`` questions waiting.
@@ -85,7 +91,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..._internal.checks import check_int, check_number
+from ..._internal.checks import check_bool, check_int, check_number, check_str
+from ...exceptions import ConfigError
 from .auth import ENVIRON_KEY as _IDENTITY
 from .calls import MemorySessions, MessageHandler, RequestContext, ServerSession
 from .modern import http_status, request_era
@@ -114,6 +121,8 @@ StartResponse = Callable[..., Any]
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 DEFAULT_MAX_CALLS_PER_SESSION = 16
 """Calls (``tools/call``, ``prompts/get``, ``resources/read``) one session may have running at once."""
+DEFAULT_MAX_CALLS_PER_OWNER = 16
+"""Calls one owner (principal, else address) may have running at once in all its sessions and sessionless requests."""
 DEFAULT_MAX_BUFFERED_MESSAGES = 1000
 """Notifications one call may have waiting for a client that reads slowly; later ones are dropped."""
 
@@ -139,13 +148,19 @@ class WSGIApp:
         sessions: the session store (default ``MemorySessions()``).
         max_body_bytes: largest request body.
         max_calls_per_session: calls one session may have running at once (more: 429 with a JSON-RPC error).
+        max_calls_per_owner: calls one owner (``sessions.session_owner``: the verified principal, else
+            ``REMOTE_ADDR``) may have running at once across its sessions and its sessionless (2026-07-28,
+            ``stateless``) requests; more: 429 with a JSON-RPC error. Each takes a thread while it runs. The
+            owner's open ``GET`` streams are bounded by the same number (one more: 429).
         max_buffered_messages: notifications one call may have waiting for its client (more are dropped).
         max_call_seconds: longest a call may run (seconds); then it is cancelled and its client answered -32800.
             None: as long as its client stays.
 
     Raises:
-        ConfigError: ``max_body_bytes``, ``max_calls_per_session`` or ``max_buffered_messages`` not an int >= 1,
-            or ``max_call_seconds`` not a positive finite number (a ``ValueError``).
+        ConfigError: ``stateless`` not a bool, ``path`` not a string, ``allowed_origins`` / ``allowed_hosts`` a
+            single string, ``max_body_bytes``, ``max_calls_per_session``, ``max_calls_per_owner`` or
+            ``max_buffered_messages`` not an int >= 1, or ``max_call_seconds`` not a positive finite number (a
+            ``ValueError``).
     """
 
     def __init__(self, server: MessageHandler, *, path: str = "/mcp", allowed_origins: Sequence[str] = (),
@@ -153,9 +168,16 @@ class WSGIApp:
                  sessions: MemorySessions[ServerSession] | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                  max_calls_per_session: int = DEFAULT_MAX_CALLS_PER_SESSION,
                  max_buffered_messages: int = DEFAULT_MAX_BUFFERED_MESSAGES,
-                 max_call_seconds: float | None = None) -> None:
+                 max_call_seconds: float | None = None,
+                 max_calls_per_owner: int = DEFAULT_MAX_CALLS_PER_OWNER) -> None:
+        check_bool("stateless", stateless)  # "no" is truthy: it would serve without sessions
+        check_str("path", path)
+        for name, names in (("allowed_origins", allowed_origins), ("allowed_hosts", allowed_hosts)):
+            if isinstance(names, (str, bytes)):  # "localhost" would be read as its letters
+                raise ConfigError(f"{name} must be a list of names, not the string {names!r:.50}")
         for name, value in (("max_body_bytes", max_body_bytes), ("max_calls_per_session", max_calls_per_session),
-                            ("max_buffered_messages", max_buffered_messages)):
+                            ("max_buffered_messages", max_buffered_messages),
+                            ("max_calls_per_owner", max_calls_per_owner)):
             check_int(name, value, minimum=1)  # NaN would pass a "< 1" test: never unbounded
         check_number("max_call_seconds", max_call_seconds, optional=True)
         self.max_call_seconds = max_call_seconds
@@ -167,6 +189,8 @@ class WSGIApp:
         self.sessions: MemorySessions[ServerSession] = sessions if sessions is not None else MemorySessions()
         self.max_body_bytes = max_body_bytes
         self.max_calls_per_session = max_calls_per_session
+        self.max_calls_per_owner = max_calls_per_owner
+        self._owner_running: dict[str, int] = {}
         self.max_buffered_messages = max_buffered_messages
         self._lock = threading.Lock()
         self._running: weakref.WeakKeyDictionary[ServerSession, int] = weakref.WeakKeyDictionary()
@@ -237,7 +261,7 @@ class WSGIApp:
         start_response(_status(200), [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
                                       ("X-Accel-Buffering", "no"), *headers])
         return SessionStream(session, listener, events, lambda: self.sessions.get(session.id) is session,
-                          ClientPresence(environ))
+                             ClientPresence(environ))
 
     def _post(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         content_type = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
@@ -324,35 +348,52 @@ class WSGIApp:
         The SSE stream carries the messages the call sends (notifications, requests to the client), then the reply.
         A client that leaves (``presence.ClientPresence``) before the reply cancels the call.
         """
-        session, request_id = context.session, message.get("id")
+        session, request_id, owner = context.session, message.get("id"), _owner(environ)
         with self._lock:
             running = self._running.get(session, 0)
             if running >= self.max_calls_per_session:
                 return _json(start_response, 429, error_response(
                     request_id, INTERNAL_ERROR, f"too many requests in flight in this session ({running})"), headers)
+            owned = self._owner_running.get(owner, 0)
+            if owned >= self.max_calls_per_owner:
+                return _json(start_response, 429, error_response(
+                    request_id, INTERNAL_ERROR, f"too many requests in flight for this client ({owned})"), headers)
             self._running[session] = running + 1
+            self._owner_running[owner] = owned + 1
         limit = self.max_call_seconds
         outbox = Outbox(self.max_buffered_messages, None if limit is None else time.monotonic() + limit)
         context.back_channel = context.back_channel and wants_sse
         if wants_sse:
             context.notify = outbox.put
 
+        def release() -> None:
+            with self._lock:  # the session's and the owner's shares are back before the client hears the reply
+                left = self._running.get(session, 1) - 1
+                if left > 0:
+                    self._running[session] = left
+                else:
+                    self._running.pop(session, None)
+                owned_left = self._owner_running.get(owner, 1) - 1
+                if owned_left > 0:
+                    self._owner_running[owner] = owned_left
+                else:
+                    self._owner_running.pop(owner, None)
+
         def run() -> None:
             reply: Any = None
             try:
                 reply = self.server.handle(message, context)
             finally:
-                with self._lock:  # the session's share is back before its client hears the reply
-                    left = self._running.get(session, 1) - 1
-                    if left > 0:
-                        self._running[session] = left
-                    else:
-                        self._running.pop(session, None)
+                release()
                 outbox.put_final(("reply", reply))
                 outbox.put_final(DONE)
 
         thread = threading.Thread(target=run, name="yiemagent-mcp-call", daemon=True)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:  # no thread to run it (RuntimeError: can't start new thread): the share is back
+            release()
+            raise
         presence = ClientPresence(environ)
 
         def cancel() -> None:
