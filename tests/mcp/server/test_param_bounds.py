@@ -154,7 +154,7 @@ def test_serving_options_fail_closed() -> None:
             MCPServer("o", **bad)
     for limits in ({"deadline_seconds": float("nan")}, {"deadline_seconds": float("inf")}, {"max_rounds": True},
                    {"max_state_chars": 2.5}):
-        with pytest.raises(ValueError, match="finite|int"):
+        with pytest.raises(ValueError, match=r"finite|int"):
             InputLimits(**limits)
     sampled = {"method": "sampling/createMessage", "params": {}}
     with pytest.raises(InvalidInputResponse, match="more than 1000 blocks"):
