@@ -22,6 +22,7 @@ import requests
 from werkzeug.test import Client
 
 from tests.mcp.server.kit import Booking, serving
+from tests.mcp.server.test_auth import ACCEPT, INIT, ISSUER, KEY, RESOURCE
 from yiemagent import Agent
 from yiemagent.mcp import MCPClient
 from yiemagent.mcp.server import MCPServer, current_call
@@ -33,12 +34,6 @@ from yiemagent.store import SQLiteStore
 from yiemagent.testing import text_reply
 from yiemagent.tools import AgentTool, tool
 
-RESOURCE = "http://127.0.0.1:8000/mcp"
-ISSUER = "http://127.0.0.1:9000"
-KEY = "hs256-test-key-that-is-long-enough-0123456789"
-ACCEPT = {"Accept": "application/json, text/event-stream"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
