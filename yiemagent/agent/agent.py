@@ -47,7 +47,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .._internal.checks import check_bool, check_callable, check_number
 from ..context.compaction import Compaction, compaction_setting
@@ -58,7 +58,6 @@ from ..loop.conversation import Conversation, parse_state
 from ..loop.handoff import cut_in_flight
 from ..loop.spend import RunSpend
 from ..mcp.bridge import MCPToolset
-from ..mcp.client import MCPClient
 from ..mcp.config import mcp_clients
 from ..mcp.limits import MCPLimits
 from ..messages import Message
@@ -79,6 +78,9 @@ from .runs import Runs
 from .streaming import AgentStream
 from .typed_inputs import TypedInputs
 from .views import compact_now
+
+if TYPE_CHECKING:  # annotations: the MCP client (and requests) load with the first server given
+    from ..mcp.client import MCPClient
 
 __all__ = ["SHUTDOWN", "Agent"]
 

@@ -57,18 +57,19 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.checks import unknown_name
 from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
-from .callbacks import ClientCallbacks
-from .client import MCPClient
 from .client_arguments import check_http_url
 from .config_auth import expand_oauth, make_oauth
 from .config_dialects import canonical_entry, load_document, servers_in
 from .limits import MCPLimits
-from .sampling import LLMSampler, SamplingMeter
+
+if TYPE_CHECKING:  # the client (and requests) load with the first server read (an Agent without one needs neither)
+    from .client import MCPClient
+    from .sampling import SamplingMeter
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
@@ -119,6 +120,8 @@ class MCPServerConfig:
 
     def client(self) -> MCPClient:
         """A new, unconnected ``MCPClient`` for this server (the caller closes it)."""
+        from .client import MCPClient
+
         if self.command is not None:
             return MCPClient.stdio(self.command, self.args, env=self.env, cwd=self.cwd,
                                    timeout_seconds=self.timeout_seconds, name=self.name)
@@ -295,7 +298,14 @@ def mcp_clients(
     """
     clients: list[MCPClient] = []
     made: list[MCPClient] = []
-    for entry in parse_mcp_servers(servers, environ=environ):
+    entries = parse_mcp_servers(servers, environ=environ)
+    if not entries:
+        return clients, made
+    from .callbacks import ClientCallbacks
+    from .client import MCPClient
+    from .sampling import LLMSampler
+
+    for entry in entries:
         if isinstance(entry, MCPClient):
             clients.append(entry)
         else:
@@ -318,6 +328,8 @@ def _entry(
     name: str | None, value: Any, where: str, environ: Mapping[str, str] | None, base: Path | None,
     dialect: str = "",
 ) -> MCPServerConfig | MCPClient | None:
+    from .client import MCPClient
+
     if isinstance(value, MCPClient):
         if name:
             value.name = name
