@@ -189,3 +189,49 @@ def test_a_model_that_does_not_keep_the_list_gets_the_same_list_grown_no_copy(mo
     guard = agent.conversation.config.request_guard
     assert guard._prev is not None and id(guard._prev[1]) == seen[-1][0]  # what the model got is the guard's own
     assert [n for _, n in seen] == [10_001, 10_003, 10_005]
+
+
+def work_of_the_first_input(agent: Agent) -> dict[str, int]:
+    """Messages the index, the formatter and the guard looked at in the next input of ``agent``."""
+    index, config = agent.conversation.index, agent.conversation.config
+    before = index.reads, config.format_messages.visited, config.request_guard.visited
+    answer = agent.ask("the first input")
+    assert answer["status"] == "completed", answer
+    after = index.reads, config.format_messages.visited, config.request_guard.visited
+    return dict(zip(["messages read", "formatter looked at", "guard looked at"],
+                    [b - a for a, b in zip(before, after, strict=True)], strict=True))
+
+
+@pytest.mark.parametrize("options", [{}, {"system_prompt": "Be brief."}], ids=["plain", "system"])
+def test_the_first_input_after_assigning_a_long_history_reads_only_what_it_adds(options):
+    """Issue 34 point 5: ``agent.history = ...`` read the history at the next input (120-308 ms at 40,000)."""
+    work = {}
+    for n in (100, 10_000):
+        agent = Agent(reply(False), **options)
+        agent.history = history(n)
+        work[n] = work_of_the_first_input(agent)
+        sent = agent.openai_messages()
+        assert len(sent) == n + 2 + bool(options) and sent[-2]["content"] == "the first input"
+        agent.shutdown()
+    assert work[100] == work[10_000], work
+    assert max(work[100].values()) <= 2, work  # this input and its answer, nothing older
+
+
+def test_the_first_input_after_loading_a_long_history_from_a_store_reads_only_what_it_adds(tmp_path):
+    """Issue 34 point 5: an agent whose conversation loads from a store reads it once, at the load."""
+    from yiemagent import SQLiteStore
+
+    work = {}
+    for n in (100, 10_000):
+        store = SQLiteStore(str(tmp_path / f"c{n}.db"))
+        writer = Agent(reply(False), store=store, conversation_id="c")
+        writer.history = history(n)
+        assert writer.ask("saved")["status"] == "completed"
+        writer.shutdown()
+        agent = Agent(reply(False), store=store, conversation_id="c")  # loads the committed history
+        assert len(agent.history) == n + 2
+        work[n] = work_of_the_first_input(agent)
+        assert agent.history[-2].text == "the first input" and len(agent.history) == n + 4
+        agent.shutdown()
+    assert work[100] == work[10_000], work
+    assert max(work[100].values()) <= 2, work
