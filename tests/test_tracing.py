@@ -341,3 +341,56 @@ def test_issue_27_capture_content_records_the_input_messages_the_guide_promises(
     Agent(ScriptedLLM([text_reply("ok")])).ask("hello")
     (chat,) = by_name(exporter.get_finished_spans())["chat"]
     assert "gen_ai.input.messages" not in chat.attributes
+
+
+def test_spans_nobody_records_get_no_content_made(monkeypatch):
+    """Issue 34 point 3: a sampled-out run (``ALWAYS_OFF``) makes no attribute text nobody reads.
+
+    Counted, not timed: with ``capture_content=True`` the request's JSON, the reply's and each result's were
+    made for spans that drop them. What the sampler may read (the start attributes) is still made.
+    """
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    made: list[Any] = []
+    real = tracing._attribute
+
+    def counted(value: Any) -> str:
+        made.append(value)
+        return real(value)
+
+    monkeypatch.setattr(tracing, "_attribute", counted)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider, capture_content=True)
+    try:
+        llm = ScriptedLLM([two_calls("add", "add"), text_reply("done")])
+        answer = Agent(llm, tools=[add]).ask("add twice")
+    finally:
+        tracing.uninstrument()
+    assert answer["content"] == "done"
+    assert exporter.get_finished_spans() == ()
+    # per call: its name and id (start attributes, for the sampler), the span's name, its arguments; nothing else
+    assert sorted(map(repr, made)) == sorted(map(repr, ["add", "call_0", "add", {"a": 0, "b": 1},
+                                                       "add", "call_1", "add", {"a": 1, "b": 1}])), made
+
+
+def test_without_an_sdk_no_child_span_is_started(monkeypatch):
+    """Issue 34 point 3: the API alone (no SDK) gives the invalid span; its children are not asked for."""
+    from opentelemetry import trace
+
+    started: list[str] = []
+    real = trace.NoOpTracer.start_span
+
+    def counted(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        started.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(trace.NoOpTracer, "start_span", counted)
+    tracing.instrument(tracer_provider=trace.NoOpTracerProvider())
+    try:
+        answer = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add]).ask("add twice")
+    finally:
+        tracing.uninstrument()
+    assert answer["content"] == "done"
+    assert started == ["invoke_agent"]
