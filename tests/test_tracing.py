@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from yiemagent import Agent, tool
-from yiemagent.exceptions import LLMError
+from yiemagent.exceptions import ConfigError, LLMError
 from yiemagent.loop import events, tracing
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
@@ -394,3 +394,35 @@ def test_without_an_sdk_no_child_span_is_started(monkeypatch):
         tracing.uninstrument()
     assert answer["content"] == "done"
     assert started == ["invoke_agent"]
+
+
+def test_tracing_alone_makes_only_the_events_it_reads(monkeypatch, exporter):
+    """Issue 34 point 3: without a sink, the loop makes only the event types the tracer reads (counted).
+
+    Before, an observer made the loop build every frequent event (``message_start``, ``turn_end``...) for a
+    tracer that dropped them. The spans are the same (the other tests of this file).
+    """
+    made: list[str] = []
+    real = events.observe
+
+    def counted(event: Any) -> None:
+        made.append(event.type)
+        real(event)
+
+    monkeypatch.setattr(events, "observe", counted)
+    answer = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add]).ask("add twice")
+    assert answer["content"] == "done"
+    assert "message_start" not in made and made.count("turn_end") == 1, made  # the last turn's: always made
+    assert made.count("tool_execution_start") == 2 and made.count("turn_start") == 2, made
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    assert names == ["chat", "chat", "execute_tool add", "execute_tool add", "invoke_agent"], names
+    with pytest.raises(ConfigError, match="tool_execution_start"):
+        events.add_observer(print, types=["tool_execution_strat"])
+
+
+def test_a_sink_beside_tracing_still_gets_every_event(exporter):
+    got: list[str] = []
+    agent = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add],
+                  event_sink=lambda event: got.append(event.type))
+    assert agent.ask("add twice")["content"] == "done"
+    assert "message_start" in got and "turn_end" in got and got.count("tool_execution_end") == 2

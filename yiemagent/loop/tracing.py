@@ -279,7 +279,7 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
         if _active is not None:
             ev.remove_observer(_active)
         _active = tracer
-        ev.add_observer(tracer)
+        ev.add_observer(tracer, types=tracer.handlers)  # no other event is made for it
     logger.info("tracing on (capture_content=%s)", tracer.capture_content)
 
 
