@@ -65,7 +65,6 @@ from ..messages.formatting import OpenAIFormatter
 from ..output.answers import Answer
 from ..output.typed_output import OutputMode
 from ..store.base import ConversationStore
-from ..store.durable import DurableConversation
 from ..tools import AgentTool, ToolRegistry
 from ..tools.guardrails import Guardrail, GuardrailCheck, guardrails_of
 from ..tools.hooks import AfterToolCall, BeforeToolCall
@@ -280,6 +279,7 @@ class Agent:
         """The history, usage, tools and runs (``yiemagent.loop.conversation``); with a store, a
         ``DurableConversation``. The agent drives it through its contract only."""
         if store is not None and conversation_id is not None:
+            from ..store.durable import DurableConversation  # the store's modules load with the first store
             self.conversation = DurableConversation(config, store, conversation_id, lease_seconds=lease_seconds,
                                                     servers=servers, mcp_required=mcp_required, steering=steering)
             for q in (self.input_queue, self.follow_up_queue):
