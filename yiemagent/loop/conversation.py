@@ -264,7 +264,7 @@ class Conversation:
     @history.setter
     def history(self, messages: list[Message]) -> None:
         self._history = messages if type(messages) is History else History(messages)
-        if "index" in self.__dict__ and self._host is None:  # read now, once (not under a run's feet)
+        if "index" in self.__dict__:  # read now, once: the next input reads only what it adds
             read_history(self.config, self.index, self._history)
 
     def __repr__(self) -> str:
