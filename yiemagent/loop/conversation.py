@@ -96,7 +96,6 @@ from . import LoopConfig, RunResult, add_usage, run_turns
 from . import events as ev
 from .branching import Branch, apply_branch
 from .journal import Journal
-from .model_turn import read_history
 from .state import parse_state, saved_state_text
 
 __all__ = ["Conversation", "Input", "RunHost", "RunScope", "StopMode", "ToolServers", "describe", "parse_state",
@@ -264,8 +263,6 @@ class Conversation:
     @history.setter
     def history(self, messages: list[Message]) -> None:
         self._history = messages if type(messages) is History else History(messages)
-        if "index" in self.__dict__:  # read now, once: the next input reads only what it adds
-            read_history(self.config, self.index, self._history)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {len(self.history)} messages>"

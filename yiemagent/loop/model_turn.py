@@ -73,31 +73,6 @@ def _contained(put: Callable[[Any], object], fn: Callable[..., Any], *args: Any)
         raise LLMError(f"llm_call raised {type(exc).__name__}: {exc}") from exc
 
 
-def read_history(config: Any, index: HistoryIndex, history: list[Any]) -> None:
-    """Read a history just set or loaded once, as the next request will (issue 34 point 5).
-
-    The index, the default formatter and the request guard read the whole
-    ``history`` now (what the first input after ``agent.history = ...`` or a
-    store load did before), so that input reads only what it adds. Same
-    calls as ``ModelTurn.build_request``, the tools left out (the guard checks
-    those on their own); only for the built-in formatter and guard, without
-    ``prepare_context`` or compaction (their caller's functions run at a
-    request only). A request that cannot be built is left to the input, which
-    raises what it raises.
-    """
-    formatter, guard = config.format_messages, config.request_guard
-    if config.prepare_context is not None or config.compaction is not None or not history:
-        return
-    if not isinstance(formatter, OpenAIFormatter) or not isinstance(guard, RequestGuard):
-        return
-    try:
-        index.sync(history)
-        messages = formatter.formatted(index.view(history))
-        guard.check(messages, None, head=index.system_message(config.system_prompt))
-    except YiemagentError:
-        logger.debug("history read at the first input instead", exc_info=True)
-
-
 class ModelTurn(ToolBatch):
     """Asking the model for one reply (mixed into the loop's run state, which sets the attributes)."""
 
