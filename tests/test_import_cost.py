@@ -92,3 +92,33 @@ else:
     raise AssertionError("an unknown name resolved")
 """
     assert "yiemagent.store.sqlite" in _loaded(code)
+
+
+LAZY_FOR_AGENT = [
+    "yiemagent.mcp.client", "yiemagent.mcp.era", "yiemagent.mcp.http", "yiemagent.mcp.stdio", "yiemagent.mcp.auth",
+    "yiemagent.mcp.callbacks", "yiemagent.mcp.sampling", "yiemagent.mcp.elicitation", "yiemagent._internal.retry",
+    "yiemagent.store.sqlite", "yiemagent.store.postgres", "yiemagent.store.durable", "yiemagent.store.journal",
+    "yiemagent.store.branching", "yiemagent.models", "yiemagent.cli",
+    "requests", "urllib3", "tenacity", "regex", "http.cookiejar", "sqlite3", "asyncio", "http.server",
+    "opentelemetry",
+]
+"""Modules ``from yiemagent import Agent, tool`` must not load: an agent without MCP servers, a store or a
+pattern to check needs no MCP client, HTTP stack, retry policy, ``regex`` or database driver (issue 34 point 2)."""
+
+
+@pytest.mark.slow  # starts a fresh interpreter
+def test_the_first_line_of_a_script_loads_no_mcp_client_http_stack_or_store_driver():
+    loaded = _loaded("from yiemagent import Agent, tool")
+    assert _offenders(loaded, LAZY_FOR_AGENT) == []
+    ours = sorted(m for m in loaded if m.startswith("yiemagent"))
+    assert len(ours) <= 91, (len(ours), ours)  # 125 before issue 34 (the MCP client, its transports, retry, the store)
+    assert len(loaded) <= 355, len(loaded)  # 508 before: requests, urllib3, tenacity, http.cookiejar, regex
+
+
+@pytest.mark.slow  # starts a fresh interpreter
+def test_an_agent_with_an_mcp_server_still_loads_the_client_when_it_is_given():
+    loaded = _loaded("from yiemagent import Agent\n"
+                     "agent = Agent(lambda m, t: {'role': 'assistant', 'content': 'ok'},"
+                     " mcp_servers=['http://127.0.0.1:9/mcp'])\n"
+                     "assert agent.ask('hi')['content'] == 'ok'\nagent.shutdown()")
+    assert "yiemagent.mcp.client" in loaded and "requests" in loaded

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from yiemagent import Agent, tool
-from yiemagent.exceptions import LLMError
+from yiemagent.exceptions import ConfigError, LLMError
 from yiemagent.loop import events, tracing
 from yiemagent.testing import ScriptedLLM, text_reply, tool_call_reply
 
@@ -341,3 +341,88 @@ def test_issue_27_capture_content_records_the_input_messages_the_guide_promises(
     Agent(ScriptedLLM([text_reply("ok")])).ask("hello")
     (chat,) = by_name(exporter.get_finished_spans())["chat"]
     assert "gen_ai.input.messages" not in chat.attributes
+
+
+def test_spans_nobody_records_get_no_content_made(monkeypatch):
+    """Issue 34 point 3: a sampled-out run (``ALWAYS_OFF``) makes no attribute text nobody reads.
+
+    Counted, not timed: with ``capture_content=True`` the request's JSON, the reply's and each result's were
+    made for spans that drop them. What the sampler may read (the start attributes) is still made.
+    """
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    made: list[Any] = []
+    real = tracing._attribute
+
+    def counted(value: Any) -> str:
+        made.append(value)
+        return real(value)
+
+    monkeypatch.setattr(tracing, "_attribute", counted)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.instrument(tracer_provider=provider, capture_content=True)
+    try:
+        llm = ScriptedLLM([two_calls("add", "add"), text_reply("done")])
+        answer = Agent(llm, tools=[add]).ask("add twice")
+    finally:
+        tracing.uninstrument()
+    assert answer["content"] == "done"
+    assert exporter.get_finished_spans() == ()
+    # per call: its name and id (start attributes, for the sampler), the span's name, its arguments; nothing else
+    assert sorted(map(repr, made)) == sorted(map(repr, ["add", "call_0", "add", {"a": 0, "b": 1},
+                                                       "add", "call_1", "add", {"a": 1, "b": 1}])), made
+
+
+def test_without_an_sdk_no_child_span_is_started(monkeypatch):
+    """Issue 34 point 3: the API alone (no SDK) gives the invalid span; its children are not asked for."""
+    from opentelemetry import trace
+
+    started: list[str] = []
+    real = trace.NoOpTracer.start_span
+
+    def counted(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        started.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(trace.NoOpTracer, "start_span", counted)
+    tracing.instrument(tracer_provider=trace.NoOpTracerProvider())
+    try:
+        answer = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add]).ask("add twice")
+    finally:
+        tracing.uninstrument()
+    assert answer["content"] == "done"
+    assert started == ["invoke_agent"]
+
+
+def test_tracing_alone_makes_only_the_events_it_reads(monkeypatch, exporter):
+    """Issue 34 point 3: without a sink, the loop makes only the event types the tracer reads (counted).
+
+    Before, an observer made the loop build every frequent event (``message_start``, ``turn_end``...) for a
+    tracer that dropped them. The spans are the same (the other tests of this file).
+    """
+    made: list[str] = []
+    real = events.observe
+
+    def counted(event: Any) -> None:
+        made.append(event.type)
+        real(event)
+
+    monkeypatch.setattr(events, "observe", counted)
+    answer = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add]).ask("add twice")
+    assert answer["content"] == "done"
+    assert "message_start" not in made and made.count("turn_end") == 1, made  # the last turn's: always made
+    assert made.count("tool_execution_start") == 2 and made.count("turn_start") == 2, made
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    assert names == ["chat", "chat", "execute_tool add", "execute_tool add", "invoke_agent"], names
+    with pytest.raises(ConfigError, match="tool_execution_start"):
+        events.add_observer(print, types=["tool_execution_strat"])
+
+
+def test_a_sink_beside_tracing_still_gets_every_event(exporter):
+    got: list[str] = []
+    agent = Agent(ScriptedLLM([two_calls("add", "add"), text_reply("done")]), tools=[add],
+                  event_sink=lambda event: got.append(event.type))
+    assert agent.ask("add twice")["content"] == "done"
+    assert "message_start" in got and "turn_end" in got and got.count("tool_execution_end") == 2

@@ -47,7 +47,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from .._internal.checks import check_bool, check_callable, check_number
 from ..context.compaction import Compaction, compaction_setting
@@ -58,7 +58,6 @@ from ..loop.conversation import Conversation, parse_state
 from ..loop.handoff import cut_in_flight
 from ..loop.spend import RunSpend
 from ..mcp.bridge import MCPToolset
-from ..mcp.client import MCPClient
 from ..mcp.config import mcp_clients
 from ..mcp.limits import MCPLimits
 from ..messages import Message
@@ -66,7 +65,6 @@ from ..messages.formatting import OpenAIFormatter
 from ..output.answers import Answer
 from ..output.typed_output import OutputMode
 from ..store.base import ConversationStore
-from ..store.durable import DurableConversation
 from ..tools import AgentTool, ToolRegistry
 from ..tools.guardrails import Guardrail, GuardrailCheck, guardrails_of
 from ..tools.hooks import AfterToolCall, BeforeToolCall
@@ -79,6 +77,9 @@ from .runs import Runs
 from .streaming import AgentStream
 from .typed_inputs import TypedInputs
 from .views import compact_now
+
+if TYPE_CHECKING:  # annotations: the MCP client (and requests) load with the first server given
+    from ..mcp.client import MCPClient
 
 __all__ = ["SHUTDOWN", "Agent"]
 
@@ -278,6 +279,7 @@ class Agent:
         """The history, usage, tools and runs (``yiemagent.loop.conversation``); with a store, a
         ``DurableConversation``. The agent drives it through its contract only."""
         if store is not None and conversation_id is not None:
+            from ..store.durable import DurableConversation  # the store's modules load with the first store
             self.conversation = DurableConversation(config, store, conversation_id, lease_seconds=lease_seconds,
                                                     servers=servers, mcp_required=mcp_required, steering=steering)
             for q in (self.input_queue, self.follow_up_queue):

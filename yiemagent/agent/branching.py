@@ -14,7 +14,7 @@ version it was planned on: of two workers editing the same conversation one wins
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import BranchConflictError, ConfigError
 from ..loop.branching import (
@@ -30,11 +30,21 @@ from ..loop.conversation import Input
 from ..mcp.bridge import MCPToolExecutor
 from ..messages import Message, UserMessage
 from ..output.answers import Answer
-from ..store.branching import committed_history, fork_conversation
-from ..store.durable import DurableConversation
 from .approvals import AgentLike
 
+if TYPE_CHECKING:  # the store's modules load with the first store given
+    from ..store.durable import DurableConversation
+
 __all__ = ["Branches"]
+
+
+def _durable(conversation: Any) -> DurableConversation | None:
+    """``conversation`` when it is kept in a store (``DurableConversation``), else None."""
+    if not getattr(conversation, "durable", False):
+        return None
+    from ..store.durable import DurableConversation
+
+    return conversation if isinstance(conversation, DurableConversation) else None
 
 
 class Branches:
@@ -51,8 +61,11 @@ class Branches:
     def _history(self, expected_version: int | None) -> tuple[list[Message], int | None]:
         """The history to plan on and its version (None in memory)."""
         conversation = self._agent.conversation
-        if isinstance(conversation, DurableConversation):
-            history, _, version = committed_history(conversation.store, conversation.conversation_id,
+        durable = _durable(conversation)
+        if durable is not None:
+            from ..store.branching import committed_history
+
+            history, _, version = committed_history(durable.store, durable.conversation_id,
                                                     expected_version=expected_version)
             return history, version
         if expected_version is not None:
@@ -172,11 +185,14 @@ class Branches:
         kwargs.setdefault("system_prompt", conversation.config.system_prompt)
         kwargs.setdefault("tools", [t for t in conversation.config.tools
                                     if not isinstance(t.execute, MCPToolExecutor) and t.name != "list_tools"])
-        if isinstance(conversation, DurableConversation):
-            new_id, _ = fork_conversation(conversation.store, conversation.conversation_id, at,
+        durable = _durable(conversation)
+        if durable is not None:
+            from ..store.branching import fork_conversation
+
+            new_id, _ = fork_conversation(durable.store, durable.conversation_id, at,
                                           new_id=kwargs.pop("conversation_id", None),
                                           expected_version=expected_version)
-            kwargs.setdefault("store", conversation.store)
+            kwargs.setdefault("store", durable.store)
             return agent_class(llm_call, conversation_id=new_id, **kwargs)
         if "conversation_id" in kwargs or expected_version is not None:
             raise ConfigError("conversation_id and expected_version name a store's conversation: this agent has none")

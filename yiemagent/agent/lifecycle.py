@@ -24,18 +24,20 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._internal.checks import check_bool, check_callable, check_choice, check_int, check_number, check_str
 from .._internal.fork import fork_note, fresh_queue_locks, on_fork_in_child
 from ..context.usage_limits import UsageLimits
 from ..exceptions import AgentClosedError, ConfigError, SimulatedCrash
 from ..loop.conversation import Input, StopMode
-from ..mcp.client import MCPClient
 from ..output.typed_output import OUTPUT_MODES
 from ..store.base import ConversationStore
 from ..tools import AgentTool
 from .inbox import EMPTY, SHUTDOWN, ClosableQueue, deliver
+
+if TYPE_CHECKING:  # annotations only: the client (and requests) load with the first MCP server
+    from ..mcp.client import MCPClient
 
 __all__ = ["Lifecycle", "check_agent_arguments", "resolve"]
 

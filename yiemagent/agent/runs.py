@@ -15,7 +15,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.cuts import cut_by
 from .._internal.fork import on_fork_in_child
@@ -24,9 +24,11 @@ from ..loop import events as ev
 from ..loop.conversation import Conversation, Input, RunScope, StopMode, user_message
 from ..loop.tracing import note_input
 from ..mcp.bridge import MCPToolset
-from ..mcp.client import MCPClient
 from ..messages import AssistantMessage, ToolResultMessage, to_openai
 from .lifecycle import Lifecycle, resolve
+
+if TYPE_CHECKING:  # annotations only: the client (and requests) load with the first MCP server
+    from ..mcp.client import MCPClient
 
 __all__ = ["Runs"]
 

@@ -49,47 +49,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Union
 
+from .._internal.checks import one_of
 from ..exceptions import SimulatedCrash
 
 if TYPE_CHECKING:  # annotations only: the events (and tracing, which MCP requests use) load without the messages
     from ..messages import Message, ToolCall
 
 __all__ = [
-    "EVENT_TYPES",
-    "AbortedEvent",
-    "AgentEndEvent",
-    "AgentStartEvent",
-    "ApprovalRequestedEvent",
-    "CompactionEvent",
-    "ErrorEvent",
-    "Event",
-    "EventSink",
-    "FallbackEvent",
-    "GuardrailTrippedEvent",
-    "MessageEndEvent",
-    "MessageStartEvent",
-    "MessageUpdateEvent",
-    "RequestRepairedEvent",
-    "SubAgentEvent",
-    "ToolCallRepairedEvent",
-    "ToolExecutionEndEvent",
-    "ToolExecutionStartEvent",
-    "ToolExecutionUpdateEvent",
-    "ToolsChangedEvent",
-    "TurnEndEvent",
-    "TurnStartEvent",
-    "add_observer",
-    "emit",
-    "observe",
-    "observed",
-    "remove_observer",
-    "report",
-    "reporter",
-    "reporting",
+    "EVENT_TYPES", "AbortedEvent", "AgentEndEvent", "AgentStartEvent", "ApprovalRequestedEvent", "CompactionEvent",
+    "ErrorEvent", "Event", "EventSink", "FallbackEvent", "GuardrailTrippedEvent", "MessageEndEvent",
+    "MessageStartEvent", "MessageUpdateEvent", "RequestRepairedEvent", "SubAgentEvent", "ToolCallRepairedEvent",
+    "ToolExecutionEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolsChangedEvent",
+    "TurnEndEvent", "TurnStartEvent", "add_observer", "emit", "observe", "observed", "observed_types",
+    "remove_observer", "report", "reporter", "reporting"
 ]
 
 logger = logging.getLogger("yiemagent.loop.events")
@@ -421,19 +397,22 @@ def emit(sink: EventSink | None, event: Event) -> None:
 
 _observers: tuple[EventSink, ...] = ()
 """Process-wide observers of every run's events (``yiemagent.loop.tracing``); empty unless instrumented."""
+_wants: dict[int, frozenset[str] | None] = {}  # id(observer) -> the event types it reads (None: all)
 _observers_lock = threading.Lock()
 
 
-def add_observer(observer: EventSink) -> None:
+def add_observer(observer: EventSink, types: Iterable[str] | None = None) -> None:
     """See every event of every run in this process, after the run's own sink (e.g. ``tracing.instrument``).
 
-    Called on the thread running the loop, in order, like a sink; a raising
-    observer is logged and ignored.
+    Called on the thread running the loop, in order, like a sink; a raising observer is logged and ignored.
+    ``types``: the ``event.type`` names it reads (``EVENT_TYPES``; ``ConfigError`` else), None: all; the
+    loop may then not make the others when no sink listens (it may still hand them over).
     """
+    wanted = None if types is None else frozenset(one_of("event type", t, EVENT_TYPES) for t in types)
     global _observers
     with _observers_lock:
-        if observer not in _observers:
-            _observers = (*_observers, observer)
+        _observers = (*(o for o in _observers if o is not observer), observer)
+        _wants[id(observer)] = wanted
 
 
 def remove_observer(observer: EventSink) -> None:
@@ -441,6 +420,13 @@ def remove_observer(observer: EventSink) -> None:
     global _observers
     with _observers_lock:
         _observers = tuple(o for o in _observers if o is not observer)
+        _wants.pop(id(observer), None)
+
+
+def observed_types() -> frozenset[str] | None:
+    """The event types some process-wide observer reads (None: all; empty: no observer)."""
+    wants = [_wants.get(id(o)) for o in _observers]
+    return None if None in wants else frozenset().union(*wants)  # type: ignore[arg-type]
 
 
 def observed() -> bool:

@@ -139,6 +139,7 @@ class _Run(ModelTurn, ToolBatch):
         self.abort_event = abort_event
         self.sink = sink
         self.hearing = True
+        self.only: frozenset[str] | None = None
         self.listen()
         self.run_id = run_id
         self.usage: dict[str, Any] = {}
@@ -175,13 +176,16 @@ class _Run(ModelTurn, ToolBatch):
         self.cut: tuple[Any, bool] | None = None
         self.parallel_check: threading.Thread | None = None
 
-    def heard(self) -> bool:
-        """Whether an event made now reaches anyone, as ``listen`` last found (else it is not made)."""
-        return self.hearing
+    def heard(self, type: str | None = None) -> bool:
+        """Whether an event (of ``type``) made now reaches anyone, as ``listen`` last found (else it is not made)."""
+        return self.hearing and (self.only is None or type is None or type in self.only)
 
     def listen(self) -> None:
         """Ask the sink whether it listens (run and turn starts, steering: when a stream can join)."""
-        self.hearing = (self.sink is not None and (self.listening is None or self.listening())) or ev.observed()
+        sink = self.sink is not None and (self.listening is None or self.listening())
+        types = ev.observed_types()  # a process-wide observer (tracing) reads these types only
+        self.hearing = sink or types is None or bool(types)
+        self.only = None if sink else types  # None: every type is heard (while hearing)
 
     def emit(self, event: ev.Event) -> None:
         event.run_id = self.run_id
@@ -189,11 +193,10 @@ class _Run(ModelTurn, ToolBatch):
         ev.observe(event)
 
     def add(self, message: Message) -> None:
-        heard = self.heard()
-        if heard:
+        if self.heard("message_start"):
             self.emit(ev.MessageStartEvent(role=message.role))
         self.history.append(message)
-        if heard:
+        if self.heard("message_end"):
             self.emit(ev.MessageEndEvent(message=message))
 
     def error(self, where: str, exc: BaseException) -> None:
@@ -270,9 +273,10 @@ class _Run(ModelTurn, ToolBatch):
                 turn_started = time.monotonic()
                 self.listen()
                 model = getattr(self.config.llm_call, "model", None)
-                if self.heard():  # events are made only when someone gets them
+                if self.heard("turn_start"):  # events are made only when someone gets them
                     self.emit(ev.TurnStartEvent(turn=self.turns, tools_enabled=tools_enabled,
                                                 model=model if isinstance(model, str) else None))
+                if self.heard("message_start"):
                     self.emit(ev.MessageStartEvent(role="assistant"))
                 reply = self.call_model(tools_enabled)
                 self.input_cleared()  # parallel input guardrails passed before the reply is acted on
@@ -280,7 +284,7 @@ class _Run(ModelTurn, ToolBatch):
                 self.limits.count_reply(self.usage, reply.usage, reply.model)
                 if self.abort_event.is_set():
                     raise Aborted()
-                if self.heard():
+                if self.heard("message_end"):
                     self.emit(ev.MessageEndEvent(message=reply, duration_seconds=time.monotonic() - turn_started,
                                                  request_tokens=self.request_tokens))
                 if not reply.tool_calls:
@@ -327,7 +331,7 @@ class _Run(ModelTurn, ToolBatch):
                     status, answer = "awaiting_approval", self.pause(reply, waiting, turn_started)
                     break
                 self.answer_calls(reply, results)
-                if self.heard():
+                if self.heard("turn_end"):
                     self.emit(ev.TurnEndEvent(turn=self.turns, duration_seconds=time.monotonic() - turn_started,
                                               tool_calls=len(reply.tool_calls)))
                 if aborted:

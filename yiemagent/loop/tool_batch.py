@@ -53,8 +53,8 @@ class ToolBatch(Guarding):
         """Send ``event`` to the run's sink (with the run id)."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
-    def heard(self) -> bool:
-        """Whether an event made now reaches anyone."""
+    def heard(self, type: str | None = None) -> bool:
+        """Whether an event (of ``type``) made now reaches anyone."""
         raise NotImplementedError  # pragma: no cover - the run defines it
 
     def repeated_call(self, call: ToolCall) -> AgentToolResult | None:
@@ -150,7 +150,7 @@ class ToolBatch(Guarding):
         hook_error = result.details.get("hook_error") if isinstance(result.details, dict) else None
         if isinstance(hook_error, BaseException):
             self.emit(ev.ErrorEvent(where="hook", error=hook_error, message=f"{call.name}: {hook_error}"))
-        if self.heard():
+        if self.heard("tool_execution_end"):
             self.emit(ev.ToolExecutionEndEvent(tool_call=call, result=result, is_error=result.is_error,
                                                duration_seconds=time.monotonic() - started,
                                                annotations=self.annotations(call)))
@@ -172,7 +172,7 @@ class ToolBatch(Guarding):
         None, whether that result comes from a run of the tool).
         """
         started = time.monotonic()
-        if self.heard():
+        if self.heard("tool_execution_start"):
             self.emit(ev.ToolExecutionStartEvent(tool_call=call, annotations=self.annotations(call)))
         if self.journal is not None:
             recorded = self.journal.recorded_result(call)

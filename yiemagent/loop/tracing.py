@@ -71,6 +71,7 @@ class _RunSpans:
     chat: Any = None
     tools: dict[str, Any] = field(default_factory=dict)
     context: Any = None  # the context whose current span is ``span`` (made once, the parent of every child)
+    valid: bool = True  # False: ``span`` is the API's invalid span (no SDK), and so is every child
 
 
 def _ns(timestamp: float) -> int:
@@ -82,6 +83,10 @@ class _Tracer:
 
     def __init__(self, tracer_provider: Any, capture_content: bool) -> None:
         from opentelemetry import trace
+
+        from ..messages.types import AssistantMessage  # here, once: an MCP client reads trace_meta without them
+
+        self.assistant_type = AssistantMessage
 
         self.trace = trace
         self.tracer = (tracer_provider or trace.get_tracer_provider()).get_tracer("yiemagent", __version__)
@@ -114,9 +119,11 @@ class _Tracer:
             "invoke_agent", context=parent, kind=self.trace.SpanKind.INTERNAL, start_time=_ns(event.timestamp),
             attributes={"gen_ai.operation.name": "invoke_agent", "yiemagent.run.id": event.run_id,
                         "yiemagent.input_ids": list(event.input_ids)})
-        self.runs[event.run_id] = _RunSpans(span)
+        self.runs[event.run_id] = _RunSpans(span, valid=span.get_span_context().is_valid)
 
     def _child(self, run: _RunSpans, name: str, kind: Any, timestamp: float, attributes: dict[str, Any]) -> Any:
+        if not run.valid:  # no SDK behind the API (its no-op tracer): each child would be the invalid span too
+            return self.trace.INVALID_SPAN
         parent = run.context
         if parent is None:
             parent = run.context = self.trace.set_span_in_context(run.span)
@@ -134,25 +141,28 @@ class _Tracer:
                                event.timestamp, attributes)
 
     def on_message_end(self, event: ev.MessageEndEvent) -> None:
-        from ..messages.types import AssistantMessage  # here: an MCP client reads trace_meta without the messages
-
         run = self.runs.get(event.run_id)
         message = event.message
-        if run is None or run.chat is None or not isinstance(message, AssistantMessage):
+        if run is None or run.chat is None or not isinstance(message, self.assistant_type):
             return
         span, run.chat = run.chat, None
-        if message.model:
-            span.set_attribute("gen_ai.response.model", _attribute(message.model))
-        if message.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", [message.finish_reason])
-        usage = message.usage or {}
-        for key, name in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
-            if isinstance(usage.get(key), int):
-                span.set_attribute(f"gen_ai.usage.{name}", usage[key])
-        if self.capture_content:
-            from ..messages.openai import to_openai
+        if span.is_recording():  # the attributes are made only for a span that keeps them (one call to set)
+            attributes: dict[str, Any] = {}
+            if message.model:
+                attributes["gen_ai.response.model"] = _attribute(message.model)
+            if message.finish_reason:
+                attributes["gen_ai.response.finish_reasons"] = [message.finish_reason]
+            usage = message.usage
+            if usage:
+                for key, name in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+                    if isinstance(usage.get(key), int):
+                        attributes[f"gen_ai.usage.{name}"] = usage[key]
+            if self.capture_content:
+                from ..messages.openai import to_openai
 
-            span.set_attribute("gen_ai.output.messages", _attribute([to_openai(message)]))
+                attributes["gen_ai.output.messages"] = _attribute([to_openai(message)])
+            if attributes:
+                span.set_attributes(attributes)
         span.end(end_time=_ns(event.timestamp))
 
     def on_error(self, event: ev.ErrorEvent) -> None:
@@ -189,6 +199,9 @@ class _Tracer:
         span = run.tools.pop(call.id, None)
         self.tool_spans.pop(call.id, None)
         if span is None:
+            return
+        if not span.is_recording():  # nothing reads the result's text or the error's words
+            span.end(end_time=_ns(event.timestamp))
             return
         if self.capture_content:
             text = getattr(event.result, "text", None)
@@ -266,7 +279,7 @@ def instrument(tracer_provider: Any = None, *, capture_content: bool = False) ->
         if _active is not None:
             ev.remove_observer(_active)
         _active = tracer
-        ev.add_observer(tracer)
+        ev.add_observer(tracer, types=tracer.handlers)  # no other event is made for it
     logger.info("tracing on (capture_content=%s)", tracer.capture_content)
 
 
@@ -332,7 +345,7 @@ def note_request(run_id: str, messages: list[dict[str, Any]]) -> None:
         return
     with tracer.lock:
         run = tracer.runs.get(run_id)
-        if run is not None and run.chat is not None:
+        if run is not None and run.chat is not None and run.chat.is_recording():  # the JSON only for a reader
             run.chat.set_attribute("gen_ai.input.messages", _attribute(messages))
 
 

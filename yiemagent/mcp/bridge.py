@@ -18,18 +18,20 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.cuts import cut_by
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
 from ..messages import TextContent
 from ..textpolicy import boundary, display_text
 from ..tools import AgentTool, AgentToolResult, ToolRegistry, report_progress
-from .client import MCPClient
 from .limits import MCPLimits, truncate_text
 from .results import DEFAULT_MAX_RESULT_CHARS, result_to_tool_result
 from .schema import normalize_input_schema, schema_problem
 from .tool_metadata import OutputCheck, tool_annotations, tool_icons, tool_problem
+
+if TYPE_CHECKING:  # annotations only: the client (and requests) load with the first MCP server
+    from .client import MCPClient
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",

@@ -20,30 +20,22 @@ in ``yiemagent.mcp.config_dialects`` says how each is read.
 
 Rules (checked when the agent is made, each error a ``ConfigError`` naming the entry):
 
-* an entry has ``command`` (stdio; with optional ``args`` list, ``env`` map, ``cwd``)
-  or ``url`` (Streamable HTTP; with optional ``headers`` map), not both;
-  ``type`` may say ``stdio`` (``local`` in GitHub Copilot CLI), ``http`` or
-  ``streamable-http`` (the legacy ``sse`` transport is refused);
-  ``"tools": ["*"]`` (Copilot CLI) is read, other tool filters are refused;
-  ``envFile`` (Cursor, VS Code) adds ``KEY=VALUE`` lines under ``env``;
-  ``"disabled": true`` leaves it out;
-  ``timeout`` gives the seconds per request; keys other clients keep for themselves (``autoApprove``,
-  ``alwaysAllow``, ``description``, ``dev``) are ignored; any other key is an error.
-* ``args`` items are passed to the program one by one, spaces and all: no
-  shell, no splitting. A ``command`` that holds a whole command line is an error.
-* ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in
-  ``command``, ``args``, ``env`` values, ``cwd``, ``url`` and ``headers`` values,
-  from the environment at construction; an unset variable without default is
-  an error (never a literal ``${VAR}`` sent as a token; a credential is ``***`` when shown). ``~`` starts the home
-  directory in ``command`` and ``cwd``; a relative ``cwd`` is relative to the
-  config file.
-* a plain string is not a list of servers (it would be one per character).
-* a Windows path whose backslashes JSON read as escapes (``"C:\\temp"`` gives a
-  tab) is an error that says so.
+* an entry has ``command`` (stdio; with optional ``args`` list, ``env`` map, ``cwd``) or ``url`` (Streamable HTTP;
+  with optional ``headers`` map), not both; ``type`` may say ``stdio`` (``local`` in GitHub Copilot CLI), ``http``
+  or ``streamable-http`` (the legacy ``sse`` transport is refused); ``"tools": ["*"]`` (Copilot CLI) is read, other
+  tool filters are refused; ``envFile`` (Cursor, VS Code) adds ``KEY=VALUE`` lines under ``env``;
+  ``"disabled": true`` leaves it out; ``timeout`` gives the seconds per request; keys other clients keep for
+  themselves (``autoApprove``, ``alwaysAllow``, ``description``, ``dev``) are ignored; any other key is an error.
+* ``args`` go to the program one by one, spaces and all (no shell); a whole command line as ``command`` is an error.
+* ``${VAR}``, ``${env:VAR}`` (VS Code) and ``${VAR:-default}`` are replaced in ``command``, ``args``, ``env``
+  values, ``cwd``, ``url`` and ``headers`` values, from the environment at construction; an unset variable without
+  default is an error (never a literal ``${VAR}`` sent as a token; a credential is ``***`` when shown). ``~`` starts
+  the home directory in ``command`` and ``cwd``; a relative ``cwd`` is relative to the config file.
+* a plain string is not a list of servers (it would be one per character); a Windows path whose backslashes
+  JSON read as escapes (``"C:\\temp"`` gives a tab) is an error that says so.
 
-Sources: Claude Desktop / Claude Code ``mcpServers``, VS Code ``mcp.json``
-(``servers``, ``type``, ``${env:...}``), Claude Code variable expansion, and the documentation
-of each client named in ``yiemagent.mcp.config_dialects``.
+Sources: Claude Desktop / Claude Code ``mcpServers``, VS Code ``mcp.json``, Claude Code variable expansion, and the
+documentation of each client named in ``yiemagent.mcp.config_dialects``.
 """
 
 from __future__ import annotations
@@ -57,18 +49,19 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._internal.checks import unknown_name
 from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
-from .callbacks import ClientCallbacks
-from .client import MCPClient
 from .client_arguments import check_http_url
 from .config_auth import expand_oauth, make_oauth
 from .config_dialects import canonical_entry, load_document, servers_in
 from .limits import MCPLimits
-from .sampling import LLMSampler, SamplingMeter
+
+if TYPE_CHECKING:  # the client (and requests) load with the first server read (an Agent without one needs neither)
+    from .client import MCPClient
+    from .sampling import SamplingMeter
 
 __all__ = ["MCPServerConfig", "expand_variables", "load_mcp_config", "mcp_clients", "parse_mcp_servers"]
 
@@ -119,6 +112,7 @@ class MCPServerConfig:
 
     def client(self) -> MCPClient:
         """A new, unconnected ``MCPClient`` for this server (the caller closes it)."""
+        from .client import MCPClient
         if self.command is not None:
             return MCPClient.stdio(self.command, self.args, env=self.env, cwd=self.cwd,
                                    timeout_seconds=self.timeout_seconds, name=self.name)
@@ -295,7 +289,13 @@ def mcp_clients(
     """
     clients: list[MCPClient] = []
     made: list[MCPClient] = []
-    for entry in parse_mcp_servers(servers, environ=environ):
+    entries = parse_mcp_servers(servers, environ=environ)
+    if not entries:
+        return clients, made
+    from .callbacks import ClientCallbacks
+    from .client import MCPClient
+    from .sampling import LLMSampler
+    for entry in entries:
         if isinstance(entry, MCPClient):
             clients.append(entry)
         else:
@@ -318,6 +318,7 @@ def _entry(
     name: str | None, value: Any, where: str, environ: Mapping[str, str] | None, base: Path | None,
     dialect: str = "",
 ) -> MCPServerConfig | MCPClient | None:
+    from .client import MCPClient
     if isinstance(value, MCPClient):
         if name:
             value.name = name

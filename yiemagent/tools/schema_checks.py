@@ -50,10 +50,19 @@ PATTERN_BUDGET_SECONDS = 0.25
 _state = threading.local()
 _warned: set[str] = set()
 
-try:
-    import regex as _regex  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - the extra is installed in CI
-    _regex = None
+_regex: Any = False
+"""The ``regex`` module, loaded by the first pattern check (None: not installed); False: not looked up yet."""
+
+
+def _regex_module() -> Any:
+    global _regex
+    if _regex is False:
+        try:
+            import regex  # type: ignore[import-untyped]
+        except ImportError:  # pragma: no cover - the extra is installed in CI
+            regex = None
+        _regex = regex
+    return _regex
 
 
 def foreign_failure(exc: BaseException) -> bool:
@@ -83,8 +92,9 @@ def _warn_once(key: str, message: str, *args: Any) -> None:
 
 @functools.lru_cache(maxsize=512)
 def _compiled(pattern: str) -> Any:
-    assert _regex is not None
-    return _regex.compile(pattern)
+    module = _regex_module()
+    assert module is not None
+    return module.compile(pattern)
 
 
 def pattern_matches(pattern: str, text: str, *, undecided: bool = True) -> bool:
@@ -95,7 +105,7 @@ def pattern_matches(pattern: str, text: str, *, undecided: bool = True) -> bool:
     less (True for ``pattern``; False to apply a ``patternProperties``
     subschema, True to call a key "not additional"). Never raises.
     """
-    if _regex is None:
+    if _regex_module() is None:
         _warn_once("no-regex", f"inputSchema patterns are not enforced: {install_hint('safe-regex')}")
         return undecided
     deadline = getattr(_state, "deadline", None)
