@@ -97,3 +97,11 @@ def test_a_stored_state_nested_5000_deep_is_a_format_error() -> None:
     state = '{"history": ' + deep_text() + "}"
     with pytest.raises(FormatError):
         Agent.from_state(state, ScriptedLLM([]))
+
+
+def test_a_typed_answer_with_prose_before_json_nested_5000_deep_is_output_invalid_not_a_recursion_error() -> None:
+    """The answer's first ``[`` after prose is decoded at its index: that decode is bounded too."""
+    answer = Agent(ScriptedLLM([text_reply("Here it is: " + deep_text())] * 5), output_type=list).ask(
+        "q", timeout_seconds=30)
+    assert answer["status"] == "output_invalid", {k: str(v)[:200] for k, v in answer.items()}
+    assert "nested deeper than 256" in answer["error"] and "RecursionError" not in answer["error"]

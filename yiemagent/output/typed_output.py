@@ -66,7 +66,7 @@ from typing import Any, Literal
 import jsonschema
 
 from .._internal.checks import one_of
-from .._internal.jsonload import check_schema_depth, loads_bounded
+from .._internal.jsonload import DEFAULT_MAX_DEPTH, check_schema_depth, loads_bounded, nesting_exceeds
 from ..exceptions import ConfigError, ModelRetry
 from ..tools.schema_checks import pattern_budget, safe_validator_class
 from ..tools.type_schema import is_pydantic, type_schema
@@ -157,9 +157,14 @@ def parse_json_text(text: str) -> Any:
     for index, char in enumerate(text):
         if char in "{[":
             try:
-                return decoder.raw_decode(text, index)[0]
+                value = decoder.raw_decode(text, index)[0]
+            except RecursionError:  # prose, then a value nested past the decoder's stack
+                raise OutputInvalid(f"the answer's JSON is nested deeper than {DEFAULT_MAX_DEPTH} levels") from None
             except ValueError:
                 continue
+            if nesting_exceeds(value, DEFAULT_MAX_DEPTH):
+                raise OutputInvalid(f"the answer's JSON is nested deeper than {DEFAULT_MAX_DEPTH} levels")
+            return value
     preview = " ".join(text.split())[:120]
     raise OutputInvalid(f"the answer is not JSON (it begins {preview!r})" if preview else "the answer is empty")
 
