@@ -106,9 +106,24 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
         ("store fault kind", lambda: Fault(1, "fial"), "fail"),  # type: ignore[arg-type]
         ("store fault methods", lambda: Fault(1, only=("comit",)), "commit"),
         ("postgres reply_to (the store API)", lambda: _enqueue_reply_to("output-queue"), "output_queue"),
+        ("run_turns tool_execution (LoopConfig)", lambda: _loop_config(tool_execution="paralel"), "parallel"),
+        ("OutputSpec mode", lambda: _output_spec_class()("o", {"type": "object"}, mode="promted"), "prompted"),
         ("local model name", lambda: __import__("yiemagent.models.local", fromlist=["x"]).LocalModel(
             model="smollm2-135"), "smollm2-135m"),
     ]
+
+
+def _loop_config(**kwargs: Any) -> Any:
+    """A ``LoopConfig`` as ``run_turns`` callers make it (no ``Agent`` checks in between)."""
+    from yiemagent import LoopConfig
+
+    return LoopConfig(ScriptedLLM([text_reply("hi")]), **kwargs)
+
+
+def _output_spec_class() -> Any:
+    from yiemagent.output.typed_output import OutputSpec
+
+    return OutputSpec
 
 
 @pytest.mark.parametrize("name,give,nearest", _options(), ids=[o[0] for o in _options()])
@@ -272,11 +287,26 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
     lambda: __import__("yiemagent.mcp.stdio", fromlist=["x"]).StdioTransport("x", timeout_seconds=math.nan),
     lambda: __import__("yiemagent.workers.drain", fromlist=["x"]).AgentPool(lambda c: None, max_agents=-1),
     lambda: __import__("yiemagent.formats.sse", fromlist=["x"]).SSEParser(max_event_chars=0),
+    lambda: _loop_config(max_turns=-1),
+    lambda: _loop_config(max_tool_calls_per_turn=-1),
+    lambda: _loop_config(max_result_chars=math.nan),
+    lambda: _loop_config(max_parallel_tools=True),
+    lambda: _output_spec_class()("o", {"type": "object"}, retries=-1),
+    lambda: __import__("yiemagent.tools.hooks", fromlist=["x"]).ask_user("? ", timeout_seconds=math.nan),
+    lambda: __import__("yiemagent.mcp", fromlist=["x"]).MCPToolExecutor(None, "t", timeout_seconds=-1),
+    lambda: __import__("yiemagent.mcp", fromlist=["x"]).MCPToolExecutor(None, "t", max_result_chars=math.inf),
+    lambda: __import__("yiemagent", fromlist=["x"]).MCPServerConfig(command="x", timeout_seconds=math.nan),
+    lambda: __import__("yiemagent.store", fromlist=["x"]).PostgresStore("postgresql://x",
+                                                                        connect_timeout_seconds=math.inf),
+    lambda: __import__("yiemagent.store", fromlist=["x"]).PostgresStore("postgresql://x", lock_timeout_seconds=True),
 ], ids=["MCPLimits negative", "MCPLimits negative optional", "MCPLimits nan", "shutdown nan", "max_tokens -1",
         "temperature nan", "model timeout -1", "cost -1", "requests nan", "oauth timeout inf",
         "oauth refresh margin -1", "loopback timeout nan", "token file lock -3", "sse heartbeat nan",
         "ag-ui heartbeat -1", "vercel heartbeat inf", "http transport body -1", "stdio timeout nan",
-        "agent pool -1", "sse parser 0"])
+        "agent pool -1", "sse parser 0", "run_turns max_turns -1", "run_turns calls per turn -1",
+        "run_turns result chars nan", "run_turns parallel True", "OutputSpec retries -1", "ask_user timeout nan",
+        "mcp executor timeout -1", "mcp executor result chars inf", "mcp server config timeout nan",
+        "postgres connect timeout inf", "postgres lock timeout True"])
 def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_given(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError):
         make()

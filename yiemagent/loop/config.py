@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .._internal.checks import check_int, one_of
 from ..context.compaction import Compaction
 from ..context.usage_limits import UsageGuard, UsageLimits
 from ..formats.llm import accepts_on_delta
@@ -120,6 +121,14 @@ class LoopConfig:
     """Checks of each answer before it is accepted (stage ``output``)."""
     tool_guardrails: tuple[Guardrail, ...] = ()
     """Checks of tool calls' arguments and results (stages ``tool_input``, ``tool_output``)."""
+
+    def __post_init__(self) -> None:
+        """The bounds and options ``Agent()`` checks, checked here too for ``run_turns`` callers (fail closed)."""
+        check_int("max_turns", self.max_turns, minimum=1)
+        for name in ("max_repeated_calls", "max_result_chars", "max_tool_calls_per_turn"):
+            check_int(name, getattr(self, name), minimum=1, optional=True)
+        check_int("max_parallel_tools", self.max_parallel_tools, minimum=1)
+        one_of("tool_execution", self.tool_execution, ("parallel", "sequential"))
 
 
 @dataclass

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._internal.checks import check_int, check_timeout
 from .._internal.cuts import cut_by
 from ..exceptions import ConfigError, MCPError, MCPRPCError, MCPTimeoutError
 from ..messages import TextContent
@@ -92,6 +93,8 @@ class MCPToolExecutor:
         limits: MCPLimits | None = None,
         output_schema: dict[str, Any] | None = None,
     ) -> None:
+        check_timeout(timeout_seconds)
+        check_int("max_result_chars", max_result_chars, minimum=1, optional=True)
         self.client = client
         self.tool_name = tool_name
         self.timeout_seconds = timeout_seconds

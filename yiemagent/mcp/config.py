@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._internal.checks import unknown_name
+from .._internal.checks import check_number, unknown_name
 from ..exceptions import ConfigError
 from ..textpolicy import display_text, looks_secret, register_secrets
 from .client_arguments import check_http_url
@@ -101,6 +101,9 @@ class MCPServerConfig:
     auth: Any = field(default=None, repr=False)
     """An ``OAuth`` object to use (the CLI sets it); None: one is made from ``oauth`` if given."""
 
+    def __post_init__(self) -> None:
+        check_number("timeout_seconds", self.timeout_seconds)  # as the config file's "timeout" is checked
+
     def __repr__(self) -> str:  # a ${VAR} credential in url, command or args is *** (yiemagent.textpolicy)
         return display_text(f"MCPServerConfig(name={self.name!r}, command={self.command!r}, args={self.args!r}, "
                             f"cwd={self.cwd!r}, url={self.url!r}, timeout_seconds={self.timeout_seconds!r})")
@@ -134,8 +137,7 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None, *, whe
     Raises:
         ConfigError: a variable is unset (or empty) and has no default, or the
             name is not a variable name (``${input:...}`` of VS Code asks the
-            user, which a library cannot). The message names the variable,
-            never its value.
+            user, which a library cannot). The message names the variable, never its value.
 
     Example:
         >>> expand_variables("Bearer ${TOKEN}", {"TOKEN": "abc"})
@@ -189,8 +191,7 @@ def parse_mcp_servers(
         for the rest, in order; disabled entries left out.
 
     Raises:
-        ConfigError: a plain string, a malformed entry (named in the message),
-            an unset variable, a name given twice.
+        ConfigError: a plain string, a malformed entry (named in the message), an unset variable, a name given twice.
     """
     if servers is None:
         return []
@@ -246,8 +247,7 @@ def load_mcp_config(
 
     The file is JSON; ``//`` and ``/* */`` comments and trailing commas (VS
     Code's JSONC) are allowed; ``.yaml``/``.yml`` files are YAML (Goose, Continue; needs
-    PyYAML) and ``.toml`` files TOML (Codex; Python 3.11+). A relative ``cwd`` is relative
-    to the file.
+    PyYAML) and ``.toml`` files TOML (Codex; Python 3.11+). A relative ``cwd`` is relative to the file.
 
     Raises:
         ConfigError: the file cannot be read, is not JSON (the message gives

@@ -65,7 +65,7 @@ from typing import Any, Literal
 
 import jsonschema
 
-from .._internal.checks import one_of
+from .._internal.checks import check_int, one_of
 from .._internal.jsonload import DEFAULT_MAX_DEPTH, check_schema_depth, loads_bounded, nesting_exceeds
 from ..exceptions import ConfigError, ModelRetry
 from ..tools.schema_checks import pattern_budget, safe_validator_class
@@ -184,6 +184,11 @@ class OutputSpec:
     """Answers that fail validation sent back to the model, at most, before ``output_invalid``."""
     validators: tuple[Callable[[Any], object], ...] = ()
 
+    def __post_init__(self) -> None:
+        """``mode`` and ``retries`` checked when given (fail closed), as ``output_spec`` checks them."""
+        one_of("output_mode", self.mode, OUTPUT_MODES)
+        check_int("output_retries", self.retries, minimum=0)
+
     @property
     def wrapped(self) -> bool:
         """True when the tool form needs ``{"response": ...}`` around the answer (a schema that is not an object)."""
@@ -278,7 +283,7 @@ class OutputSpec:
             return known
         mode = data.get("mode") if data.get("mode") in OUTPUT_MODES else "auto"
         stored = data.get("retries")
-        retries = max(0, stored) if isinstance(stored, int) else 2
+        retries = max(0, stored) if isinstance(stored, int) and not isinstance(stored, bool) else 2
         return cls(name=str(data.get("name") or "output"), schema=data["schema"], mode=mode,  # type: ignore[arg-type]
                    retries=retries)
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from .._internal.checks import install_hint, one_of
+from .._internal.checks import check_number, install_hint, one_of
 from ..exceptions import ConfigError
 from .sql import SQLStoreBase
 
@@ -77,6 +77,8 @@ class PostgresStore(SQLStoreBase):
         except ImportError as exc:
             raise ConfigError(f"PostgresStore needs psycopg 3: {install_hint('postgres')}") from exc
         one_of("sync_journal", sync_journal, ("markers", "all"))
+        check_number("connect_timeout_seconds", connect_timeout_seconds)
+        check_number("lock_timeout_seconds", lock_timeout_seconds)
         if not isinstance(lock_timeout_seconds, (int, float)) or not 0 < lock_timeout_seconds <= 86400:
             raise ConfigError(f"lock_timeout_seconds must be a number in (0, 86400], not {lock_timeout_seconds!r:.40}")
         super().__init__(table_prefix)

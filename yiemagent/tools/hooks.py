@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._internal.checks import check_timeout
 from ..exceptions import SimulatedCrash
 from ..messages import ImageContent, Message, TextContent, ToolCall
 from ..textpolicy import boundary, terminal_text
@@ -139,6 +140,7 @@ def ask_user(prompt: str, abort_event: threading.Event | None = None, *,
     ...         return BeforeToolCallResult(block=True, reason="the user said no")
     ...     return None
     """
+    check_timeout(timeout_seconds)
     sys.stdout.write(prompt)
     sys.stdout.flush()
     try:
