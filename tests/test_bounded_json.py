@@ -105,3 +105,36 @@ def test_a_typed_answer_with_prose_before_json_nested_5000_deep_is_output_invali
         "q", timeout_seconds=30)
     assert answer["status"] == "output_invalid", {k: str(v)[:200] for k, v in answer.items()}
     assert "nested deeper than 256" in answer["error"] and "RecursionError" not in answer["error"]
+
+
+def test_a_token_introspection_answer_nested_5000_deep_refuses_the_token_not_a_recursion_error() -> None:
+    """Raw HTTP server: no authorization server answers RFC 7662 introspection nested 5,000 deep."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from yiemagent.mcp.server.auth import IntrospectionVerifier
+
+    asked: list[str] = []
+    body = ('{"active": true, "x": ' + deep_text() + "}").encode()
+
+    class Deep(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        verifier = IntrospectionVerifier(f"http://127.0.0.1:{server.server_address[1]}/introspect")
+        assert verifier.verify("a-token") is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(asked) == 1 and "token=a-token" in asked[0]  # it was asked, and its answer refused

@@ -108,6 +108,7 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
         ("postgres reply_to (the store API)", lambda: _enqueue_reply_to("output-queue"), "output_queue"),
         ("run_turns tool_execution (LoopConfig)", lambda: _loop_config(tool_execution="paralel"), "parallel"),
         ("OutputSpec mode", lambda: _output_spec_class()("o", {"type": "object"}, mode="promted"), "prompted"),
+        ("jwt verifier algorithms", lambda: _server_auth().JWTVerifier(key="k" * 32, algorithms=["HS265"]), "HS256"),
         ("local model name", lambda: __import__("yiemagent.models.local", fromlist=["x"]).LocalModel(
             model="smollm2-135"), "smollm2-135m"),
     ]
@@ -118,6 +119,12 @@ def _loop_config(**kwargs: Any) -> Any:
     from yiemagent import LoopConfig
 
     return LoopConfig(ScriptedLLM([text_reply("hi")]), **kwargs)
+
+
+def _server_auth() -> Any:
+    from yiemagent.mcp.server import auth
+
+    return auth
 
 
 def _output_spec_class() -> Any:
@@ -299,6 +306,7 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
     lambda: __import__("yiemagent.store", fromlist=["x"]).PostgresStore("postgresql://x",
                                                                         connect_timeout_seconds=math.inf),
     lambda: __import__("yiemagent.store", fromlist=["x"]).PostgresStore("postgresql://x", lock_timeout_seconds=True),
+    lambda: _server_auth().IntrospectionVerifier("http://127.0.0.1:1/introspect", timeout_seconds=math.nan),
 ], ids=["MCPLimits negative", "MCPLimits negative optional", "MCPLimits nan", "shutdown nan", "max_tokens -1",
         "temperature nan", "model timeout -1", "cost -1", "requests nan", "oauth timeout inf",
         "oauth refresh margin -1", "loopback timeout nan", "token file lock -3", "sse heartbeat nan",
@@ -306,7 +314,7 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
         "agent pool -1", "sse parser 0", "run_turns max_turns -1", "run_turns calls per turn -1",
         "run_turns result chars nan", "run_turns parallel True", "OutputSpec retries -1", "ask_user timeout nan",
         "mcp executor timeout -1", "mcp executor result chars inf", "mcp server config timeout nan",
-        "postgres connect timeout inf", "postgres lock timeout True"])
+        "postgres connect timeout inf", "postgres lock timeout True", "introspection timeout nan"])
 def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_given(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError):
         make()

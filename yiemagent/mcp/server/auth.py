@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from ..._internal.checks import check_int, check_number, install_hint
+from ..._internal.checks import all_of, check_int, check_number, install_hint
 from ..._internal.jsonload import loads_bounded
 from ..._internal.numbers import peer_number
 from ...exceptions import ConfigError
@@ -188,6 +188,7 @@ class IntrospectionVerifier:
         if parts.scheme != "https" and not (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost",
                                                                                          "::1")):
             raise ConfigError(f"introspection endpoint must be https (or http on a loopback host): {endpoint!r}")
+        check_number("timeout_seconds", timeout_seconds)
         self.endpoint, self.client_id, self.resource = endpoint, client_id, resource
         self._secret = client_secret
         if client_secret:
@@ -205,7 +206,7 @@ class IntrospectionVerifier:
         try:
             response = requests.post(self.endpoint, data=data, auth=auth, timeout=self.timeout_seconds,
                                      headers={"Accept": "application/json"}, allow_redirects=False)
-            answer = response.json() if response.status_code == 200 else None
+            answer = loads_bounded(response.content) if response.status_code == 200 else None
         except (requests.RequestException, ValueError) as exc:
             logger.warning("token introspection at %s failed: %s", self.endpoint, type(exc).__name__)
             return None
@@ -252,8 +253,10 @@ class JWTVerifier:
             raise ConfigError(f"JWTVerifier needs PyJWT: {install_hint('jwt')}") from exc
         if (jwks_url is None) == (key is None):
             raise ConfigError("JWTVerifier needs exactly one of jwks_url and key")
-        if any(a.lower() == "none" for a in algorithms):
+        if not isinstance(algorithms, (str, bytes)) and any(str(a).lower() == "none" for a in algorithms):
             raise ConfigError("JWTVerifier never accepts alg 'none'")
+        known = set(jwt.algorithms.get_default_algorithms()) | set(getattr(jwt.algorithms, "requires_cryptography", ()))
+        all_of("algorithms", algorithms, sorted(known - {"none"}), empty=False)  # "HS265", or "RS256" as one str
         self._jwt = jwt
         self._jwks = jwt.PyJWKClient(jwks_url) if jwks_url is not None else None
         self._key, self.issuer, self.resource = key, issuer, audience
