@@ -109,6 +109,9 @@ def _options() -> list[tuple[str, Callable[[], Any], str]]:
         ("run_turns tool_execution (LoopConfig)", lambda: _loop_config(tool_execution="paralel"), "parallel"),
         ("OutputSpec mode", lambda: _output_spec_class()("o", {"type": "object"}, mode="promted"), "prompted"),
         ("jwt verifier algorithms", lambda: _server_auth().JWTVerifier(key="k" * 32, algorithms=["HS265"]), "HS256"),
+        ("guardrail context stage", lambda: __import__("yiemagent").GuardrailContext("tool-input", "x"), "tool_input"),
+        ("system message role", lambda: __import__("yiemagent").SystemMessage(content="x", role="developr"),
+         "developer"),
         ("local model name", lambda: __import__("yiemagent.models.local", fromlist=["x"]).LocalModel(
             model="smollm2-135"), "smollm2-135m"),
     ]

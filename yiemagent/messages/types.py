@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from dataclasses_json import DataClassJsonMixin, config
 
+from .._internal.checks import one_of
 from ..exceptions import FormatError
 from ..textpolicy import dumps_strict
 
@@ -199,6 +200,9 @@ class SystemMessage(DataClassJsonMixin):
 
     content: str
     role: Literal["system", "developer"] = "system"
+
+    def __post_init__(self) -> None:
+        one_of("SystemMessage role", self.role, ("system", "developer"))  # "developr" would reach the model
 
 
 @dataclass

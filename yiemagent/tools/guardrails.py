@@ -141,6 +141,9 @@ class GuardrailContext:
     last_turn: bool = False
     """``output``: the run cannot ask the model again (a retry would end it as a tripwire)."""
 
+    def __post_init__(self) -> None:
+        one_of("stage", self.stage, STAGES)
+
 
 GuardrailCheck = Callable[[GuardrailContext], "GuardrailVerdict | None"]
 
