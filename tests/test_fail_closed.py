@@ -310,6 +310,10 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
                                                                         connect_timeout_seconds=math.inf),
     lambda: __import__("yiemagent.store", fromlist=["x"]).PostgresStore("postgresql://x", lock_timeout_seconds=True),
     lambda: _server_auth().IntrospectionVerifier("http://127.0.0.1:1/introspect", timeout_seconds=math.nan),
+    lambda: __import__("yiemagent.tools", fromlist=["x"]).cap_result(
+        __import__("yiemagent.tools", fromlist=["x"]).to_result("x" * 50), -1),
+    lambda: __import__("yiemagent.tools", fromlist=["x"]).cap_result(
+        __import__("yiemagent.tools", fromlist=["x"]).to_result("x" * 50), math.nan),
 ], ids=["MCPLimits negative", "MCPLimits negative optional", "MCPLimits nan", "shutdown nan", "max_tokens -1",
         "temperature nan", "model timeout -1", "cost -1", "requests nan", "oauth timeout inf",
         "oauth refresh margin -1", "loopback timeout nan", "token file lock -3", "sse heartbeat nan",
@@ -317,7 +321,8 @@ def test_an_unpriced_model_is_refused_before_the_first_paid_call(scripted_model:
         "agent pool -1", "sse parser 0", "run_turns max_turns -1", "run_turns calls per turn -1",
         "run_turns result chars nan", "run_turns parallel True", "OutputSpec retries -1", "ask_user timeout nan",
         "mcp executor timeout -1", "mcp executor result chars inf", "mcp server config timeout nan",
-        "postgres connect timeout inf", "postgres lock timeout True", "introspection timeout nan"])
+        "postgres connect timeout inf", "postgres lock timeout True", "introspection timeout nan", "cap_result -1",
+        "cap_result nan"])
 def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_given(make: Callable[[], Any]) -> None:
     with pytest.raises(ConfigError):
         make()

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._internal.checks import check_int
 from ..messages.types import ImageContent, TextContent
 
 __all__ = ["AgentToolResult", "cap_result", "to_result"]
@@ -137,7 +138,11 @@ def cap_result(result: AgentToolResult, max_chars: int | None) -> AgentToolResul
     a last text part says ``[truncated: the tool result has N characters; the
     first M are shown]``; ``details`` gets ``{"truncated": {"chars": N,
     "max_chars": M}}`` when it is a dict or None. None: no cap.
+
+    Raises:
+        ConfigError: ``max_chars`` not an int >= 0 (NaN, -1 or ``True`` is not a cap).
     """
+    check_int("max_chars", max_chars, minimum=0, optional=True)
     if max_chars is None:
         return result
     parts = result.content
