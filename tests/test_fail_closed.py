@@ -328,6 +328,20 @@ def test_a_negative_or_non_finite_number_given_by_a_caller_is_an_error_when_give
         make()
 
 
+@pytest.mark.parametrize("limit", [-1, True, 2.5])
+def test_a_store_read_limit_that_is_not_a_count_is_an_error_not_every_row(
+        sqlite_store_factory: Any, limit: Any) -> None:
+    """SQLite reads ``LIMIT -1`` as no limit: a -1 given as a limit returned every pending input."""
+    store = sqlite_store_factory()
+    for text in ("a", "b", "c"):
+        store.enqueue("c1", {"role": "user", "content": text})
+    assert len(store.pending("c1", limit=2)) == 2
+    with pytest.raises(ConfigError, match="limit"):
+        store.pending("c1", limit=limit)
+    with pytest.raises(ConfigError, match="limit"):
+        store.pending_conversations(limit=limit)
+
+
 def test_a_tool_call_reply_with_negative_usage_counts_no_negative_tokens() -> None:
     reply = {**tool_call_reply("missing", {}), "usage": {"prompt_tokens": 5, "completion_tokens": -100}}
     with Agent(ScriptedLLM([reply, {**text_reply("done"), "usage": {"prompt_tokens": 7, "completion_tokens": 1}}])

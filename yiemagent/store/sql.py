@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .._internal.checks import one_of
+from .._internal.checks import check_int, one_of
 from ..exceptions import ConfigError, StaleStateError, StoreError
 from .base import (
     MAX_LEASE_SECONDS,
@@ -241,6 +241,7 @@ class SQLStoreBase(StoreBase):
         statement = (f"SELECT {INBOX_COLUMNS} FROM {self.inbox_table} WHERE conversation_id = ? AND "
                      "served_at IS NULL ORDER BY seq")
         params: list[Any] = [conversation_id]
+        check_int("limit", limit, minimum=1, optional=True)  # SQLite reads LIMIT -1 as no limit at all
         if limit is not None:
             statement += " LIMIT ?"
             params.append(int(limit))
@@ -264,6 +265,7 @@ class SQLStoreBase(StoreBase):
 
     def pending_conversations(self, *, limit: int = 100) -> list[str]:
         """Ids with pending inputs, oldest pending input first."""
+        check_int("limit", limit, minimum=1)
         rows = self._read(f"SELECT conversation_id FROM {self.inbox_table} WHERE served_at IS NULL "
                           "GROUP BY conversation_id ORDER BY MIN(enqueued_at), conversation_id LIMIT ?", (int(limit),))
         return [r[0] for r in rows]
