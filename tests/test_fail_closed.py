@@ -342,6 +342,33 @@ def test_a_store_read_limit_that_is_not_a_count_is_an_error_not_every_row(
         store.pending_conversations(limit=limit)
 
 
+@pytest.mark.parametrize("options", [{"timeout_seconds": math.nan}, {"timeout_seconds": -1},
+                                     {"timeout_seconds": 5, "poll_seconds": math.nan}],
+                         ids=["timeout nan", "timeout -1", "poll nan"])
+def test_wait_answer_with_a_bound_that_is_not_one_is_an_error_not_a_wait_for_ever(
+        sqlite_store_factory: Any, options: dict[str, Any]) -> None:
+    """A NaN ``timeout_seconds`` made a deadline that never passes: the wait for an unserved input never ended."""
+    import threading
+
+    store = sqlite_store_factory()
+    seq = store.enqueue("c1", {"role": "user", "content": "never served"})
+    outcome: list[BaseException] = []
+
+    def wait() -> None:  # on a thread: before the fix the NaN case never returned
+        try:
+            store.wait_answer("c1", seq, **options)
+        except BaseException as exc:  # the outcome is asserted below
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(30)
+    assert not waiter.is_alive(), "wait_answer still waiting after 30 s"
+    assert isinstance(outcome[0], ConfigError) and "seconds" in str(outcome[0]), outcome
+    with pytest.raises(ConfigError, match="ttl_seconds"):
+        store.acquire("c1", "owner", ttl_seconds=True)
+
+
 def test_a_tool_call_reply_with_negative_usage_counts_no_negative_tokens() -> None:
     reply = {**tool_call_reply("missing", {}), "usage": {"prompt_tokens": 5, "completion_tokens": -100}}
     with Agent(ScriptedLLM([reply, {**text_reply("done"), "usage": {"prompt_tokens": 7, "completion_tokens": 1}}])

@@ -342,8 +342,11 @@ class StoreBase:
         self, conversation_id: str, seq: int, *, timeout_seconds: float | None = None, poll_seconds: float = 0.05
     ) -> dict[str, Any]:
         """Block until input ``seq`` is served; return its answer (see ``ConversationStore``)."""
+        from .._internal.checks import check_number, check_timeout
         from ..exceptions import StoreError
 
+        check_timeout(timeout_seconds)  # a NaN deadline never passes: it waited for ever
+        check_number("poll_seconds", poll_seconds)
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         while True:
             entry = self.get_input(conversation_id, seq)

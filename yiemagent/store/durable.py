@@ -113,7 +113,8 @@ class DurableConversation(Conversation):
     def __init__(self, config: LoopConfig, store: ConversationStore, conversation_id: str, *,
                  lease_seconds: float = 30.0, servers: ToolServers | None = None, mcp_required: bool = False,
                  steering: bool = False) -> None:
-        if not isinstance(lease_seconds, (int, float)) or not 0 < lease_seconds <= MAX_LEASE_SECONDS:
+        if (isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float))
+                or not 0 < lease_seconds <= MAX_LEASE_SECONDS):
             raise ConfigError(f"lease_seconds must be a number in (0, {MAX_LEASE_SECONDS:.0f}], "
                               f"not {lease_seconds!r:.40}")
         super().__init__(config, servers=servers, mcp_required=mcp_required, steering=steering)

@@ -480,6 +480,7 @@ class SQLStoreBase(StoreBase):
 
 
 def _ttl(ttl_seconds: Any) -> float:
-    if not isinstance(ttl_seconds, (int, float)) or not 0 < ttl_seconds <= MAX_LEASE_SECONDS:
+    if (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float))
+            or not 0 < ttl_seconds <= MAX_LEASE_SECONDS):
         raise ConfigError(f"ttl_seconds must be a number in (0, {MAX_LEASE_SECONDS}], not {ttl_seconds!r:.40}")
     return float(ttl_seconds)
