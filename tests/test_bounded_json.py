@@ -138,3 +138,17 @@ def test_a_token_introspection_answer_nested_5000_deep_refuses_the_token_not_a_r
         server.shutdown()
         server.server_close()
     assert len(asked) == 1 and "token=a-token" in asked[0]  # it was asked, and its answer refused
+
+
+@pytest.mark.parametrize("levels", [900, DEEP])
+def test_a_text_tool_call_nested_past_the_bound_is_refused_like_one_nested_5000_deep(levels: int) -> None:
+    """A ``<tool_call>`` whose arguments nest 900 deep decoded (under the decoder's stack) and became a call."""
+    from yiemagent.formats.text_tool_calls import find_text_calls
+
+    def block(nested: str) -> str:
+        return '<tool_call>{"name": "t", "arguments": {"a": ' + nested + "}}</tool_call>"
+
+    _, calls = find_text_calls(block(deep_text(levels)), ["t"])
+    assert len(calls) == 1 and calls[0].arguments is None and calls[0].error, calls[0].name
+    _, shallow = find_text_calls(block(deep_text(200)), ["t"])
+    assert shallow[0].name == "t" and shallow[0].error is None

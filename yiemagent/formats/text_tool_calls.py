@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .._internal.jsonload import loads_bounded
+from .._internal.jsonload import DEFAULT_MAX_DEPTH, JSONDepthError, loads_bounded, nesting_exceeds
 from .markdown_code import CodeRanges, code_ranges
 
 __all__ = ["TextCall", "find_text_calls", "repair_json_object", "split_reasoning"]
@@ -129,6 +129,8 @@ def _object_at(text: str, pos: int, *, repair: bool, stop: str | None = None) ->
     """Decode a JSON value at ``pos``; with ``repair``, try repairs up to ``stop`` (or the end)."""
     try:
         value, end = _decoder.raw_decode(text, pos)
+        if nesting_exceeds(value, DEFAULT_MAX_DEPTH):  # under the decoder's stack but past the one bound
+            raise JSONDepthError(DEFAULT_MAX_DEPTH)
         return value, end, None
     except (ValueError, RecursionError):
         if not repair:
