@@ -152,3 +152,13 @@ def test_a_text_tool_call_nested_past_the_bound_is_refused_like_one_nested_5000_
     assert len(calls) == 1 and calls[0].arguments is None and calls[0].error, calls[0].name
     _, shallow = find_text_calls(block(deep_text(200)), ["t"])
     assert shallow[0].name == "t" and shallow[0].error is None
+
+
+def test_tool_call_arguments_nested_past_the_bound_are_a_format_error_the_model_sees() -> None:
+    """A reply's ``arguments`` string is JSON text inside JSON: the body's bound does not reach it."""
+    from yiemagent.formats.arguments import parse_arguments
+
+    arguments, error = parse_arguments('{"a": ' + deep_text(900) + "}")
+    assert arguments == {} and error is not None and "nested deeper than 256" in error
+    shallow, none = parse_arguments('{"a": ' + deep_text(200) + "}")
+    assert none is None and isinstance(shallow["a"], list)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._internal.jsonload import DEFAULT_MAX_DEPTH, depth_exceeds
 from ..textpolicy import loads_strict
 from .text_tool_calls import repair_json_object
 
@@ -43,6 +44,8 @@ def parse_arguments_noted(raw: Any, *, repair: bool = True) -> tuple[dict[str, A
     text = raw.strip()
     if not text or text == "null":
         return {}, None, None
+    if depth_exceeds(text, DEFAULT_MAX_DEPTH):  # the one bound; the decoder alone took 900 levels
+        return {}, f"arguments are not valid JSON (nested deeper than {DEFAULT_MAX_DEPTH} levels)", None
     try:
         value = loads_strict(text)
     except json.JSONDecodeError as exc:

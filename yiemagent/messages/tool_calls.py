@@ -58,6 +58,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._internal.jsonload import DEFAULT_MAX_DEPTH, nesting_exceeds
 from ..exceptions import ToolCallFormatError
 from ..formats.arguments import parse_arguments, parse_arguments_noted
 from ..formats.harmony import clean_tool_name, split_harmony
@@ -82,6 +83,8 @@ def _split_glued(raw: Any) -> list[dict[str, Any]] | None:
         try:
             value, pos = decode_strict(text, pos)
         except (ValueError, RecursionError):
+            return None
+        if nesting_exceeds(value, DEFAULT_MAX_DEPTH):
             return None
         if not isinstance(value, dict):
             return None
