@@ -397,3 +397,19 @@ def test_negative_mcp_progress_is_left_out_not_passed_on() -> None:
     handle_server_message(Client(), {"tok": got.append}, {"jsonrpc": "2.0", "method": "notifications/progress",
                                                           "params": params})
     assert got == [{"progressToken": "tok", "message": "odd"}]
+
+
+def test_a_streams_retry_field_never_sets_a_wait_past_the_bound() -> None:
+    """The SSE ``retry:`` field is the server's to set: ``retry: 999999999`` made the MCP client wait 11 days before
+    reconnecting its standalone stream. One parser reads it for every stream (client listen and resume); a value
+    past ``MAX_RETRY_MS`` (60 s) reads as the bound, a small one as given, and non-ASCII digits are not a number
+    (the spec's field is ASCII digits).
+    """
+    from yiemagent.formats.sse import MAX_RETRY_MS, SSEParser
+
+    for text, expected in (("999999999", MAX_RETRY_MS), ("99999999999999", MAX_RETRY_MS), ("1500", 1500),
+                           ("\u0661\u0662", None), ("-5", None), ("1e9", None)):
+        parser = SSEParser()
+        events = parser.feed(f"retry: {text}\ndata: x\n\n")
+        assert parser.retry_ms == expected, text
+        assert events and events[0].retry == expected

@@ -24,7 +24,11 @@ from dataclasses import dataclass
 from .._internal.checks import check_int
 from ..exceptions import FormatError
 
-__all__ = ["SSEEvent", "SSEParser"]
+__all__ = ["MAX_RETRY_MS", "SSEEvent", "SSEParser"]
+
+MAX_RETRY_MS = 60_000
+"""Longest reconnection time a stream's ``retry:`` field may set (ms); a larger value reads as this (a server's
+``retry: 999999999`` was an 11-day wait before the MCP client reconnected its standalone stream)."""
 
 _LINE_BREAK = re.compile("[\r\n]")
 
@@ -38,7 +42,7 @@ class SSEEvent:
     id: str | None = None
     """The last event id seen so far in the stream (``id:`` field)."""
     retry: int | None = None
-    """Reconnection time in milliseconds, if the stream set one."""
+    """Reconnection time in milliseconds, if the stream set one (at most ``MAX_RETRY_MS``)."""
 
 
 class SSEParser:
@@ -185,8 +189,8 @@ class SSEParser:
             elif name == "id":
                 if "\0" not in value:
                     self._last_id = value
-            elif name == "retry" and value.isdigit() and len(value) <= 9:
-                self._retry = int(value)
+            elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only, as the spec's
+                self._retry = min(int(value[:9]), MAX_RETRY_MS) if len(value) <= 9 else MAX_RETRY_MS
         return None
 
     def _dispatch(self) -> SSEEvent | None:
