@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yiemagent.formats.sse import SSEEvent, SSEParser
+from yiemagent.formats.sse import MAX_RETRY_MS, SSEEvent, SSEParser
 
 
 def feed_all(chunks: list[str]) -> list[SSEEvent]:
@@ -157,7 +157,7 @@ def _serialize(events: list[dict[str, Any]], eol: str) -> tuple[str, list[SSEEve
             last_id = spec["id"]
         if spec["retry"] is not None:
             lines.append(f"retry: {spec['retry']}")
-            retry = spec["retry"]
+            retry = min(spec["retry"], MAX_RETRY_MS)  # a server's larger value reads as the bound
         lines += ["data: " + line for line in spec["data"]]
         lines.append("")
         expected.append(SSEEvent(event=spec["event"] or "message", data="\n".join(spec["data"]), id=last_id,
