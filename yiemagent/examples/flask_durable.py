@@ -86,14 +86,22 @@ __all__ = ["create_app", "from_env", "open_store"]
 StoreFactory = Callable[[], ConversationStore]
 AgentMaker = Callable[[ConversationStore, str], Agent]
 
-def _body(*, allow_empty: bool = False) -> dict[str, Any]:
-    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app."""
-    return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+
+def _body(*, allow_empty: bool = False, expected: str = "a JSON object") -> dict[str, Any]:
+    """The request's JSON object, bounded (``yiemagent.agent.ui_bodies``): a refusal is answered by the app.
+
+    A body that is not JSON, or not an object, is refused with what to send (``expected``).
+    """
+    try:
+        return read_ui_body(request.stream, request.content_length, allow_empty=allow_empty)
+    except UIBodyRefused as refused:
+        if refused.status != 400:
+            raise
+        raise UIBodyRefused(f"{refused}: the body must be {expected}", refused.status) from None
 
 
 def _refused(refused: UIBodyRefused) -> tuple[Response, int]:
     return jsonify(error=str(refused)), refused.status
-
 
 
 def create_app(
@@ -150,7 +158,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/messages")
     def post_message(conversation_id: str) -> tuple[Response, int]:
-        body = _body()
+        body = _body(expected='a JSON object with "message"')
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
@@ -188,7 +196,7 @@ def create_app(
 
     @app.post("/conversations/<conversation_id>/stream")
     def post_stream(conversation_id: str) -> Response | tuple[Response, int]:
-        body = _body()
+        body = _body(expected='a JSON object with "message"')
         if not isinstance(body, dict) or "message" not in body:
             return reply({"error": 'the body must be a JSON object with "message"'}, 400)
         input_id = body.get("input_id")
