@@ -367,6 +367,8 @@ def test_wait_answer_with_a_bound_that_is_not_one_is_an_error_not_a_wait_for_eve
     assert isinstance(outcome[0], ConfigError) and "seconds" in str(outcome[0]), outcome
     with pytest.raises(ConfigError, match="ttl_seconds"):
         store.acquire("c1", "owner", ttl_seconds=True)
+    with pytest.raises(TimeoutError):  # 0 stays what it was: look once, never wait
+        store.wait_answer("c1", seq, timeout_seconds=0)
 
 
 def test_a_tool_call_reply_with_negative_usage_counts_no_negative_tokens() -> None:

@@ -301,8 +301,9 @@ class ConversationStore(Protocol):
         """Block until input ``seq`` is served; return its answer dict.
 
         Raises:
-            TimeoutError: not served within ``timeout_seconds`` (None: no limit).
+            TimeoutError: not served within ``timeout_seconds`` (None: no limit; 0: looked once).
             StoreError: no such input.
+            ConfigError: ``timeout_seconds`` negative or not finite, ``poll_seconds`` not a finite number > 0.
         """
         ...
 
@@ -342,10 +343,11 @@ class StoreBase:
         self, conversation_id: str, seq: int, *, timeout_seconds: float | None = None, poll_seconds: float = 0.05
     ) -> dict[str, Any]:
         """Block until input ``seq`` is served; return its answer (see ``ConversationStore``)."""
-        from .._internal.checks import check_number, check_timeout
+        from .._internal.checks import check_number
         from ..exceptions import StoreError
 
-        check_timeout(timeout_seconds)  # a NaN deadline never passes: it waited for ever
+        # 0: look once, never wait; NaN, inf or below 0 never passes or never came: it waited for ever
+        check_number("timeout_seconds", timeout_seconds, positive=False, optional=True)
         check_number("poll_seconds", poll_seconds)
         deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
         while True:
