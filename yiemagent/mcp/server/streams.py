@@ -165,10 +165,9 @@ class SessionStream:
     """
 
     def __init__(self, session: ServerSession, listener: Any, events: queue.Queue[Any],
-                 alive: Callable[[], bool], presence: ClientPresence,
-                 on_close: Callable[[], None] | None = None) -> None:
+                 alive: Callable[[], bool], presence: ClientPresence) -> None:
         self._session, self._listener, self._events, self._alive = session, listener, events, alive
-        self._presence, self._on_close = presence, on_close
+        self._presence = presence
 
     def __iter__(self) -> Iterator[bytes]:
         yield b": stream open\n\n"  # headers and a first byte now: the client knows the stream is there
@@ -186,13 +185,10 @@ class SessionStream:
             yield b"event: message\ndata: " + reply_bytes(note) + b"\n\n"
 
     def close(self) -> None:
-        """The server is done with the body: the session may open another GET stream (``on_close`` runs once)."""
+        """The server is done with the body: the session may open another GET stream."""
         with self._session.lock:
             if self._session.listener is self._listener:
                 self._session.listener = None
-            on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
 
 
 KEEP_ALIVE_SECONDS = 15.0
